@@ -1,0 +1,1 @@
+"""The attention-kata grader: scores untrusted submissions with the hidden tests in tests/."""

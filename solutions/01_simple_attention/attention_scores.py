@@ -1,0 +1,42 @@
+"""Section 3.3.1: attention scores are dot products between a query and every input token."""
+
+import torch
+
+
+def attention_scores(inputs: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """Attention scores of one query against every token, written as a loop.
+
+    Args:
+        inputs: (T, d) token embeddings, one row per token.
+        query: (d,) the query token's embedding.
+
+    Returns:
+        (T,) where entry i is the dot product ``inputs[i] · query``.
+
+    Example (000, section 3.3.1, query = "journey", the 2nd token)::
+
+        >>> attention_scores(inputs, inputs[1])
+        tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
+    """
+    ### BEGIN SOLUTION
+    return torch.stack([torch.dot(x_i, query) for x_i in inputs])
+    ### END SOLUTION
+
+
+def attention_score_matrix(inputs: torch.Tensor) -> torch.Tensor:
+    """Scores of every token against every token, as one matrix product.
+
+    Args:
+        inputs: (..., T, d) token embeddings; leading batch dimensions are allowed.
+
+    Returns:
+        (..., T, T) where entry [i, j] is ``inputs[i] · inputs[j]``.
+
+    Example (000, section 3.3.2)::
+
+        >>> attention_score_matrix(inputs)[0]
+        tensor([0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310])
+    """
+    ### BEGIN SOLUTION
+    return inputs @ inputs.transpose(-2, -1)
+    ### END SOLUTION

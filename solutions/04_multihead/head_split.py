@@ -1,0 +1,50 @@
+"""Section 3.6.2: splitting one projection into heads, and putting the heads back together."""
+
+import torch
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(b, T, d_out) -> (b, num_heads, T, d_out // num_heads).
+
+    Head h holds features ``h * head_dim : (h + 1) * head_dim`` of every token: unroll the last
+    dimension into (num_heads, head_dim), then move the head axis before the token axis. A bare
+    ``x.view(b, num_heads, T, head_dim)`` has the right shape but mixes tokens into heads.
+
+    Raises:
+        ValueError: if d_out is not divisible by num_heads.
+
+    Example::
+
+        >>> split_heads(torch.arange(8.).reshape(1, 2, 4), 2)
+        tensor([[[[0., 1.],
+                  [4., 5.]],
+                 [[2., 3.],
+                  [6., 7.]]]])
+    """
+    ### BEGIN SOLUTION
+    b, num_tokens, d_out = x.shape
+    if d_out % num_heads != 0:
+        raise ValueError(f"d_out={d_out} is not divisible by num_heads={num_heads}")
+    return x.reshape(b, num_tokens, num_heads, d_out // num_heads).transpose(1, 2)
+    ### END SOLUTION
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """The inverse of split_heads: (b, num_heads, T, head_dim) -> (b, T, num_heads * head_dim)."""
+    ### BEGIN SOLUTION
+    b, num_heads, num_tokens, head_dim = x.shape
+    return x.transpose(1, 2).reshape(b, num_tokens, num_heads * head_dim)
+    ### END SOLUTION
+
+
+def per_head_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """Attention scores of every head at once: (b, h, T, hd) x (b, h, T, hd) -> (b, h, T, T).
+
+    Example (000, section 3.6.2, ``a @ a.transpose(2, 3)``)::
+
+        >>> per_head_scores(a, a)[0, 0, 0]
+        tensor([1.3208, 1.1631, 1.2879])
+    """
+    ### BEGIN SOLUTION
+    return queries @ keys.transpose(2, 3)
+    ### END SOLUTION

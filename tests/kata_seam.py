@@ -1,0 +1,101 @@
+"""The one seam between the hidden tests and an implementation.
+
+Hidden tests never import a student's module. They receive an ``impl`` object (the fixture in
+``conftest.py``) and use only the operations below, so that the same tests run against
+
+* ``LocalImpl`` -- the implementation imported into this process (``pytest tests --impl DIR``,
+  for developing the tests and for the mutant suite), and
+* the grader's remote implementation -- the student's code living in an isolated worker process,
+  with only plain data (tensors, numbers, strings, containers of them) crossing back.
+
+Portable operations (the whole contract; a test that needs more extends this file and both sides):
+
+* ``impl.<public name>`` -- a function or class from ``rubric.json``'s ``names``; call it.
+* Objects a call returns are either plain data (tensors, numbers, str, None, tuples, lists,
+  dicts of them) or opaque objects (modules). On an opaque object a test may: call it,
+  read an attribute (plain data or another opaque object), call its methods (``state_dict``,
+  ``load_state_dict``, ``eval``, ``train``, ``to``, ``named_parameters``, ...), ``len``, index
+  and iterate it. Generators come back as lists, so wrap them: ``dict(m.named_parameters())``.
+* Tensors read from an object are snapshots: mutating them changes nothing in the object. Do
+  not set attributes, compare identities or use ``isinstance`` on opaque objects; use
+  ``impl.type_name(obj)`` instead.
+* ``impl.manual_seed(seed)`` seeds the generator the implementation draws from.
+* ``impl.call_and_inputs(fn, *args)`` returns ``(result, args_after_the_call)`` so that a test can
+  see whether the implementation modified its inputs in place.
+* ``impl.forward_backward(module, x, grad_output)`` runs ``module(x).backward(grad_output)`` and
+  returns ``(output, {parameter name: grad or None})``.
+* Exceptions raised by the implementation arrive as the same built-in exception type
+  (``ValueError``, ``NotImplementedError``, ...) with the original message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+RUBRIC_PATH = Path(__file__).with_name("rubric.json")
+GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+
+
+def load_rubric() -> dict[str, Any]:
+    """The parsed ``rubric.json``."""
+    return json.loads(RUBRIC_PATH.read_text())
+
+
+def name_to_exercise() -> dict[str, str]:
+    """Map every public name (``CausalAttention``) to its exercise id (``03_causal/causal_attention``)."""
+    return {name: ex_id for ex_id, ex in load_rubric()["exercises"].items() for name in ex["names"]}
+
+
+def call_and_inputs(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[Any]]:
+    """Call ``fn`` and hand back its positional arguments as they are afterwards."""
+    result = fn(*args, **kwargs)
+    return result, list(args)
+
+
+def forward_backward(
+    module: torch.nn.Module, x: torch.Tensor, grad_output: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor | None]]:
+    """Forward, then backward with ``grad_output``; the gradient of every named parameter."""
+    module.zero_grad(set_to_none=True)
+    out = module(x)
+    out.backward(grad_output)
+    grads = {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}
+    return out.detach(), grads
+
+
+def type_name(obj: Any) -> str:
+    """``module.QualName`` of the object's type, e.g. ``torch.nn.modules.container.ModuleList``."""
+    cls = type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class LocalImpl:
+    """An implementation directory imported into this process (trusted code only).
+
+    The four group folders go on ``sys.path`` so that exercises can import each other by bare
+    module name (``from causal_attention import CausalAttention``), as they do under pytest and in
+    the grader's worker. One process holds one implementation.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._where = name_to_exercise()
+        for group in reversed(GROUPS):
+            sys.path.insert(0, str(root / group))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._where:
+            raise AttributeError(name)
+        module = importlib.import_module(self._where[name].split("/")[1])
+        return getattr(module, name)
+
+    manual_seed = staticmethod(torch.manual_seed)
+    call_and_inputs = staticmethod(call_and_inputs)
+    forward_backward = staticmethod(forward_backward)
+    type_name = staticmethod(type_name)
