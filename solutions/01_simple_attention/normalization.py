@@ -12,7 +12,7 @@ def normalize_by_sum(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Returns:
         Same shape as ``scores``; sums to 1 along ``dim``.
 
-    Example (000, section 3.3.1)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.3.1)::
 
         >>> normalize_by_sum(torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]))
         tensor([0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656])
@@ -27,7 +27,13 @@ def softmax_naive(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
     It overflows for large scores (exp(1000) is inf): that is what softmax_stable fixes.
 
-    Example (000, section 3.3.1)::
+    Args:
+        scores: any shape; ``dim`` is the axis to normalize.
+
+    Returns:
+        Same shape as ``scores``; sums to 1 along ``dim``.
+
+    Example (000_7ebab5a40414ec2e.txt, section 3.3.1)::
 
         >>> softmax_naive(torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]))
         tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
@@ -42,7 +48,13 @@ def softmax_stable(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that subtracts the maximum along ``dim`` before exponentiating.
 
     Mathematically the same as softmax_naive, but correct for scores like 1000 and for rows
-    that hold -inf (masked positions get weight exactly 0). Same shape as ``scores``.
+    that hold -inf (masked positions get weight exactly 0).
+
+    Args:
+        scores: any shape; ``dim`` is the axis to normalize.
+
+    Returns:
+        Same shape as ``scores``; sums to 1 along ``dim``.
 
     Example::
 

@@ -1,4 +1,15 @@
-"""Section 3.4.2: a compact self-attention class, first with nn.Parameter, then with nn.Linear."""
+"""Section 3.4.2: a compact self-attention class, first with nn.Parameter, then with nn.Linear.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+"""
 
 import torch
 import torch.nn as nn
@@ -12,7 +23,7 @@ class SelfAttention_v1(nn.Module):
 
     forward: x (..., T, d_in) -> (..., T, d_out), softmax(Q Kᵀ / √d_out) V with Q = x @ W_query.
 
-    Example (000, section 3.4.2)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.4.2)::
 
         >>> torch.manual_seed(123)
         >>> SelfAttention_v1(3, 2)(inputs)[0]
@@ -29,6 +40,7 @@ class SelfAttention_v1(nn.Module):
         ### END SOLUTION
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., T, d_in) -> context vectors (..., T, d_out); keys = x @ self.W_key, and so on."""
         ### BEGIN SOLUTION
         keys = x @ self.W_key
         queries = x @ self.W_query
@@ -47,7 +59,7 @@ class SelfAttention_v2(nn.Module):
 
     forward: x (..., T, d_in) -> (..., T, d_out).
 
-    Example (000, section 3.4.2)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.4.2)::
 
         >>> torch.manual_seed(789)
         >>> SelfAttention_v2(3, 2)(inputs)[0]
@@ -64,6 +76,7 @@ class SelfAttention_v2(nn.Module):
         ### END SOLUTION
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., T, d_in) -> context vectors (..., T, d_out); keys = self.W_key(x), and so on."""
         ### BEGIN SOLUTION
         keys = self.W_key(x)
         queries = self.W_query(x)

@@ -20,10 +20,13 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     Raises:
         ValueError: if p is outside [0, 1].
 
-    Example (000, section 3.5.2)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.5.2 applies ``torch.nn.Dropout(0.5)`` the same way; CPU, PyTorch >= 2.7)::
 
         >>> torch.manual_seed(123)
         >>> dropout(torch.ones(6, 6), 0.5)[0]
+        tensor([2., 2., 0., 2., 2., 0.])
+        >>> torch.manual_seed(123)
+        >>> torch.nn.Dropout(0.5)(torch.ones(6, 6))[0]     # the same mask
         tensor([2., 2., 0., 2., 2., 0.])
     """
     ### BEGIN SOLUTION

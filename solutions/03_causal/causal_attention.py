@@ -1,4 +1,16 @@
-"""Section 3.5.3: a compact causal self-attention class."""
+"""Section 3.5.3: a compact causal self-attention class.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+    batch = torch.stack((inputs, inputs), dim=0)  # (2, 6, 3)
+"""
 
 import torch
 import torch.nn as nn
@@ -17,7 +29,7 @@ class CausalAttention(nn.Module):
     forward: x (b, T, d_in) -> (b, T, d_out) for any T <= context_length (cut the mask to T x T);
     T > context_length raises ValueError naming both numbers.
 
-    Example (001, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0)::
+    Example (001_1e5e282f5721c1c1.txt, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0; 000_7ebab5a40414ec2e.txt, section 3.5.3 builds the same class)::
 
         >>> torch.manual_seed(123)
         >>> CausalAttention(3, 2, 6, 0.0)(batch)[0, 0]
@@ -36,6 +48,7 @@ class CausalAttention(nn.Module):
         ### END SOLUTION
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, T, d_in) -> context vectors (b, T, d_out); future tokens get attention weight 0."""
         ### BEGIN SOLUTION
         num_tokens = x.shape[-2]
         if num_tokens > self.context_length:

@@ -1,4 +1,15 @@
-"""Section 3.5.1: hiding future words with a causal attention mask."""
+"""Section 3.5.1: hiding future words with a causal attention mask.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+"""
 
 import torch
 
@@ -6,7 +17,13 @@ import torch
 def causal_mask(num_tokens: int) -> torch.Tensor:
     """The (T, T) lower-triangular matrix of ones: 1 where token i may attend to token j (j <= i).
 
-    Example (001, "tril mask")::
+    Args:
+        num_tokens: T, the number of tokens.
+
+    Returns:
+        (T, T) float tensor of ones on and below the diagonal, zeros above.
+
+    Example (001_1e5e282f5721c1c1.txt, the ``torch.tril`` mask, cut to 3 tokens)::
 
         >>> causal_mask(3)
         tensor([[1., 0., 0.],
@@ -27,7 +44,7 @@ def mask_and_renormalize(attn_weights: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, T) a new tensor: exactly 0 above the diagonal, rows summing to 1.
 
-    Example (001, masked and renormalized seed-789 weights)::
+    Example (001_1e5e282f5721c1c1.txt, the seed-789 weights masked and renormalized; ``attn_weights`` is the softmax of the scaled seed-789 scores)::
 
         >>> mask_and_renormalize(attn_weights)[1]
         tensor([0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000])
@@ -49,7 +66,7 @@ def mask_future_scores(attn_scores: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, T) a new tensor, -inf wherever j > i.
 
-    Example (000, section 3.5.1)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.5.1; ``attn_scores`` = Q Kᵀ of the seed-789 SelfAttention_v2)::
 
         >>> mask_future_scores(attn_scores)[0]
         tensor([0.2899,   -inf,   -inf,   -inf,   -inf,   -inf])
@@ -71,7 +88,7 @@ def causal_attention_weights(attn_scores: torch.Tensor, d_k: int) -> torch.Tenso
     Returns:
         (..., T, T) weights, 0 above the diagonal, rows summing to 1.
 
-    Example (001, seed-789 scores, d_k = 2)::
+    Example (001_1e5e282f5721c1c1.txt, softmax of the scaled, -inf-masked seed-789 scores, d_k = 2)::
 
         >>> causal_attention_weights(attn_scores, 2)[1]
         tensor([0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000])

@@ -10,6 +10,13 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     dimension into (num_heads, head_dim), then move the head axis before the token axis. A bare
     ``x.view(b, num_heads, T, head_dim)`` has the right shape but mixes tokens into heads.
 
+    Args:
+        x: (b, T, d_out) a projection such as ``W_query(x)``.
+        num_heads: how many heads to split d_out into.
+
+    Returns:
+        (b, num_heads, T, d_out // num_heads).
+
     Raises:
         ValueError: if d_out is not divisible by num_heads.
 
@@ -30,7 +37,17 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """The inverse of split_heads: (b, num_heads, T, head_dim) -> (b, T, num_heads * head_dim)."""
+    """The inverse of split_heads: (b, num_heads, T, head_dim) -> (b, T, num_heads * head_dim).
+
+    Token t's output row is head 0's row t, then head 1's row t, and so on (``torch.cat`` of the
+    heads on the last dimension, as MultiHeadAttentionWrapper does in section 3.6.1).
+
+    Example::
+
+        >>> merge_heads(split_heads(torch.arange(8.).reshape(1, 2, 4), 2))
+        tensor([[[0., 1., 2., 3.],
+                 [4., 5., 6., 7.]]])
+    """
     ### BEGIN SOLUTION
     b, num_heads, num_tokens, head_dim = x.shape
     return x.transpose(1, 2).reshape(b, num_tokens, num_heads * head_dim)
@@ -40,7 +57,14 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 def per_head_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     """Attention scores of every head at once: (b, h, T, hd) x (b, h, T, hd) -> (b, h, T, T).
 
-    Example (000, section 3.6.2, ``a @ a.transpose(2, 3)``)::
+    Args:
+        queries: (b, num_heads, T, head_dim)
+        keys: (b, num_heads, T, head_dim)
+
+    Returns:
+        (b, num_heads, T, T): entry [b, h, i, j] is queries[b, h, i] · keys[b, h, j].
+
+    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, ``a @ a.transpose(2, 3)`` with the (1, 2, 3, 4) tensor ``a`` printed there)::
 
         >>> per_head_scores(a, a)[0, 0, 0]
         tensor([1.3208, 1.1631, 1.2879])

@@ -1,4 +1,16 @@
-"""Section 3.6.2: multi-head attention with weight splits."""
+"""Section 3.6.2: multi-head attention with weight splits.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+    batch = torch.stack((inputs, inputs), dim=0)  # (2, 6, 3)
+"""
 
 import torch
 import torch.nn as nn
@@ -17,7 +29,7 @@ class MultiHeadAttention(nn.Module):
     forward: x (b, T, d_in) -> (b, T, d_out): split Q, K, V into (b, num_heads, T, head_dim),
     causal softmax(Q Kᵀ / √head_dim) per head, dropout, weights @ V, merge the heads, out_proj.
 
-    Example (000, section 3.6.2, d_in=3, d_out=2, num_heads=2)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, d_in=3, d_out=2, num_heads=2, with head_dim = d_out // num_heads; the listing there sets head_dim = d_out, a bug, and prints nothing: the value is from /work/shared/docs/README.md)::
 
         >>> torch.manual_seed(123)
         >>> MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0]
@@ -44,6 +56,7 @@ class MultiHeadAttention(nn.Module):
         ### END SOLUTION
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, T, d_in) -> (b, T, d_out); raises ValueError if T > context_length."""
         ### BEGIN SOLUTION
         b, num_tokens, _ = x.shape
         if num_tokens > self.context_length:
@@ -63,7 +76,9 @@ class MultiHeadAttention(nn.Module):
 def gpt2_attention() -> MultiHeadAttention:
     """The GPT-2 (124M) sized attention: 768 -> 768, 12 heads, context 1024, dropout 0.0.
 
-    It has 2,360,064 parameters (000, section 3.6.2 / README of the documents).
+    Returns:
+        A MultiHeadAttention with 2,360,064 parameters (/work/shared/docs/README.md; the GPT-2
+        sizes follow 000_7ebab5a40414ec2e.txt, section 3.6.2).
     """
     ### BEGIN SOLUTION
     return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
