@@ -1,0 +1,164 @@
+"""Reports of one grading: the JSON contract, Gradescope's results.json, and the text table.
+
+The JSON report is a contract other tools read (score-all's CSV, the gradebook, Gradescope):
+top-level ``score``, ``max_score``, ``execution_time``, ``isolation``, ``tests`` (Gradescope's
+per-test fields), ``exercises`` (keyed by the 12 exercise ids) and ``gpu_check``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader.rubric import GROUPS
+from grader.scoring import ExerciseResult
+
+_MAX_OUTPUT = 2000
+
+
+@dataclass
+class GpuCheckResult:
+    score: float
+    max_score: float
+    status: str  # passed | failed | simulated_passed | simulated_failed | inconclusive | skipped
+    device: str
+    message: str
+
+    @classmethod
+    def skipped(cls, message: str) -> "GpuCheckResult":
+        return cls(0.0, 0.0, "skipped", "none", message)
+
+
+@dataclass
+class GradeReport:
+    submission: str
+    exercises: dict[str, ExerciseResult]
+    gpu_check: GpuCheckResult
+    isolation: str  # "bwrap" or "process"
+    execution_time: float
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return round(sum(r.score for r in self.exercises.values()) + self.gpu_check.score, 2)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(r.max_score for r in self.exercises.values()) + self.gpu_check.max_score, 2)
+
+
+def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
+    entries = []
+    for ex_id, result in report.exercises.items():
+        if not result.outcomes:  # the exercise's tests never ran: one line says why
+            entries.append(
+                {"name": ex_id, "score": 0.0, "max_score": result.max_score, "status": "failed",
+                 "output": result.message[:_MAX_OUTPUT]}
+            )
+        for outcome in result.outcomes:
+            test_name = outcome.nodeid.split("::", 1)[-1]
+            entries.append(
+                {
+                    "name": f"{ex_id}: {test_name}",
+                    "score": round(outcome.max_points if outcome.passed else 0.0, 4),
+                    "max_score": round(outcome.max_points, 4),
+                    "status": "passed" if outcome.passed else "failed",
+                    "output": outcome.message[:_MAX_OUTPUT],
+                }
+            )
+    gpu = report.gpu_check
+    entries.append(
+        {"name": "gpu_check", "score": gpu.score, "max_score": gpu.max_score,
+         "status": "passed" if gpu.score >= gpu.max_score else "failed",
+         "output": f"[{gpu.status}, {gpu.device}] {gpu.message}"}
+    )
+    return entries
+
+
+def to_json(report: GradeReport) -> dict[str, Any]:
+    """The grader's JSON report (a superset of Gradescope's fields)."""
+    return {
+        "submission": report.submission,
+        "score": report.score,
+        "max_score": report.max_score,
+        "execution_time": round(report.execution_time, 3),
+        "isolation": report.isolation,
+        "warnings": report.warnings,
+        "tests": _test_entries(report),
+        "exercises": {
+            ex_id: {
+                "score": r.score,
+                "max_score": r.max_score,
+                "status": r.status,
+                "message": r.message[:_MAX_OUTPUT],
+            }
+            for ex_id, r in report.exercises.items()
+        },
+        "gpu_check": {
+            "score": report.gpu_check.score,
+            "max_score": report.gpu_check.max_score,
+            "status": report.gpu_check.status,
+            "device": report.gpu_check.device,
+            "message": report.gpu_check.message,
+        },
+    }
+
+
+def to_gradescope(report: GradeReport) -> dict[str, Any]:
+    """Exactly the keys Gradescope's ``results.json`` specification accepts."""
+    summary = [f"{ex_id}: {r.score:g}/{r.max_score:g} ({r.status})" for ex_id, r in report.exercises.items()]
+    summary.append(f"gpu_check: {report.gpu_check.score:g}/{report.gpu_check.max_score:g} ({report.gpu_check.status})")
+    summary.extend(f"warning: {w}" for w in report.warnings)
+    return {
+        "score": report.score,
+        "execution_time": round(report.execution_time, 3),
+        "output": "\n".join(summary),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [{**entry, "visibility": "visible"} for entry in _test_entries(report)],
+    }
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+_MARK = {"passed": "✓", "partial": "~", "failed": "✗"}
+_COLOUR = {"passed": "\033[32m", "partial": "\033[33m", "failed": "\033[31m"}
+_RESET, _BOLD = "\033[0m", "\033[1m"
+
+
+def to_text(report: GradeReport, *, colour: bool) -> str:
+    """A table per group, the first failure of each exercise with its diagnosis, the total."""
+
+    def paint(text: str, status: str) -> str:
+        return f"{_COLOUR[status]}{text}{_RESET}" if colour else text
+
+    lines = [f"Grading {report.submission}"]
+    lines.extend(f"warning: {w}" for w in report.warnings)
+    for group in GROUPS:
+        lines.append("")
+        lines.append(f"{_BOLD}{group}{_RESET}" if colour else group)
+        for ex_id, result in report.exercises.items():
+            if not ex_id.startswith(group + "/"):
+                continue
+            module = ex_id.split("/", 1)[1]
+            mark = paint(_MARK[result.status], result.status)
+            lines.append(f"  {mark} {module:<22} {result.score:6.2f} / {result.max_score:g}")
+            if result.status != "passed" or result.regraded_with:
+                for text_line in result.message.splitlines()[:12]:
+                    lines.append(f"      {text_line}")
+    gpu = report.gpu_check
+    gpu_state = "passed" if gpu.max_score and gpu.score >= gpu.max_score else ("failed" if gpu.max_score else "partial")
+    lines.append("")
+    lines.append(
+        f"{paint(_MARK[gpu_state], gpu_state)} GPU-run check ({gpu.status}, {gpu.device}) "
+        f"{gpu.score:6.2f} / {gpu.max_score:g}"
+    )
+    if gpu.message:
+        lines.append(f"      {gpu.message}")
+    lines.append("")
+    total = f"Total: {report.score:g} / {report.max_score:g}   ({report.execution_time:.1f} s, isolation: {report.isolation})"
+    lines.append(f"{_BOLD}{total}{_RESET}" if colour else total)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""From test outcomes to exercise scores, including the re-grade of dependent exercises.
+
+A student loses points once per mistake: when exercise E fails and a module E builds on (declared in
+the rubric, or imported by the student's own E module) fails its own tests, E is graded again with
+the reference module in place of the student's, and the better of the two results counts.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.rubric import Exercise, Rubric
+
+_MAX_SOURCE_BYTES = 2**20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One hidden test's result, as the engine reports it (the fields scoring needs)."""
+
+    nodeid: str
+    exercise: str
+    max_points: float
+    passed: bool
+    message: str
+
+
+@dataclass
+class ExerciseResult:
+    id: str
+    score: float
+    max_score: float
+    status: str  # "passed" | "partial" | "failed"
+    message: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    regraded_with: tuple[str, ...] = ()  # exercise ids whose reference modules stood in
+
+
+def summarize(exercise: Exercise, outcomes: list[Outcome]) -> ExerciseResult:
+    """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0."""
+    score = sum(o.max_points for o in outcomes if o.passed)
+    failures = [o for o in outcomes if not o.passed]
+    if not outcomes:
+        status, message = "failed", "no hidden test ran for this exercise"
+    elif not failures:
+        status, message = "passed", f"all {len(outcomes)} tests passed"
+    else:
+        status = "failed" if score == 0 else "partial"
+        message = f"{len(failures)} of {len(outcomes)} tests failed; first: {failures[0].message}"
+    return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, outcomes)
+
+
+def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
+    """Exercise ids whose modules ``source_file`` imports, read with ``ast`` (never executed)."""
+    try:
+        if source_file.is_symlink() or source_file.stat().st_size > _MAX_SOURCE_BYTES:
+            return set()
+        tree = ast.parse(source_file.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    by_module = rubric.by_module
+    return {by_module[m].id for m in modules if m in by_module}
+
+
+def score_with_regrade(
+    rubric: Rubric,
+    submission_dir: Path,
+    outcomes: Iterable[Outcome],
+    regrade: Callable[[set[str], Mapping[str, Path]], Iterable[Outcome]],
+) -> dict[str, ExerciseResult]:
+    """Exercise results, re-grading dependents of broken exercises with reference dependencies.
+
+    ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
+    module in ``substitutes`` (module name -> reference file) standing in for the student's.
+    """
+    by_exercise: dict[str, list[Outcome]] = {ex_id: [] for ex_id in rubric.exercises}
+    for outcome in outcomes:
+        by_exercise.setdefault(outcome.exercise, []).append(outcome)
+    results = {ex_id: summarize(ex, by_exercise[ex_id]) for ex_id, ex in rubric.exercises.items()}
+
+    for ex_id, result in list(results.items()):
+        if result.status == "passed":
+            continue
+        exercise = rubric.exercises[ex_id]
+        deps = set(exercise.depends_on) | imported_exercises(
+            submission_dir / exercise.group / f"{exercise.module}.py", rubric
+        )
+        broken = sorted(dep for dep in deps - {ex_id} if results[dep].status != "passed")
+        if not broken:
+            continue
+        substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].reference_file for dep in broken}
+        retry = summarize(exercise, [o for o in regrade({ex_id}, substitutes) if o.exercise == ex_id])
+        if retry.score > result.score:
+            names = ", ".join(rubric.exercises[dep].module for dep in broken)
+            retry.message = (
+                f"graded with the reference {names} in place of yours, because yours fails its own tests "
+                f"(those points are lost there, once). {retry.message}"
+            )
+            retry.regraded_with = tuple(broken)
+            results[ex_id] = retry
+    return results
