@@ -1,0 +1,151 @@
+"""Submission intake, scoring with the dependency re-grade, and the report formats (no worker needed)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.report import GpuCheckResult, GradeReport, to_gradescope, to_json, to_text
+from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from grader.scoring import Outcome, imported_exercises, score_with_regrade
+from grader.submission import SubmissionError, locate_submission
+
+GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+                  "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+GRADESCOPE_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format",
+                   "tags", "visibility", "extra_data"}
+
+
+def make_submission(root: Path) -> Path:
+    for group in GROUPS:
+        (root / group).mkdir(parents=True)
+        (root / group / "placeholder.py").write_text("x = 1\n")
+    return root
+
+
+def test_locate_plain_dir_repo_root_and_wrapped_zip(tmp_path: Path) -> None:
+    plain = make_submission(tmp_path / "plain")
+    assert locate_submission(plain, tmp_path / "s1") == plain
+    repo = tmp_path / "repo"
+    make_submission(repo / "exercises")
+    assert locate_submission(repo, tmp_path / "s2") == repo / "exercises"
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("alice-hw3/exercises/03_causal/causal_mask.py", "x = 1\n")
+    found = locate_submission(archive, tmp_path / "s3")
+    assert found.name == "exercises" and (found / "03_causal" / "causal_mask.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    "setup, expected",
+    [
+        (lambda p: p / "missing", "no such file or directory"),
+        (lambda p: (p / "notes.txt").write_text("hi") and p / "notes.txt", "not a directory and not a zip"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "nothing that looks like a submission"),
+    ],
+    ids=["missing", "not-a-zip", "empty-folder"],
+)
+def test_unusable_input_is_one_clear_error(tmp_path: Path, setup, expected: str) -> None:
+    with pytest.raises(SubmissionError, match=expected):
+        locate_submission(setup(tmp_path), tmp_path / "scratch")
+
+
+def test_zip_with_path_traversal_is_rejected(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../../escaped.py", "x = 1\n")
+    with pytest.raises(SubmissionError, match="unsafe path"):
+        locate_submission(archive, tmp_path / "scratch")
+    assert not (tmp_path.parent / "escaped.py").exists()
+
+
+def test_cli_unusable_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    cases = [["score", str(tmp_path / "nope")], ["score", str(tmp_path / "broken.zip")], ["score", str(tmp_path)],
+             ["score", "--timeout", "-1"], ["frobnicate"], ["score", str(tmp_path), "--json", str(tmp_path / "no/dir/x.json")]]
+    for args in cases:
+        proc = subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=REPO_ROOT)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+def _outcomes(failing: set[str]) -> list[Outcome]:
+    rubric = load_rubric()
+    return [
+        Outcome(f"tests/{ex_id}::test_{i}", ex_id, ex.points / 2, ex_id not in failing, "" if ex_id not in failing else "boom")
+        for ex_id, ex in rubric.exercises.items()
+        for i in range(2)
+    ]
+
+
+def test_broken_dependency_costs_points_once(tmp_path: Path) -> None:
+    rubric = load_rubric()
+    sub = make_submission(tmp_path / "sub")
+    calls = []
+
+    def regrade(ids, substitutes):
+        calls.append((set(ids), dict(substitutes)))
+        return [o for o in _outcomes(set()) if o.exercise in ids]
+
+    broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper"}
+    results = score_with_regrade(rubric, sub, _outcomes(broken), regrade)
+    assert results["03_causal/causal_attention"].score == 0
+    wrapper = results["04_multihead/multihead_wrapper"]
+    assert wrapper.score == wrapper.max_score and "reference causal_attention" in wrapper.message
+    assert calls == [({"04_multihead/multihead_wrapper"}, {"causal_attention": rubric.exercises["03_causal/causal_attention"].reference_file})]
+
+
+def test_own_mistake_is_not_forgiven_by_the_regrade(tmp_path: Path) -> None:
+    rubric = load_rubric()
+    broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper"}
+    results = score_with_regrade(rubric, make_submission(tmp_path / "sub"), _outcomes(broken),
+                                 lambda ids, subs: [o for o in _outcomes(broken) if o.exercise in ids])
+    assert results["04_multihead/multihead_wrapper"].score == 0
+    assert "reference" not in results["04_multihead/multihead_wrapper"].message
+
+
+def test_imports_are_read_not_run(tmp_path: Path) -> None:
+    source = tmp_path / "context_vectors.py"
+    source.write_text("import os\nos._exit(3)\nfrom normalization import softmax_stable\nimport causal_mask as cm\n")
+    assert imported_exercises(source, load_rubric()) == {"01_simple_attention/normalization", "03_causal/causal_mask"}
+    source.write_bytes(b"\x00\xff not python")
+    assert imported_exercises(source, load_rubric()) == set()
+
+
+def _report() -> GradeReport:
+    rubric = load_rubric()
+    results = score_with_regrade(rubric, Path("/nonexistent"), _outcomes({"03_causal/causal_mask"}), lambda i, s: [])
+    return GradeReport("sub", results, GpuCheckResult.skipped("not run"), "process", 1.25, ["graded without a sandbox"])
+
+
+def test_json_report_contract() -> None:
+    data = json.loads(json.dumps(to_json(_report())))
+    assert {"score", "max_score", "execution_time", "isolation", "tests", "exercises", "gpu_check"} <= set(data)
+    assert set(data["exercises"]) == set(load_rubric().exercises)
+    assert data["score"] == 90 - 8 and data["max_score"] == 90
+    assert data["exercises"]["03_causal/causal_mask"] == {"score": 0, "max_score": 8, "status": "failed",
+                                                         "message": "2 of 2 tests failed; first: boom"}
+    assert data["gpu_check"]["status"] == "skipped" and data["gpu_check"]["max_score"] == 0
+    assert all({"name", "score", "max_score", "status", "output"} <= set(t) for t in data["tests"])
+    assert sum(t["score"] for t in data["tests"]) == pytest.approx(data["score"])
+
+
+def test_gradescope_report_has_only_accepted_keys() -> None:
+    data = to_gradescope(_report())
+    assert set(data) <= GRADESCOPE_TOP
+    assert all(set(t) <= GRADESCOPE_TEST and t["status"] in ("passed", "failed") for t in data["tests"])
+    assert data["score"] == 82
+
+
+def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal() -> None:
+    text = to_text(_report(), colour=False)
+    assert "✗ causal_mask" in text and "boom" in text and "Total: 82 / 90" in text
+    assert "\033[" not in text and "warning: graded without a sandbox" in text
+    assert "\033[" in to_text(_report(), colour=True)
