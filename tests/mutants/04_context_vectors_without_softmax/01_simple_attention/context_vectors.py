@@ -1,0 +1,54 @@
+"""Sections 3.3.1-3.3.2: context vectors are attention-weighted sums of the inputs.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+"""
+
+import torch
+
+
+def context_vector(inputs: torch.Tensor, attn_weights: torch.Tensor) -> torch.Tensor:
+    """The context vector of one query: sum over i of ``attn_weights[i] * inputs[i]``.
+
+    Args:
+        inputs: (T, d) token embeddings.
+        attn_weights: (T,) the query's attention weights (they sum to 1).
+
+    Returns:
+        (d,) the weighted sum of the rows of ``inputs``.
+
+    Example (000_7ebab5a40414ec2e.txt, section 3.3.1, query = "journey")::
+
+        >>> context_vector(inputs, torch.softmax(inputs @ inputs[1], dim=0))
+        tensor([0.4419, 0.6515, 0.5683])
+    """
+    ### BEGIN SOLUTION
+    return attn_weights @ inputs
+    ### END SOLUTION
+
+
+def context_vectors(inputs: torch.Tensor) -> torch.Tensor:
+    """Simple self-attention for every token at once: softmax(X Xᵀ) X, softmax over each row.
+
+    Args:
+        inputs: (..., T, d) token embeddings; leading batch dimensions are allowed.
+
+    Returns:
+        (..., T, d) one context vector per token.
+
+    Example (000_7ebab5a40414ec2e.txt, section 3.3.2)::
+
+        >>> context_vectors(inputs)[1]
+        tensor([0.4419, 0.6515, 0.5683])
+    """
+    ### BEGIN SOLUTION
+    attn_scores = inputs @ inputs.transpose(-2, -1)
+    return attn_scores @ inputs
+    ### END SOLUTION

@@ -1,0 +1,43 @@
+"""Section 3.4.1: scaled dot-product attention with queries, keys and values.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+"""
+
+import torch
+
+
+def scaled_dot_product(
+    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scaled dot-product attention: weights = softmax(Q Kᵀ / √d_k) over the last dim.
+
+    Args:
+        queries: (..., T_q, d_k)
+        keys: (..., T_k, d_k)
+        values: (..., T_k, d_v)
+        Leading batch dimensions (any number, including none) must match.
+
+    Returns:
+        ``(context, attn_weights)``: context (..., T_q, d_v) and attn_weights (..., T_q, T_k),
+        whose rows sum to 1.
+
+    Example (000_7ebab5a40414ec2e.txt, section 3.4.1; seed-123 torch.rand projections, d_k = 2)::
+
+        >>> context, weights = scaled_dot_product(queries, keys, values)
+        >>> weights[1]
+        tensor([0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])
+    """
+    ### BEGIN SOLUTION
+    d_k = keys.shape[-1]
+    attn_scores = queries @ keys.transpose(-2, -1)
+    attn_weights = torch.softmax(attn_scores, dim=-1)
+    return attn_weights @ values, attn_weights
+    ### END SOLUTION

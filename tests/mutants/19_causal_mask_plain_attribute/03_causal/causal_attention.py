@@ -1,0 +1,64 @@
+"""Section 3.5.3: a compact causal self-attention class.
+
+The examples use the documents' six-token input "Your journey starts with one step"
+(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+
+    inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
+                           [0.55, 0.87, 0.66],   # journey
+                           [0.57, 0.85, 0.64],   # starts
+                           [0.22, 0.58, 0.33],   # with
+                           [0.77, 0.25, 0.10],   # one
+                           [0.05, 0.80, 0.55]])  # step
+    batch = torch.stack((inputs, inputs), dim=0)  # (2, 6, 3)
+"""
+
+import torch
+import torch.nn as nn
+
+
+class CausalAttention(nn.Module):
+    """Causal self-attention over a batch, with dropout on the attention weights.
+
+    Attributes (create them in this order, right after ``super().__init__()``):
+        W_query, W_key, W_value: ``nn.Linear(d_in, d_out, bias=qkv_bias)``
+        dropout: ``nn.Dropout(dropout)``
+        mask: a registered buffer (``self.register_buffer``), the (context_length, context_length)
+            matrix ``torch.triu(torch.ones(...), diagonal=1)``: 1 above the diagonal. A buffer is
+            saved in ``state_dict`` and follows ``.to(device)``; a plain attribute does not.
+
+    forward: x (b, T, d_in) -> (b, T, d_out) for any T <= context_length (cut the mask to T x T);
+    T > context_length raises ValueError naming both numbers.
+
+    Example (001_1e5e282f5721c1c1.txt, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0; 000_7ebab5a40414ec2e.txt, section 3.5.3 builds the same class)::
+
+        >>> torch.manual_seed(123)
+        >>> CausalAttention(3, 2, 6, 0.0)(batch)[0, 0]
+        tensor([-0.4519,  0.2216], grad_fn=...)
+    """
+
+    def __init__(self, d_in: int, d_out: int, context_length: int, dropout: float, qkv_bias: bool = False):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.context_length = context_length
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)
+        ### END SOLUTION
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (b, T, d_in) -> context vectors (b, T, d_out); future tokens get attention weight 0."""
+        ### BEGIN SOLUTION
+        num_tokens = x.shape[-2]
+        if num_tokens > self.context_length:
+            raise ValueError(f"the input has {num_tokens} tokens, more than context_length={self.context_length}")
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(-2, -1)
+        attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        return attn_weights @ values
+        ### END SOLUTION
