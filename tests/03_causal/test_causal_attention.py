@@ -1,0 +1,142 @@
+"""Hidden tests for 03_causal/causal_attention (section 3.5.3).
+
+COVERS: CausalAttention seeded output (seed 123, 001 In[832]); against the reference with the
+reference's state_dict loaded (forward only) on random (b, T, d_in) inputs, d_in != d_out, d_out
+> 1, T < context_length, T = context_length and T = 1, float32 and float64, with qkv_bias; the mask
+is a registered buffer (in state_dict, triu(ones, 1), follows .to(torch.float64)); T >
+context_length raises ValueError; gradients reach every parameter and match the reference's;
+dropout acts on the attention weights in training mode (same seed, same result as the
+reference) and not in eval mode; the input is never modified.
+Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64); rtol 0.
+"""
+
+import pytest
+import torch
+
+from diagnose import assert_close, assert_raises, assert_unchanged, fail, scale_diagnoses
+from reference import printed, ref
+
+P = printed()
+REF = ref("causal_attention")
+
+
+def _pair(impl, *args, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    reference = REF.CausalAttention(*args, **kwargs)
+    student = impl.CausalAttention(*args, **kwargs)
+    student.load_state_dict(reference.state_dict())
+    return student, reference
+
+
+def _diagnoses(reference, x):
+    """Known mistakes recomputed from the reference's weights: no mask, a wrong 1/√d_out."""
+    q, k, v = reference.W_query(x), reference.W_key(x), reference.W_value(x)
+    t = x.shape[-2]
+    scores = q @ k.transpose(-2, -1)
+    masked = scores.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), -torch.inf)
+    diag = [(torch.softmax(scores / k.shape[-1] ** 0.5, -1) @ v, "output matches the unmasked attention: apply the causal mask")]
+    return diag + scale_diagnoses(lambda s: torch.softmax(masked * s, -1) @ v, k.shape[-1])
+
+
+def test_printed_seed123(impl):
+    """torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch): both rows as 001 In[832]; atol 1e-4."""
+    impl.manual_seed(123)
+    m = impl.CausalAttention(3, 2, 6, 0.0)
+    expected = P.value("001/In832/causal_attention_seed123")
+    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
+                 call="torch.manual_seed(123); CausalAttention(3, 2, context_length=6, dropout=0.0)(batch)  [001 In[832]]",
+                 note="create W_query, W_key, W_value (nn.Linear) in that order right after super().__init__()")
+
+
+CASES = {  # id: (d_in, d_out, context_length, T, qkv_bias, dtype)
+    "float32-T5-of-8": (5, 4, 8, 5, False, torch.float32),
+    "float64-bias-T8-of-8": (3, 6, 8, 8, True, torch.float64),
+    "T1": (4, 3, 6, 1, False, torch.float32),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_random_against_reference(impl, case):
+    """Batch 3 with distinct rows; the reference's weights loaded into the student's module."""
+    d_in, d_out, cl, t, bias, dtype = CASES[case]
+    student, reference = _pair(impl, d_in, d_out, cl, 0.0, qkv_bias=bias, seed=101)
+    if dtype != torch.float32:
+        student, reference = student.to(dtype), reference.to(dtype)
+    x = torch.randn(3, t, d_in, generator=torch.Generator().manual_seed(102), dtype=dtype)
+    with torch.no_grad():
+        expected = reference(x)
+        diag = _diagnoses(reference, x)
+    assert_close(student(x), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag,
+                 call=f"CausalAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, qkv_bias={bias})(x of shape (3, {t}, {d_in})) [{dtype}]")
+
+
+def test_mask_is_a_registered_buffer(impl):
+    """'mask' is in state_dict (not a parameter), equals triu(ones(cl, cl), 1), and follows .to(torch.float64)."""
+    m = impl.CausalAttention(3, 2, 5, 0.0)
+    call = "CausalAttention(3, 2, context_length=5, dropout=0.0)"
+    sd = m.state_dict()
+    if "mask" not in sd:
+        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})",
+             "register the mask with self.register_buffer('mask', ...): a plain attribute is not saved and does not follow .to(device)")
+    if "mask" in dict(m.named_parameters()):
+        fail(call, "mask is a parameter: use register_buffer, it is not trained")
+    assert_close(sd["mask"], torch.triu(torch.ones(5, 5), diagonal=1), atol=0, check_dtype=False, call=call + ".state_dict()['mask']",
+                 diagnoses=[(torch.tril(torch.ones(5, 5)), "stored the tril 'allowed' mask; the docstring asks for triu(…, diagonal=1)")])
+    m64 = m.to(torch.float64)
+    if m64.mask.dtype != torch.float64:
+        fail(call + ".to(torch.float64).mask.dtype", f"is {m64.mask.dtype}; a registered buffer would have followed .to() to float64")
+
+
+def test_too_many_tokens_raises(impl):
+    """T = context_length + 1 raises ValueError."""
+    m = impl.CausalAttention(3, 2, 4, 0.0)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(103))
+    assert_raises(ValueError, m, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
+                  why="more tokens than context_length: raise ValueError naming both numbers")
+
+
+def test_gradients_reach_every_parameter(impl):
+    """forward + backward: every parameter (with qkv_bias) gets the reference's gradient; atol 1e-5."""
+    student, reference = _pair(impl, 4, 3, 6, 0.0, qkv_bias=True, seed=104)
+    g = torch.Generator().manual_seed(105)
+    x, grad_out = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 3, generator=g)
+    reference(x).backward(grad_out)
+    _, grads = impl.forward_backward(student, x, grad_out)
+    call = "CausalAttention(4, 3, 6, 0.0, qkv_bias=True): forward_backward(x (2, 6, 4), grad_output (2, 6, 3))"
+    for name, p in reference.named_parameters():
+        if grads.get(name) is None:
+            fail(call, f"parameter {name!r} got no gradient")
+        assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
+
+
+def test_dropout_on_weights_in_training_mode(impl):
+    """dropout=0.5, training: same seed, same output as the reference (dropout applied once, to the attention weights)."""
+    student, reference = _pair(impl, 4, 3, 6, 0.5, seed=106)
+    x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(107))
+    torch.manual_seed(108)
+    with torch.no_grad():
+        expected = reference(x)
+    impl.manual_seed(108)
+    assert_close(student(x), expected, atol=1e-5,
+                 call="CausalAttention(4, 3, 6, dropout=0.5) in training mode, torch.manual_seed(108) before the forward",
+                 note="apply self.dropout (nn.Dropout) to the attention weights after the softmax, before @ values")
+
+
+def test_eval_mode_disables_dropout(impl):
+    """dropout=0.5, after .eval(): the output equals the reference without dropout."""
+    student, reference = _pair(impl, 4, 3, 6, 0.5, seed=109)
+    student = student.eval()
+    reference.eval()
+    x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(110))
+    with torch.no_grad():
+        expected = reference(x)
+    assert_close(student(x), expected, atol=1e-5, call="CausalAttention(4, 3, 6, dropout=0.5).eval()(x)",
+                 note="use nn.Dropout (it is the identity in eval mode), not a hand-made dropout that ignores .eval()")
+
+
+def test_input_not_modified(impl):
+    """The forward leaves its input unchanged."""
+    m = impl.CausalAttention(3, 2, 6, 0.0)
+    x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(111))
+    _, after = impl.call_and_inputs(m, x.clone())
+    assert_unchanged([x], after, call="CausalAttention(3, 2, 6, 0.0)(x)", names=["x"])

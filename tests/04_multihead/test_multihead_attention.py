@@ -1,0 +1,133 @@
+"""Hidden tests for 04_multihead/multihead_attention (section 3.6.2).
+
+COVERS: MultiHeadAttention seeded output (seed 123, d_in=3, d_out=2, 2 heads; the docs README's
+value, full tensor computed with the reference); against the reference with its state_dict
+loaded (forward only) where head_dim > 1 (the documents' example has head_dim 1, so a wrong
+1/√head_dim passes it), d_in != d_out, distinct batch rows, T < context_length and T = 1, float32
+and float64; gpt2_attention() has 2,360,064 parameters; d_out not divisible by num_heads raises
+ValueError; the mask is a registered buffer and T > context_length raises ValueError; gradients
+reach every parameter and match the reference's.
+Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64); grads atol 1e-5; rtol 0.
+"""
+
+import pytest
+import torch
+
+from diagnose import assert_close, assert_raises, fail
+from reference import printed, ref
+
+P = printed()
+REF = ref("multihead_attention")
+
+
+def _pair(impl, *args, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    reference = REF.MultiHeadAttention(*args, **kwargs)
+    student = impl.MultiHeadAttention(*args, **kwargs)
+    student.load_state_dict(reference.state_dict())
+    return student, reference
+
+
+def _diagnoses(reference, x):
+    """Known mistakes recomputed from the reference's weights."""
+    b, t, _ = x.shape
+    h, hd = reference.num_heads, reference.head_dim
+
+    def run(scale, split="right", mask=True):
+        def heads(y):
+            if split == "bare-view":
+                return y.reshape(b, h, t, hd)
+            return y.view(b, t, h, hd).transpose(1, 2)
+        q, k, v = heads(reference.W_query(x)), heads(reference.W_key(x)), heads(reference.W_value(x))
+        s = q @ k.transpose(2, 3)
+        if mask:
+            s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), -torch.inf)
+        ctx = (torch.softmax(s * scale, -1) @ v).transpose(1, 2).reshape(b, t, h * hd)
+        return reference.out_proj(ctx)
+
+    d_out = h * hd
+    return [
+        (run(1 / d_out**0.5), f"scaled by 1/√d_out = 1/√{d_out}: the scale is 1/√head_dim = 1/√{hd}"),
+        (run(1.0), "no scaling: off by a factor √head_dim in the scores"),
+        (run(1 / hd**0.5, split="bare-view"), "split the heads with a bare .view(b, num_heads, T, head_dim): "
+                                              "view as (b, T, num_heads, head_dim), then transpose(1, 2)"),
+        (run(1 / hd**0.5, mask=False), "output matches the unmasked attention: apply the causal mask"),
+    ]
+
+
+def test_printed_seed123(impl):
+    """torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch) starts [[0.3190, 0.4858], ...]; atol 1e-4."""
+    impl.manual_seed(123)
+    m = impl.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    expected = P.value("README/mha_seed123")
+    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
+                 call="torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]",
+                 note="create W_query, W_key, W_value, then out_proj, in that order")
+
+
+CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
+    "hd3-float32": (5, 6, 8, 2, 7, False, torch.float32),
+    "hd2-bias-float64": (3, 8, 6, 4, 6, True, torch.float64),
+    "T1-hd4": (4, 8, 5, 2, 1, False, torch.float32),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_random_against_reference(impl, case):
+    """Batch 3, distinct rows, head_dim > 1; the reference's state_dict loaded into the student's module."""
+    d_in, d_out, cl, h, t, bias, dtype = CASES[case]
+    student, reference = _pair(impl, d_in, d_out, cl, 0.0, num_heads=h, qkv_bias=bias, seed=141)
+    if dtype != torch.float32:
+        student, reference = student.to(dtype), reference.to(dtype)
+    x = torch.randn(3, t, d_in, generator=torch.Generator().manual_seed(142), dtype=dtype)
+    with torch.no_grad():
+        expected = reference(x)
+        diag = _diagnoses(reference, x)
+    assert_close(student(x), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag,
+                 call=f"MultiHeadAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, num_heads={h}, qkv_bias={bias})"
+                      f"(x of shape (3, {t}, {d_in})) [{dtype}]")
+
+
+def test_gpt2_attention_parameter_count(impl):
+    """gpt2_attention(): 768 -> 768, 12 heads, context 1024: 2,360,064 parameters."""
+    m = impl.gpt2_attention()
+    n = sum(p.numel() for p in m.parameters())
+    if n != P.PRINTED["README/gpt2_parameters"]["value"]:
+        fail("sum(p.numel() for p in gpt2_attention().parameters())", f"is {n:,}; expected 2,360,064",
+             "4 nn.Linear(768, 768): W_query/W_key/W_value without bias (3 × 589,824), out_proj with bias (590,592)")
+
+
+def test_not_divisible_raises(impl):
+    """MultiHeadAttention(3, 6, 4, 0.0, num_heads=4) and (3, 5, 4, 0.0, num_heads=2): ValueError."""
+    for d_out, h in [(6, 4), (5, 2)]:
+        assert_raises(ValueError, impl.MultiHeadAttention, 3, d_out, 4, 0.0, num_heads=h,
+                      call=f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={h})",
+                      why="d_out must be divisible by num_heads: raise ValueError (an assert gives AssertionError)")
+
+
+def test_mask_buffer_and_context_length(impl):
+    """'mask' in state_dict, follows .to(torch.float64); T > context_length raises ValueError."""
+    m = impl.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
+    call = "MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
+    sd = m.state_dict()
+    if "mask" not in sd:
+        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})", "register the mask with self.register_buffer('mask', ...)")
+    assert_close(sd["mask"], torch.triu(torch.ones(5, 5), 1), atol=0, check_dtype=False, call=call + ".state_dict()['mask']")
+    if m.to(torch.float64).mask.dtype != torch.float64:
+        fail(call + ".to(torch.float64).mask.dtype", "did not follow .to(): register the mask as a buffer")
+    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(143), dtype=torch.float64)
+    assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why="more tokens than context_length: raise ValueError")
+
+
+def test_gradients_reach_every_parameter(impl):
+    """forward + backward: W_query/W_key/W_value/out_proj get the reference's gradients; atol 1e-5."""
+    student, reference = _pair(impl, 4, 6, 5, 0.0, num_heads=3, qkv_bias=True, seed=144)
+    g = torch.Generator().manual_seed(145)
+    x, grad_out = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
+    reference(x).backward(grad_out)
+    _, grads = impl.forward_backward(student, x, grad_out)
+    call = "MultiHeadAttention(4, 6, 5, 0.0, num_heads=3, qkv_bias=True): forward_backward(x (2, 5, 4), grad_output (2, 5, 6))"
+    for name, p in reference.named_parameters():
+        if grads.get(name) is None:
+            fail(call, f"parameter {name!r} got no gradient")
+        assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")

@@ -1,0 +1,94 @@
+"""Hidden tests for 04_multihead/multihead_wrapper (section 3.6.1, exercise 3.2).
+
+COVERS: MultiHeadAttentionWrapper seeded output (seed 123, d_out=2, 2 heads: 000 3.6.1);
+two_dim_wrapper seeded output (seed 123, the docs README's reference value) and shape (b, T, 2);
+structure (``heads`` is torch's ModuleList of num_heads modules whose type name ends in
+``.CausalAttention``); the output is the heads' outputs concatenated on the last dim; against the
+reference wrapper (parameters loaded from the reference) on random inputs in float32 and float64.
+Only parameters are loaded into the student's modules (strict=False, buffers left alone), so a
+problem in the student's CausalAttention mask handling is graded by 03_causal/causal_attention.
+Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64); rtol 0.
+"""
+
+import pytest
+import torch
+
+from diagnose import assert_close, fail
+from reference import printed, ref
+
+P = printed()
+REF = ref("multihead_wrapper")
+
+
+def _load_parameters(student, reference):
+    """Copy the reference's parameters (not buffers) into the student's module; every one must be taken."""
+    params = dict(reference.named_parameters())
+    result = student.load_state_dict({k: v.detach() for k, v in params.items()}, strict=False)
+    unexpected = list(result[1]) if result is not None else []
+    if unexpected:
+        fail("load the reference wrapper's parameters", f"the student's wrapper has no {unexpected}",
+             "keep the heads in self.heads = nn.ModuleList([CausalAttention(...), ...]) with W_query/W_key/W_value")
+
+
+def test_wrapper_printed_seed123(impl):
+    """torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch): 000 3.6.1; atol 1e-4."""
+    impl.manual_seed(123)
+    m = impl.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    expected = P.value("000/3.6.1/wrapper_seed123")
+    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
+                 call="torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.1]",
+                 note="create the heads in order, each a CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)")
+
+
+def test_two_dim_wrapper_seed123(impl):
+    """torch.manual_seed(123); two_dim_wrapper(3, 6)(batch) is (2, 6, 2), the docs README's value; atol 1e-4."""
+    impl.manual_seed(123)
+    m = impl.two_dim_wrapper(3, 6)
+    expected = P.value("README/two_dim_wrapper_seed123")
+    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
+                 call="torch.manual_seed(123); two_dim_wrapper(d_in=3, context_length=6)(batch)  [docs README]",
+                 note="two heads of d_out=1 each: MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)")
+
+
+def test_structure(impl):
+    """heads: torch's ModuleList with num_heads entries, each a CausalAttention."""
+    for num_heads in (1, 3):
+        m = impl.MultiHeadAttentionWrapper(4, 2, 5, 0.0, num_heads=num_heads)
+        call = f"MultiHeadAttentionWrapper(4, 2, 5, 0.0, num_heads={num_heads}).heads"
+        heads = m.heads
+        kind = impl.type_name(heads)
+        if kind != "torch.nn.modules.container.ModuleList":
+            fail(call, f"is a {kind}; expected an nn.ModuleList (a plain list hides the heads' parameters from the module)")
+        if len(heads) != num_heads:
+            fail(call, f"has {len(heads)} heads; expected {num_heads}")
+        for i, head in enumerate(heads):
+            if not impl.type_name(head).endswith(".CausalAttention"):
+                fail(call + f"[{i}]", f"is a {impl.type_name(head)}; expected your CausalAttention")
+
+
+def test_output_is_heads_concatenated(impl):
+    """wrapper(x) == torch.cat([head(x) for head in wrapper.heads], dim=-1), shape (b, T, num_heads * d_out)."""
+    impl.manual_seed(131)
+    m = impl.MultiHeadAttentionWrapper(4, 3, 6, 0.0, num_heads=3)
+    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(132))
+    per_head = [head(x) for head in m.heads]
+    expected = torch.cat(per_head, dim=-1)
+    assert_close(m(x), expected, atol=1e-6, call="MultiHeadAttentionWrapper(4, 3, 6, 0.0, num_heads=3)(x of shape (2, 5, 4))",
+                 diagnoses=[(torch.stack(per_head, dim=-1).flatten(-2), "interleaved the heads' features: concatenate on dim=-1"),
+                            (sum(per_head), "summed the heads' outputs: concatenate them on dim=-1")])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_random_against_reference(impl, dtype):
+    """(3, 7, 5) inputs, d_out=2, 3 heads, qkv_bias; the reference wrapper's parameters loaded."""
+    torch.manual_seed(133)
+    reference = REF.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True).to(dtype)
+    student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)
+    _load_parameters(student, reference)
+    if dtype != torch.float32:
+        student = student.to(dtype)
+    x = torch.randn(3, 7, 5, generator=torch.Generator().manual_seed(134), dtype=dtype)
+    with torch.no_grad():
+        expected = reference(x)
+    assert_close(student(x), expected, atol=1e-5 if dtype == torch.float32 else 1e-10,
+                 call=f"MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)(x of shape (3, 7, 5)) [{dtype}]")
