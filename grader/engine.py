@@ -1,0 +1,226 @@
+"""Run the hidden tests against an untrusted submission without importing it here.
+
+    client = start_worker(submission_dir)        # as early as possible: torch loads meanwhile
+    outcomes = run_hidden_tests(client)          # pytest in this process, the student's code in the worker
+
+The hidden tests (``tests/``) run in-process under ``pytest.main`` with a plugin that sets
+``config.kata_impl_factory`` (see ``tests/conftest.py``), so every ``impl`` is a
+:class:`~grader.remote_impl.RemoteImpl` talking to the worker; only plain data crosses. Results
+come from pytest's reports, never from anything the submission can write.
+
+Bounding a hostile submission's cost: after a timeout in exercise E, E's remaining tests fail at
+once ("not run: an earlier test of this exercise timed out"); once importing a module killed or
+hung the worker, later imports of that module fail at once with the same message; at most
+``MAX_STARTS`` worker starts per run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Collection, Mapping
+
+import grader
+from grader.worker_client import GROUPS, Launcher, StudentError, WorkerClient, WorkerFailure
+
+TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
+MAX_STARTS = 12
+MESSAGE_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    exercise: str
+    max_points: float
+    passed: bool
+    message: str
+    duration: float
+
+
+def _rubric(tests_dir: Path = TESTS_DIR) -> dict[str, Any]:
+    return json.loads((tests_dir / "rubric.json").read_text())["exercises"]
+
+
+def _module_groups(tests_dir: Path = TESTS_DIR) -> dict[str, str]:
+    return {ex.split("/")[1]: ex.split("/")[0] for ex in _rubric(tests_dir)}
+
+
+def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
+                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None) -> WorkerClient:
+    """Copy the submission privately and spawn its worker now; returns without waiting for it."""
+    client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
+                          launcher=launcher, substitutes=substitutes, module_groups=_module_groups(),
+                          max_starts=MAX_STARTS)
+    return client.start()
+
+
+class _Guard:
+    """Per-run poison bookkeeping (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.timed_out: set[str] = set()
+        self.bad_imports: dict[str, str] = {}
+        self.current_exercise = ""
+
+    def check_exercise(self, exercise: str) -> None:
+        if exercise in self.timed_out:
+            raise WorkerFailure("not run: an earlier test of this exercise timed out", "poisoned")
+
+    def check_import(self, module: str) -> None:
+        if module in self.bad_imports:
+            raise WorkerFailure(self.bad_imports[module], "poisoned")
+
+    def on_failure(self, failure: WorkerFailure, importing: str | None) -> None:
+        if importing is not None and failure.kind in ("timeout", "died", "protocol"):
+            self.bad_imports[importing] = f"not run: importing {importing} broke the worker earlier ({failure})"
+        if failure.kind == "timeout" and self.current_exercise:
+            self.timed_out.add(self.current_exercise)
+
+
+def _message(excinfo: Any) -> str:
+    exc = excinfo.value
+    if isinstance(exc, WorkerFailure):
+        text = str(exc)
+    elif isinstance(exc, AssertionError):
+        text = str(exc) or "assertion failed"
+    elif isinstance(exc, StudentError):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    if len(text) > MESSAGE_LIMIT:
+        text = text[: MESSAGE_LIMIT - 20] + "\n... (trimmed)"
+    return text
+
+
+class _Plugin:
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], guard: _Guard, rubric: Mapping[str, Any]):
+        self.client, self.where, self.guard, self.rubric = client, where, guard, rubric
+        self.results: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+
+    def pytest_configure(self, config: Any) -> None:
+        config.kata_impl_factory = self.factory
+
+    def factory(self, exercise: str) -> Any:
+        from grader.remote_impl import RemoteImpl
+
+        self.guard.current_exercise = exercise
+        self.guard.check_exercise(exercise)
+        return RemoteImpl(self.client, self.where, self.guard)
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        self.guard.current_exercise = dict(item.user_properties).get("exercise", "")
+
+    def _entry(self, nodeid: str, props: Mapping[str, Any]) -> dict[str, Any]:
+        if nodeid not in self.results:
+            self.order.append(nodeid)
+            self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
+                                    "passed": True, "message": "", "duration": 0.0, "ran": False}
+        return self.results[nodeid]
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        entry = self._entry(report.nodeid, dict(report.user_properties))
+        if report.when in ("setup", "call"):
+            entry["duration"] += report.duration
+            if report.when == "call":
+                entry["ran"] = True
+            if report.failed and entry["passed"]:
+                entry["passed"] = False
+                entry["message"] = getattr(report, "kata_message", None) or str(report.longrepr)[-MESSAGE_LIMIT:]
+            elif report.skipped and entry["passed"]:
+                entry["passed"] = False
+                reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+                entry["message"] = f"skipped: {reason}"
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            path = Path(str(report.fspath))
+            exercise = f"{path.parent.name}/{path.stem.removeprefix('test_')}"
+            points = float(self.rubric.get(exercise, {}).get("points", 0.0))
+            entry = self._entry(report.nodeid, {"exercise": exercise, "points": points})
+            entry["passed"] = False
+            entry["message"] = f"the hidden tests could not be collected: {str(report.longrepr)[-MESSAGE_LIMIT:]}"
+
+    def outcomes(self) -> list[TestOutcome]:
+        return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"],
+                            message=r["message"], duration=r["duration"]) for n, r in
+                ((n, self.results[n]) for n in self.order)]
+
+
+def _report_hook() -> Any:
+    import pytest
+
+    class ReportHook:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_runtest_makereport(self, item: Any, call: Any):
+            outcome = yield
+            report = outcome.get_result()
+            if call.excinfo is not None and report.failed:
+                report.kata_message = _message(call.excinfo)
+
+    return ReportHook()
+
+
+def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Collection[str] | None = None,
+                     substitutes: Mapping[str, Path] | None = None, call_timeout: float = 5.0,
+                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR) -> list[TestOutcome]:
+    """Run the hidden tests (all, or those of ``exercises``) against one submission.
+
+    ``worker_or_dir`` is a client from :func:`start_worker` (then ``substitutes``, ``call_timeout``
+    and ``memory_mb`` were fixed when it was started) or a submission directory. The worker is
+    closed afterwards: one run, one worker.
+    """
+    import pytest
+
+    if isinstance(worker_or_dir, WorkerClient):
+        client = worker_or_dir
+        if substitutes:
+            raise ValueError("pass substitutes to start_worker() when handing over a started worker")
+    else:
+        client = start_worker(Path(worker_or_dir), call_timeout=call_timeout, memory_mb=memory_mb,
+                              substitutes=substitutes)
+    rubric = _rubric(tests_dir)
+    where = {name: ex_id for ex_id, ex in rubric.items() for name in ex["names"]}
+    if client.max_starts is not None:
+        client.max_starts = client.starts + MAX_STARTS
+    plugin = _Plugin(client, where, _Guard(), rubric)
+    if exercises is None:
+        targets = [str(tests_dir / g) for g in GROUPS if (tests_dir / g).is_dir()]
+    else:
+        unknown = set(exercises) - set(rubric)
+        if unknown:
+            raise ValueError(f"unknown exercises: {sorted(unknown)}")
+        targets = [str(tests_dir / f"{ex.split('/')[0]}/test_{ex.split('/')[1]}.py") for ex in exercises]
+        targets = [t for t in targets if Path(t).is_file()]
+    args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:randomly",
+            "--rootdir", str(tests_dir.parent), "-c", os.devnull, "--confcutdir", str(tests_dir),
+            "-W", "ignore::UserWarning", "--no-header", "--tb=no"]
+    try:
+        if targets:
+            sink = io.StringIO()
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                pytest.main(args, plugins=[plugin, _report_hook()])
+    finally:
+        client.close()
+    return plugin.outcomes()
+
+
+def score(outcomes: Collection[TestOutcome]) -> dict[str, float]:
+    """Points earned per exercise (a convenience for callers and the grader's tests)."""
+    earned: dict[str, float] = {}
+    for o in outcomes:
+        earned[o.exercise] = earned.get(o.exercise, 0.0) + (o.max_points if o.passed else 0.0)
+    return earned
+
+
+def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    return fn(*args, **kwargs), time.perf_counter() - t0

@@ -1,0 +1,139 @@
+"""``RemoteImpl``: the ``impl`` of ``tests/kata_seam.py`` with the student's code in a worker.
+
+Everything the hidden tests may do (see the contract in ``kata_seam.py``) becomes one request to
+the worker: ``impl.Name`` imports the module on first use and hands back a proxy; proxies
+(:class:`RemoteObject`) forward calls, attribute reads, ``len``, indexing and iteration; plain data
+(tensors, numbers, containers) comes back as real local objects, never as the student's types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+import torch
+
+from grader.worker_client import Ref, WorkerClient, WorkerFailure
+
+
+class RemoteObject:
+    """A proxy for an object living in the worker (a function, class, module instance, method...)."""
+
+    __slots__ = ("_kata_ref", "_kata_impl", "__weakref__")
+
+    def __init__(self, ref: Ref, impl: RemoteImpl):
+        object.__setattr__(self, "_kata_ref", ref)
+        object.__setattr__(self, "_kata_impl", impl)
+
+    def _kata_do(self, op: str, what: str, **fields: Any) -> Any:
+        return self._kata_impl._kata_request({"op": op, "obj": self._kata_ref, **fields}, what)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._kata_do("call", self._kata_ref.calls, args=list(args), kwargs=kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_kata_") or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        return self._kata_do("getattr", f"{self._kata_ref.label}.{name}", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise TypeError("objects from the implementation are read-only in the hidden tests (see kata_seam.py)")
+
+    def __len__(self) -> int:
+        return self._kata_do("len", f"len({self._kata_ref.label})")
+
+    def __bool__(self) -> bool:
+        return self._kata_do("bool", f"bool({self._kata_ref.label})")
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._kata_do("getitem", f"{self._kata_ref.label}[...]", key=key)
+
+    def __iter__(self):
+        return iter(self._kata_do("iter", f"iter({self._kata_ref.label})"))
+
+    def __repr__(self) -> str:
+        return f"<remote {self._kata_ref.label}>"
+
+    def __del__(self) -> None:
+        try:
+            self._kata_impl._kata_client.release(self._kata_ref)
+        except Exception:
+            pass
+
+
+class RemoteImpl:
+    """The seam's ``impl`` over a :class:`WorkerClient` (one per test; cheap to make).
+
+    ``where`` maps public names to exercise ids (``CausalAttention`` -> ``03_causal/causal_attention``).
+    ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer(failure, module)``
+    with the module being imported, or None) and may refuse imports (``observer.check_import``).
+    """
+
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None):
+        self._kata_client = client
+        self._kata_where = where
+        self._kata_observer = observer
+
+    def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
+        try:
+            value = self._kata_client.request(message, what)
+        except WorkerFailure as failure:
+            if self._kata_observer is not None:
+                self._kata_observer.on_failure(failure, importing)
+            raise
+        return self._kata_wrap(value)
+
+    def _kata_wrap(self, value: Any) -> Any:
+        tp = type(value)
+        if tp is Ref:
+            return RemoteObject(value, self)
+        if tp is list:
+            return [self._kata_wrap(v) for v in value]
+        if tp is dict:
+            return {k: self._kata_wrap(v) for k, v in value.items()}
+        if isinstance(value, tuple) and tp is not torch.Size:
+            items = [self._kata_wrap(v) for v in value]
+            return tuple(items) if tp is tuple else tp(*items)
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in self._kata_where:
+            raise AttributeError(name)
+        module = self._kata_where[name].split("/")[1]
+        client = self._kata_client
+        if self._kata_observer is not None:
+            self._kata_observer.check_import(module)
+        with client._lock:
+            cached = client.cache.get((client.generation, module, name))
+        if cached is not None:
+            return cached
+        importing = module not in client.imported or client._proc is None
+        what = f"import of {module}" if importing else f"{module}.{name}"
+        value = self._kata_request({"op": "module_attr", "module": module, "name": name}, what,
+                                   importing=module if importing else None)
+        client.imported.add(module)
+        if isinstance(value, RemoteObject):
+            client.cache[(value._kata_ref.generation, module, name)] = value
+        return value
+
+    # ---- the seam's helpers ----------------------------------------------------------------
+    def manual_seed(self, seed: int) -> None:
+        self._kata_request({"op": "seed", "seed": int(seed)}, "manual_seed")
+
+    def call_and_inputs(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[Any]]:
+        if not isinstance(fn, RemoteObject):
+            return fn(*args, **kwargs), list(args)
+        return self._kata_request({"op": "call_and_inputs", "obj": fn._kata_ref, "args": list(args),
+                                   "kwargs": kwargs}, fn._kata_ref.calls)
+
+    def forward_backward(self, module: Any, x: torch.Tensor, grad_output: torch.Tensor) -> tuple[Any, dict]:
+        if not isinstance(module, RemoteObject):
+            raise TypeError("forward_backward needs a module made by the implementation")
+        ref = module._kata_ref
+        return self._kata_request({"op": "forward_backward", "obj": ref, "x": x, "grad_output": grad_output},
+                                  f"forward/backward of {ref.calls}")
+
+    def type_name(self, obj: Any) -> str:
+        if isinstance(obj, RemoteObject):
+            return self._kata_request({"op": "type_name", "obj": obj._kata_ref}, "type_name")
+        cls = type(obj)
+        return f"{cls.__module__}.{cls.__qualname__}"

@@ -1,0 +1,315 @@
+"""The grader's worker: runs a student's code in its own process and answers with plain data.
+
+Self-contained on purpose (the standard library and torch only; nothing from ``grader/`` or
+``tests/``): the grader starts it as ``python -I -B worker.py --fd N --copy DIR --memory-mb M``
+with a clean environment, its cwd in a scratch directory and the protocol on the inherited socket
+``N``. Order matters: resource limits, then ``import torch``, then the four group folders of the
+submission copy go in front of ``sys.path`` (so a student's ``torch.py`` cannot shadow torch).
+
+Protocol: 8-byte big-endian length + ``torch.save`` payload each way (the grader's side is
+``grader/wire.py``, which decodes with ``weights_only=True`` and validates). First frame from the
+worker: ``{"ready": {...}}``. Then one response per request ``{"op": ..., "release": [refs], "t":
+seconds}``: ``{"ok": value}`` or ``{"error": {"type", "base", "message", "where"}}``. Values are
+plain data; anything else stays here in a ref table and travels as ``{"__ref__": n, "label",
+"calls"}``. Tensors travel as detached plain-``torch.Tensor`` copies; iterators as lists.
+"""
+
+import collections
+import collections.abc
+import faulthandler
+import importlib
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+import traceback
+import types
+
+GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+HEADER = struct.Struct(">Q")
+MAX_FRAME = 64 * 2**20
+FSIZE_LIMIT = 64 * 2**20
+MAX_DEPTH = 50
+_torch = _BytesIO = None  # set in main() once torch is imported
+_SCALARS = ()
+
+
+def _vm_size() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _set_limit(which, value):
+    try:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _user_tasks() -> int:
+    uid, n = os.getuid(), 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    n += len(os.listdir(f"/proc/{name}/task"))
+            except OSError:
+                pass
+    return n
+
+
+class Worker:
+    def __init__(self, sock, copy_dir):
+        self.sock = sock
+        self.copy_dir = copy_dir
+        self.refs = {}
+        self.next_ref = 1
+
+    # ---- framing -------------------------------------------------------------------------
+    def recv(self):
+        head = self._recv_exact(HEADER.size)
+        if head is None:
+            return None
+        (size,) = HEADER.unpack(head)
+        if size > MAX_FRAME:
+            raise SystemExit(3)
+        return _torch.load(_BytesIO(self._recv_exact(size)), weights_only=True)
+
+    def _recv_exact(self, n):
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if k == 0:
+                return None
+            got += k
+        return bytes(buf)
+
+    def send(self, obj):
+        buf = _BytesIO()
+        _torch.save(obj, buf, _use_new_zipfile_serialization=False)
+        data = buf.getvalue()
+        if len(data) > MAX_FRAME:
+            buf = _BytesIO()
+            err = {"type": "ValueError", "base": "ValueError", "where": "",
+                   "message": f"the result is too large to send to the grader ({len(data)} bytes)"}
+            _torch.save({"error": err}, buf, _use_new_zipfile_serialization=False)
+            data = buf.getvalue()
+        self.sock.sendall(HEADER.pack(len(data)) + data)
+
+    # ---- values going out ----------------------------------------------------------------
+    def ref(self, obj):
+        n = self.next_ref
+        self.next_ref += 1
+        self.refs[n] = obj
+        label, calls = _describe(obj)
+        return {"__ref__": n, "label": label, "calls": calls}
+
+    def out(self, obj, depth=0):
+        torch = _torch
+        tp = type(obj)
+        if tp in _SCALARS or tp is torch.Size:
+            return obj
+        if isinstance(obj, torch.Tensor):
+            return _snapshot(obj)
+        if depth > MAX_DEPTH:
+            return self.ref(obj)
+        if tp is list or tp is tuple:
+            return tp(self.out(x, depth + 1) for x in obj)
+        if isinstance(obj, tuple) and _is_namedtuple(tp):
+            return {"__namedtuple__": str(tp.__name__), "fields": list(tp._fields),
+                    "values": [self.out(x, depth + 1) for x in tuple.__iter__(obj)]}
+        if tp is dict or tp is collections.OrderedDict:
+            if all(type(k) in (str, int) for k in obj):
+                return {k: self.out(v, depth + 1) for k, v in obj.items()}
+            return self.ref(obj)
+        if isinstance(obj, (types.GeneratorType, collections.abc.Iterator)) and not isinstance(obj, torch.nn.Module):
+            return [self.out(x, depth + 1) for x in list(obj)]
+        return self.ref(obj)
+
+    # ---- values coming in ----------------------------------------------------------------
+    def inp(self, obj):
+        tp = type(obj)
+        if tp is dict:
+            if "__ref__" in obj:
+                try:
+                    return self.refs[obj["__ref__"]]
+                except KeyError:
+                    raise LookupError("the grader referred to an object this worker does not hold") from None
+            if "__slice__" in obj:
+                return slice(*obj["__slice__"])
+            if "__ellipsis__" in obj:
+                return Ellipsis
+            return {k: self.inp(v) for k, v in obj.items()}
+        if tp is list or tp is tuple:
+            return tp(self.inp(x) for x in obj)
+        return obj
+
+    # ---- requests ------------------------------------------------------------------------
+    def handle(self, req):
+        torch = _torch
+        op = req["op"]
+        if op == "ping":
+            return None
+        if op == "module_attr":
+            name = req["module"]
+            module = sys.modules.get(name) or importlib.import_module(name)
+            return getattr(module, req["name"])
+        if op == "seed":
+            torch.manual_seed(req["seed"])
+            return None
+        if op == "type_name":
+            cls = type(self.inp(req["obj"]))
+            return f"{cls.__module__}.{cls.__qualname__}"
+        target = self.inp(req["obj"])
+        if op == "call":
+            return target(*self.inp(req["args"]), **self.inp(req["kwargs"]))
+        if op == "getattr":
+            return getattr(target, req["name"])
+        if op == "len":
+            return len(target)
+        if op == "bool":
+            return bool(target)
+        if op == "getitem":
+            return target[self.inp(req["key"])]
+        if op == "iter":
+            return list(iter(target))
+        if op == "call_and_inputs":
+            args = self.inp(req["args"])
+            result = target(*args, **self.inp(req["kwargs"]))
+            return result, list(args)
+        if op == "forward_backward":
+            x, grad_output = self.inp(req["x"]), self.inp(req["grad_output"])
+            target.zero_grad(set_to_none=True)
+            out = target(x)
+            out.backward(grad_output)
+            grads = {name: (None if p.grad is None else p.grad.detach().clone())
+                     for name, p in target.named_parameters()}
+            return out.detach(), grads
+        raise ValueError(f"unknown operation {op!r}")
+
+    def serve(self):
+        while True:
+            req = self.recv()
+            if req is None:
+                return
+            for n in req.get("release", ()):
+                self.refs.pop(n, None)
+            timeout = req.get("t")
+            if timeout:
+                # Where a hung call is stuck: the grader reads this from the output tail after killing us.
+                faulthandler.dump_traceback_later(max(0.05, timeout - 0.25), file=sys.__stderr__)
+            try:
+                response = {"ok": self.out(self.handle(req))}
+            except BaseException as exc:  # the student's code may raise anything, SystemExit included
+                response = {"error": self.error(exc)}
+            finally:
+                if timeout:
+                    faulthandler.cancel_dump_traceback_later()
+            try:
+                self.send(response)
+            except Exception as exc:  # e.g. a tensor that cannot be serialized
+                self.send({"error": self.error(exc)})
+
+    def error(self, exc):
+        tp = type(exc)
+        base = "BaseException"
+        for cls in tp.__mro__:
+            if cls.__module__ == "builtins":
+                base = cls.__name__
+                break
+        try:
+            if isinstance(exc, KeyError) and len(exc.args) == 1 and type(exc.args[0]) is str:
+                message = exc.args[0]
+            else:
+                message = str(exc)
+        except BaseException:
+            message = "<the exception could not be turned into text>"
+        prefix = self.copy_dir.rstrip("/") + "/"
+        message = str(message).replace(prefix, "")[:4000]
+        where = []
+        try:
+            for frame in traceback.extract_tb(exc.__traceback__):
+                if frame.filename.startswith(prefix):
+                    where.append(f"{frame.filename[len(prefix):]}:{frame.lineno} in {frame.name}")
+            if isinstance(exc, SyntaxError) and isinstance(exc.filename, str) and exc.filename.startswith(prefix):
+                where.append(f"{exc.filename[len(prefix):]}:{exc.lineno}")
+        except BaseException:
+            pass
+        try:
+            name = f"{tp.__module__}.{tp.__qualname__}" if tp.__module__ != "builtins" else tp.__qualname__
+        except BaseException:
+            name = base
+        return {"type": str(name)[:200], "base": base, "message": message, "where": "; ".join(where[-3:])[:1000]}
+
+
+def _is_namedtuple(tp):
+    fields = getattr(tp, "_fields", None)
+    return type(fields) is tuple and all(type(f) is str and f.isidentifier() for f in fields)
+
+
+def _snapshot(t):
+    torch = _torch
+    with torch._C.DisableTorchFunctionSubclass():
+        c = torch.Tensor.detach(t)
+        if c.layout != torch.strided:
+            raise TypeError(f"a tensor with layout {c.layout} cannot be sent to the grader")
+        c = c.resolve_conj().resolve_neg().clone()
+    c = c.as_subclass(torch.Tensor)
+    if type(c) is not torch.Tensor:
+        raise TypeError("a tensor subclass could not be turned into a plain tensor")
+    return c
+
+
+def _describe(obj):
+    """(label, what calling it runs): ``("CausalAttention", "CausalAttention()")``, ..."""
+    try:
+        torch = _torch
+        if isinstance(obj, type):
+            name = str(obj.__qualname__)
+            return name, f"{name}()"
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+            name = str(getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "function"))
+            return name, name
+        cls = str(type(obj).__qualname__)
+        if isinstance(obj, torch.nn.Module):
+            return f"{cls} object", f"{cls}.forward"
+        return f"{cls} object", f"{cls}.__call__"
+    except BaseException:
+        return "object", "object"
+
+
+def main(argv):
+    global _torch, _BytesIO, _SCALARS
+    opts = dict(zip(argv[1::2], argv[2::2]))
+    fd, copy_dir, memory = int(opts["--fd"]), opts["--copy"], int(opts["--memory-mb"]) * 2**20
+    faulthandler.enable()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
+    _set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
+    _set_limit(resource.RLIMIT_NOFILE, 256)
+
+    import io
+
+    import torch
+
+    _torch, _BytesIO = torch, io.BytesIO
+    _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+    as_limit = _vm_size() + memory
+    _set_limit(resource.RLIMIT_AS, as_limit)
+    _set_limit(resource.RLIMIT_NPROC, _user_tasks() + 64)  # no effect for root: a pid namespace is the real fence
+
+    sock = socket.socket(fileno=fd)
+    sys.path[:0] = [os.path.join(copy_dir, g) for g in GROUPS]
+    worker = Worker(sock, copy_dir)
+    worker.send({"ready": {"pid": os.getpid(), "as_limit": as_limit}})
+    worker.serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

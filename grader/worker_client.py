@@ -1,0 +1,505 @@
+"""The grader's side of the worker: start it, talk to it, kill it.
+
+``WorkerClient(submission_dir).start()`` makes a private copy of the submission, spawns
+``grader/worker.py`` (see its docstring for the protocol) and returns at once, so that the worker's
+``import torch`` overlaps whatever the grader does next. ``request()`` sends one operation and
+waits at most ``call_timeout`` seconds; a timeout, a dead worker or a malformed answer kills the
+worker's process group and raises :class:`WorkerFailure` saying what happened and where. The next
+request starts a fresh worker from a fresh copy; refs held from the dead one then raise
+``WorkerFailure("the worker restarted; this object is gone")``.
+
+How the process is launched is :class:`Launcher`'s business, so that a sandbox (bubblewrap) can
+wrap it: the worker needs the python executable and its stdlib/site-packages (read-only),
+``worker.py`` (read-only), the copy directory and the scratch directory (writable), the inherited
+socket fd, and nothing else.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+# No torch here at import time: start() must be able to spawn the worker before the grader
+# itself has paid for importing torch (grader.wire imports it; it is loaded on first request).
+
+WORKER_PY = Path(__file__).resolve().with_name("worker.py")
+GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+MAX_FILE_BYTES = 2**20
+OUTPUT_TAIL_BYTES = 4096
+STARTUP_TIMEOUT = 120.0
+
+# Builtin exception types re-raised by name in the grader; others become StudentError.
+_NOT_RERAISED = {"StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
+                 "BaseException", "BaseExceptionGroup", "ExceptionGroup"}
+BUILTIN_EXCEPTIONS = {
+    name: obj for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, Exception) and name not in _NOT_RERAISED
+}
+
+
+class WorkerFailure(Exception):
+    """The worker timed out, died or broke the protocol; the message says what and where."""
+
+    def __init__(self, message: str, kind: str = "failure"):
+        super().__init__(message)
+        self.kind = kind  # "timeout", "died", "protocol", "gone", "poisoned", "budget", "failure"
+
+
+class StudentError(RuntimeError):
+    """An exception of a non-builtin type raised by the student's code (its type named in the message)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An object that lives in the worker: its number there, and words for messages."""
+
+    generation: int
+    n: int
+    label: str
+    calls: str
+
+
+class Launcher:
+    """Builds the command that starts the worker. Override :meth:`command` to sandbox it.
+
+    The default puts ``/bin/sh`` between the grader and the worker, so that the worker's parent is
+    not the grader (``os.kill(os.getppid(), SIGKILL)`` hits the shell). Without a pid namespace a
+    hostile worker can still find and signal other processes of the same user.
+    """
+
+    python = sys.executable
+
+    def worker_argv(self, worker_py: Path, copy_dir: Path, fd: int, memory_mb: int) -> list[str]:
+        return [self.python, "-I", "-B", str(worker_py), "--fd", str(fd), "--copy", str(copy_dir),
+                "--memory-mb", str(memory_mb)]
+
+    def command(self, worker_argv: list[str], copy_dir: Path, scratch: Path) -> list[str]:
+        return ["/bin/sh", "-c", '"$@"; exit $?', "kata-worker", *worker_argv]
+
+    def env(self, scratch: Path) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def visible_paths(self, worker_py: Path, copy_dir: Path, scratch: Path) -> dict[str, list[str]]:
+        """What the worker must see: read-only and writable paths (for a sandboxing subclass)."""
+        paths = sysconfig.get_paths()
+        read_only = {str(worker_py), self.python, os.path.realpath(self.python), sys.prefix, sys.base_prefix}
+        read_only.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+        return {"read_only": sorted(read_only), "writable": [str(copy_dir), str(scratch)]}
+
+
+def make_private_copy(source: Path, dest: Path, substitutes: Mapping[str, Path] | None = None,
+                      module_groups: Mapping[str, str] | None = None) -> list[str]:
+    """Copy the regular ``*.py`` files (<= 1 MB, no symlinks) of the four group folders to ``dest``.
+
+    ``substitutes`` maps a module name to a reference file that replaces the student's
+    (``module_groups`` says which group folder it belongs in). Returns notes on skipped entries.
+    """
+    notes: list[str] = []
+    for group in GROUPS:
+        (dest / group).mkdir(parents=True)
+        gdir = source / group
+        try:
+            if not stat.S_ISDIR(os.lstat(gdir).st_mode):
+                notes.append(f"{group}: not a directory")
+                continue
+            names = sorted(os.listdir(gdir))
+        except OSError:
+            notes.append(f"{group}: missing")
+            continue
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            path = gdir / name
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                notes.append(f"{group}/{name}: skipped (a symlink or unreadable)")
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    notes.append(f"{group}/{name}: skipped (not a regular file)")
+                    continue
+                if st.st_size > MAX_FILE_BYTES:
+                    notes.append(f"{group}/{name}: skipped (larger than {MAX_FILE_BYTES} bytes)")
+                    continue
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    data = f.read(MAX_FILE_BYTES + 1)
+            finally:
+                os.close(fd)
+            if len(data) > MAX_FILE_BYTES:
+                continue
+            (dest / group / name).write_bytes(data)
+    for module, ref_file in (substitutes or {}).items():
+        group = (module_groups or {}).get(module)
+        if group is None:
+            raise ValueError(f"substitute for unknown module {module!r}")
+        (dest / group / f"{module}.py").write_bytes(Path(ref_file).read_bytes())
+    return notes
+
+
+class _Process:
+    """One running worker: its process, socket, output tail and scratch tree."""
+
+    def __init__(self, generation: int, root: Path, proc: subprocess.Popen, sock: socket.socket):
+        self.generation = generation
+        self.root = root
+        self.proc = proc
+        self.sock = sock
+        self.ready = False
+        self.pid: int | None = None
+        self.tail = bytearray()
+        self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.pid}", daemon=True)
+        self.drain.start()
+
+    def _drain(self) -> None:
+        out = self.proc.stdout
+        try:
+            while True:
+                chunk = out.read1(65536)
+                if not chunk:
+                    break
+                self.tail += chunk
+                if len(self.tail) > 2 * OUTPUT_TAIL_BYTES:
+                    del self.tail[:-OUTPUT_TAIL_BYTES]
+        except (OSError, ValueError):
+            pass
+
+    def output_tail(self) -> str:
+        return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL),
+                       lambda: self.pid and os.kill(self.pid, signal.SIGKILL)):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.sock.close()
+        self.drain.join(timeout=0.5)
+        try:
+            self.proc.stdout.close()
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def exit_description(self) -> str:
+        """``process exited with code 0`` / ``killed by signal 9 (memory limit?)``."""
+        try:
+            rc = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "closed the channel"
+        if rc > 128 and rc - 128 < signal.NSIG:  # the shell between us reports a signal as 128+N
+            rc = -(rc - 128)
+        if rc < 0:
+            sig = -rc
+            hint = " (memory limit?)" if sig in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS) else ""
+            return f"killed by signal {sig}{hint}"
+        return f"process exited with code {rc}"
+
+
+class WorkerClient:
+    """A worker for one submission; restarts it (from a fresh copy) after a failure."""
+
+    def __init__(self, submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
+                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None,
+                 module_groups: Mapping[str, str] | None = None, max_starts: int | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT):
+        self.submission_dir = Path(submission_dir)
+        self.call_timeout = call_timeout
+        self.memory_mb = memory_mb
+        self.launcher = launcher or Launcher()
+        self.substitutes = dict(substitutes or {})
+        self.module_groups = dict(module_groups or {})
+        self.max_starts = max_starts
+        self.startup_timeout = startup_timeout
+        self.starts = 0
+        self.generation = 0
+        self.copy_notes: list[str] = []
+        self.imported: set[str] = set()
+        self.cache: dict[tuple[int, str, str], Any] = {}
+        self._proc: _Process | None = None
+        self._release: list[int] = []
+        self._lock = threading.RLock()
+        self.closed = False
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> WorkerClient:
+        """Spawn the worker if none is running; returns at once (torch loads in the background)."""
+        with self._lock:
+            if self._proc is None:
+                self._spawn()
+        return self
+
+    def _spawn(self) -> None:
+        if self.closed:
+            raise WorkerFailure("the worker client is closed", "gone")
+        if self.max_starts is not None and self.starts >= self.max_starts:
+            raise WorkerFailure(f"not run: the worker was restarted too often ({self.starts} starts)", "budget")
+        self.starts += 1
+        self.generation += 1
+        self.imported = set()
+        self._release = []
+        root = Path(tempfile.mkdtemp(prefix="kata-worker-"))
+        copy_dir, scratch = root / "copy", root / "scratch"
+        scratch.mkdir()
+        self.copy_notes = make_private_copy(self.submission_dir, copy_dir, self.substitutes, self.module_groups)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            launcher = self.launcher
+            argv = launcher.worker_argv(WORKER_PY, copy_dir, theirs.fileno(), self.memory_mb)
+            proc = subprocess.Popen(
+                launcher.command(argv, copy_dir, scratch), cwd=scratch, env=launcher.env(scratch),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                pass_fds=(theirs.fileno(),), start_new_session=True, close_fds=True,
+            )
+        except BaseException:
+            ours.close()
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self._proc = _Process(self.generation, root, proc, ours)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            self._kill()
+
+    def __enter__(self) -> WorkerClient:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _kill(self) -> None:
+        self.cache.clear()
+        self.imported = set()
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+
+    def __del__(self) -> None:
+        try:
+            self._kill()
+        except Exception:
+            pass
+
+    # ---- requests ------------------------------------------------------------------------
+    def release(self, ref: Ref) -> None:
+        if ref.generation == self.generation:
+            self._release.append(ref.n)
+
+    def check(self, ref: Ref) -> None:
+        if ref.generation != self.generation or self._proc is None:
+            raise WorkerFailure("the worker restarted; this object is gone", "gone")
+
+    def request(self, message: dict[str, Any], what: str, timeout: float | None = None) -> Any:
+        """Send one operation; the decoded answer (``Ref`` for opaque objects) or its exception."""
+        from grader import wire
+
+        with self._lock:
+            if self._proc is None:
+                self._spawn()
+            proc = self._proc
+            timeout = self.call_timeout if timeout is None else timeout
+            try:
+                if not proc.ready:
+                    ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
+                    if not isinstance(ready, dict) or not isinstance(ready.get("ready"), dict):
+                        raise wire.ProtocolError("the worker did not announce itself")
+                    pid = ready["ready"].get("pid")
+                    proc.pid = pid if type(pid) is int else None
+                    proc.ready = True
+                message = dict(message, release=self._release, t=float(timeout))
+                self._release = []
+                wire.send_frame(proc.sock, wire.encode(_to_wire(message, self.generation)))
+                answer = self._receive(proc, time.monotonic() + timeout, what, timeout)
+            except BaseException:
+                self._kill()
+                raise
+        if not isinstance(answer, dict) or len(answer) != 1:
+            self._kill()
+            raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
+        if "ok" in answer:
+            return _from_wire(answer["ok"], self.generation)
+        if "error" in answer:
+            raise _exception(answer["error"])
+        self._kill()
+        raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
+
+    def _receive(self, proc: _Process, deadline: float, what: str, timeout: float | None = None) -> Any:
+        from grader import wire
+
+        sock = proc.sock
+        try:
+            head = self._recv_exact(sock, wire.HEADER.size, deadline)
+            (size,) = wire.HEADER.unpack(head)
+            if size > wire.MAX_FRAME:
+                raise wire.ProtocolError(f"frame of {size} bytes announced, the limit is {wire.MAX_FRAME}")
+            return wire.decode(self._recv_exact(sock, size, deadline))
+        except TimeoutError:
+            where = _hang_location(proc.output_tail())
+            if timeout is None:
+                raise WorkerFailure(f"timed out after {self.startup_timeout:g} s during {what}", "timeout") from None
+            raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout") from None
+        except (EOFError, ConnectionError):
+            self._kill_keep_output(proc)
+            tail = _last_lines(proc.output_tail())
+            raise WorkerFailure(f"{proc.exit_description()} during {what}{tail}", "died") from None
+        except wire.ProtocolError as exc:
+            raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
+
+    @staticmethod
+    def _kill_keep_output(proc: _Process) -> None:
+        """Let a dying worker finish; the shell's status tells how it ended."""
+        try:
+            proc.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        proc.drain.join(timeout=0.2)
+
+    @staticmethod
+    def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([sock], [], [], left)
+            if not ready:
+                raise TimeoutError
+            k = sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise EOFError("channel closed")
+            got += k
+        return bytes(buf)
+
+
+# ---- conversions -------------------------------------------------------------------------
+def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
+    """Grader-side values to plain data: Refs become markers (only this worker's), slices too."""
+    import torch
+
+    from grader import wire
+    from grader.remote_impl import RemoteObject  # late: remote_impl imports this module
+
+    if depth > wire.MAX_DEPTH:
+        raise TypeError("argument nested too deeply to send to the worker")
+    if isinstance(obj, RemoteObject):
+        obj = obj._kata_ref
+    tp = type(obj)
+    if tp is Ref:
+        if obj.generation != generation:
+            raise WorkerFailure("the worker restarted; this object is gone", "gone")
+        return {"__ref__": obj.n}
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        if t.untyped_storage().nbytes() > 2 * t.numel() * t.element_size() + 4096:
+            t = t.clone()  # do not ship a whole storage for a small view
+        t = t.as_subclass(torch.Tensor)
+        if obj.requires_grad and t.is_floating_point():
+            t.requires_grad_(True)
+        return t
+    if tp in (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size):
+        return obj
+    if tp is slice:
+        return {"__slice__": [_to_wire(x, generation, depth + 1) for x in (obj.start, obj.stop, obj.step)]}
+    if obj is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(obj, (list, tuple)):
+        return (list if isinstance(obj, list) else tuple)(_to_wire(x, generation, depth + 1) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _to_wire(v, generation, depth + 1) for k, v in obj.items()}
+    raise TypeError(f"cannot send an object of type {tp.__module__}.{tp.__qualname__} to the worker")
+
+
+_NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def _from_wire(obj: Any, generation: int) -> Any:
+    tp = type(obj)
+    if tp is list:
+        return [_from_wire(x, generation) for x in obj]
+    if tp is tuple:
+        return tuple(_from_wire(x, generation) for x in obj)
+    if tp is dict:
+        if "__ref__" in obj and type(obj["__ref__"]) is int:
+            return Ref(generation, obj["__ref__"], str(obj.get("label", "object"))[:200],
+                       str(obj.get("calls", "object"))[:200])
+        if "__namedtuple__" in obj:
+            fields = obj.get("fields")
+            name = obj["__namedtuple__"]
+            if (type(name) is str and name.isidentifier() and type(fields) is list and len(fields) < 64
+                    and all(type(f) is str and f.isidentifier() and not f.startswith("_") for f in fields)
+                    and len(set(fields)) == len(fields) and len(obj.get("values", ())) == len(fields)):
+                key = (name, tuple(fields))
+                if key not in _NAMEDTUPLES:
+                    _NAMEDTUPLES[key] = collections.namedtuple(name, fields)
+                return _NAMEDTUPLES[key](*(_from_wire(v, generation) for v in obj["values"]))
+            return tuple(_from_wire(v, generation) for v in obj.get("values", ()))
+        return {k: _from_wire(v, generation) for k, v in obj.items()}
+    return obj
+
+
+def _exception(err: Any) -> BaseException:
+    if not isinstance(err, dict):
+        return WorkerFailure("protocol error: malformed error report", "protocol")
+    type_name = str(err.get("type", "Exception"))[:200]
+    base = str(err.get("base", "Exception"))
+    message = str(err.get("message", ""))[:4000]
+    where = str(err.get("where", ""))[:1000]
+    suffix = f"\n  (raised at {where})" if where else ""
+    cls = BUILTIN_EXCEPTIONS.get(base)
+    if cls is not None:
+        text = message if type_name == base else f"{type_name}: {message}"
+        try:
+            return cls(text + suffix)
+        except Exception:
+            pass
+    return StudentError(f"{type_name}: {message}{suffix}")
+
+
+_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
+
+
+def _hang_location(tail: str) -> str:
+    """`` (at 03_causal/causal_attention.py:12 in forward)`` from the worker's faulthandler dump."""
+    dump = tail.rsplit("most recent call first", 1)[-1]
+    for line in dump.splitlines():  # faulthandler prints the innermost frame first
+        m = _FRAME_LINE.search(line)
+        if m and "/copy/" in m.group(1):
+            rel = m.group(1).split("/copy/", 1)[1]
+            return f" (at {rel}:{m.group(2)} in {m.group(3)})"
+    return ""
+
+
+def _last_lines(tail: str, limit: int = 300) -> str:
+    text = tail.strip()
+    if not text:
+        return ""
+    if len(text) > limit:
+        text = "..." + text[-limit:]
+    return f"; last output: {text}"
