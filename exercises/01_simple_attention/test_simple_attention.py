@@ -77,6 +77,12 @@ def test_normalize_by_sum_of_journey_scores():
     expect_close("normalize_by_sum(scores of 'journey')", normalize_by_sum(SCORES_2), expected)
 
 
+def test_normalize_by_sum_along_dim_0():
+    scores = torch.tensor([[1.0, 2.0], [3.0, 6.0]])
+    expected = torch.tensor([[0.25, 0.25], [0.75, 0.75]])  # each column sums to 1
+    expect_close("normalize_by_sum(tensor([[1., 2.], [3., 6.]]), dim=0)", normalize_by_sum(scores, dim=0), expected)
+
+
 def test_softmax_naive_of_journey_scores():
     # 000_7ebab5a40414ec2e.txt, section 3.3.1: "tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])"
     expected = torch.tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])

@@ -151,3 +151,9 @@ def test_causal_attention_ignores_future_tokens():
         "ca(x)[:, :4] vs ca(x with tokens 4 and 5 changed)[:, :4]", ca(changed)[:, :4], ca(x)[:, :4].detach(), atol=1e-6
     )
     expect_close("ca(x[:, :4]) (fewer tokens than context_length)", ca(x[:, :4]), ca(x)[:, :4].detach(), atol=1e-6)
+
+
+def test_causal_attention_rejects_more_tokens_than_context_length():
+    ca = CausalAttention(3, 2, 4, 0.0)
+    with pytest.raises(ValueError):
+        ca(torch.rand(1, 5, 3))

@@ -124,6 +124,11 @@ def test_multihead_attention_splits_d_out_over_the_heads():
     mha = MultiHeadAttention(3, 6, 6, 0.0, num_heads=2)
     got = getattr(mha, "head_dim", None)
     assert got == 3, f"called MultiHeadAttention(3, 6, 6, 0.0, num_heads=2).head_dim\nreturned {got!r}\nexpected 3 (d_out // num_heads)"
+    keys = sorted(mha.state_dict())
+    assert "mask" in keys, (
+        f"called sorted(MultiHeadAttention(3, 6, 6, 0.0, num_heads=2).state_dict())\nreturned {keys}\n"
+        "expected 'mask' among them: create it with self.register_buffer('mask', ...)"
+    )
     torch.manual_seed(0)
     x = torch.rand(2, 5, 3)
     out = mha(x)
