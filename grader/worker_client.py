@@ -45,7 +45,7 @@ OUTPUT_TAIL_BYTES = 4096
 STARTUP_TIMEOUT = 120.0
 
 # Builtin exception types re-raised by name in the grader; others become StudentError.
-_NOT_RERAISED = {"StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
+_NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
                  "BaseException", "BaseExceptionGroup", "ExceptionGroup"}
 BUILTIN_EXCEPTIONS = {
     name: obj for name, obj in vars(builtins).items()
@@ -320,10 +320,12 @@ class WorkerClient:
         from grader import wire
 
         with self._lock:
+            timeout = self.call_timeout if timeout is None else timeout
+            # Refs of a dead worker fail here, before anything is spawned or killed.
+            payload = _to_wire(message, self.generation if self._proc is not None else -1)
             if self._proc is None:
                 self._spawn()
             proc = self._proc
-            timeout = self.call_timeout if timeout is None else timeout
             try:
                 if not proc.ready:
                     ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
@@ -332,9 +334,9 @@ class WorkerClient:
                     pid = ready["ready"].get("pid")
                     proc.pid = pid if type(pid) is int else None
                     proc.ready = True
-                message = dict(message, release=self._release, t=float(timeout))
+                payload.update(release=self._release, t=float(timeout))
                 self._release = []
-                wire.send_frame(proc.sock, wire.encode(_to_wire(message, self.generation)))
+                wire.send_frame(proc.sock, wire.encode(payload))
                 answer = self._receive(proc, time.monotonic() + timeout, what, timeout)
             except BaseException:
                 self._kill()

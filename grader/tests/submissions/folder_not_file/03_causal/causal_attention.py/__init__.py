@@ -1,0 +1,1 @@
+"""Broken: a folder where 03_causal/causal_attention.py should be."""

@@ -1,0 +1,4 @@
+"""Attack: hang forever while being imported."""
+
+while True:
+    pass

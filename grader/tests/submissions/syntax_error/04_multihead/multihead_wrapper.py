@@ -1,0 +1,4 @@
+"""Broken: a syntax error."""
+
+class MultiHeadAttentionWrapper(nn.Module:
+    pass

@@ -1,0 +1,340 @@
+"""The isolation engine: solutions pass, hostile and broken submissions cost only their own points.
+
+Each hostile submission is the reference solutions with a few files replaced by those kept in
+``grader/tests/submissions/<name>/`` (``*.hostile`` files lose that suffix when copied, so that the
+project's own pytest never loads a hostile ``conftest.py``); ``missing_file`` and
+``symlink_to_solutions`` are built here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.engine import TESTS_DIR, run_hidden_tests, score, start_worker
+from grader.remote_impl import RemoteImpl
+from grader.worker_client import StudentError, WorkerClient, WorkerFailure
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTIONS = REPO / "solutions"
+SUBMISSIONS = Path(__file__).with_name("submissions")
+GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+HAS_HIDDEN_TESTS = any((TESTS_DIR / g).glob("test_*.py") for g in GROUPS)
+needs_hidden = pytest.mark.skipif(not HAS_HIDDEN_TESTS, reason="no hidden tests in tests/ yet")
+
+# submission -> (exercises that must score 0, a text some failing message must contain)
+HOSTILE = {
+    "exit_at_import": ({"03_causal/causal_attention", "04_multihead/multihead_wrapper"},
+                       "process exited with code 0 during import of causal_attention"),
+    "patch_torch": ({"01_simple_attention/attention_scores"}, ""),
+    "eq_always_true": ({"01_simple_attention/context_vectors"}, ""),
+    "conftest_pass": ({"01_simple_attention/normalization"}, "NotImplementedError"),
+    "sitecustomize": ({"02_trainable_weights/scaled_attention"}, ""),
+    "fake_results": ({"03_causal/causal_mask"}, "NotImplementedError"),
+    "hang_at_import": ({"03_causal/attention_dropout"}, "timed out after 5 s in import of attention_dropout"),
+    "hang_in_call": ({"04_multihead/head_split"}, "not run: an earlier test of this exercise timed out"),
+    "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),
+    "print_flood": (set(), ""),
+    "kill_parent": (set(), ""),
+    "syntax_error": ({"04_multihead/multihead_wrapper"}, "SyntaxError"),
+    "binary_bytes": ({"01_simple_attention/attention_scores"}, ""),
+    "folder_not_file": ({"03_causal/causal_attention", "04_multihead/multihead_wrapper"}, "ModuleNotFoundError"),
+    "missing_file": ({"02_trainable_weights/weight_transfer"}, "ModuleNotFoundError"),
+    "symlink_to_solutions": ({"03_causal/causal_mask"}, "ModuleNotFoundError"),
+}
+
+
+def build_submission(name: str, root: Path) -> Path:
+    """The reference solutions with ``submissions/<name>``'s files laid over them."""
+    dest = root / name
+    for group in GROUPS:
+        (dest / group).mkdir(parents=True)
+        for src in (SOLUTIONS / group).glob("*.py"):
+            shutil.copy(src, dest / group / src.name)
+    overlay = SUBMISSIONS / name
+    if overlay.is_dir():
+        for src in sorted(overlay.rglob("*")):
+            if src.is_dir():
+                continue
+            rel = src.relative_to(overlay)
+            target = dest / str(rel).removesuffix(".hostile")
+            for parent in reversed(target.relative_to(dest).parents):  # a folder replacing a file
+                p = dest / parent
+                if p.is_file():
+                    p.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(src.read_bytes())
+    if name == "missing_file":
+        (dest / "02_trainable_weights" / "weight_transfer.py").unlink()
+    if name == "symlink_to_solutions":
+        link = dest / "03_causal" / "causal_mask.py"
+        link.unlink()
+        link.symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
+    return dest
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(root)):
+        dirnames.sort()
+        for name in sorted(filenames + dirnames):
+            p = Path(dirpath) / name
+            h.update(str(p.relative_to(root)).encode())
+            if p.is_symlink():
+                h.update(b"->" + os.readlink(p).encode())
+            elif p.is_file():
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _failing(outcomes, exercise):
+    return [o for o in outcomes if o.exercise == exercise and not o.passed]
+
+
+# ---- full runs ---------------------------------------------------------------------------
+@needs_hidden
+@pytest.mark.timeout(600)
+def test_solutions_pass_everything():
+    outcomes = run_hidden_tests(start_worker(SOLUTIONS))
+    assert outcomes
+    bad = [f"{o.nodeid}: {o.message}" for o in outcomes if not o.passed]
+    assert not bad, "\n".join(bad)
+    assert {o.exercise for o in outcomes} == {o.exercise for o in outcomes if o.passed}
+
+
+@needs_hidden
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_submission(name, tmp_path, capfd):
+    targets, expected_text = HOSTILE[name]
+    sub = build_submission(name, tmp_path)
+    before = tree_digest(sub)
+    marker = Path("/tmp/KATA_SITECUSTOMIZE_RAN")
+    marker.unlink(missing_ok=True)
+    results_files = [Path.cwd() / "results.json", REPO / "results.json", sub / "results.json",
+                     tmp_path / "results.json", Path("/autograder/results/results.json")]
+    results_before = {p: p.exists() for p in results_files}
+
+    t0 = time.perf_counter()
+    outcomes = run_hidden_tests(start_worker(sub))
+    elapsed = time.perf_counter() - t0
+
+    assert outcomes
+    earned = score(outcomes)
+    wrong = []
+    for o in outcomes:
+        if o.exercise in targets and o.passed:
+            wrong.append(f"{o.nodeid} passed (it attacks this exercise)")
+        elif o.exercise in targets and not o.message.strip():
+            wrong.append(f"{o.nodeid} failed without a message")
+        elif o.exercise not in targets and not o.passed:
+            wrong.append(f"{o.nodeid} failed although it is not attacked: {o.message[:300]}")
+    assert not wrong, "\n".join(wrong)
+    for ex in targets:
+        assert earned[ex] == 0
+    messages = "\n".join(o.message for o in outcomes)
+    assert expected_text in messages, messages[:3000]
+    for o in outcomes:
+        assert len(o.message) <= 2100
+
+    # The submission cannot change its original files or leave anything that looks like results.
+    assert tree_digest(sub) == before
+    assert not marker.exists(), "a sitecustomize.py of the submission ran"
+    for p in results_files:
+        assert p.exists() == results_before[p], f"{p} appeared"
+    out, err = capfd.readouterr()
+    assert '"score": 100.0' not in out + err
+    assert "x" * 1000 not in out + err
+    # Bounded cost: one hang costs one timeout, not one per test.
+    assert elapsed < 120, elapsed
+    print(f"{name}: {elapsed:.1f} s, earned {sum(earned.values()):.1f} of {sum(o.max_points for o in outcomes):.1f}")
+
+
+@needs_hidden
+@pytest.mark.timeout(600)
+def test_exercises_and_substitutes(tmp_path):
+    """Only the selected exercises run; a substituted module is graded with the reference in place."""
+    sub = build_submission("exit_at_import", tmp_path)
+    outcomes = run_hidden_tests(sub, exercises=["04_multihead/multihead_wrapper"],
+                                substitutes={"causal_attention": SOLUTIONS / "03_causal" / "causal_attention.py"})
+    assert outcomes and {o.exercise for o in outcomes} == {"04_multihead/multihead_wrapper"}
+    assert all(o.passed for o in outcomes), [o.message for o in outcomes if not o.passed]
+    # The original is untouched and still broken.
+    assert "os._exit" in (sub / "03_causal" / "causal_attention.py").read_text()
+
+
+@needs_hidden
+@pytest.mark.timeout(600)
+def test_timing_against_import_torch(capsys):
+    """End-to-end grading of the solutions vs `python -c "import torch"` and vs the tests run in-process."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
+    import_torch = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", str(TESTS_DIR), "--impl", str(SOLUTIONS), "-q",
+                    "-p", "no:cacheprovider", "-p", "no:timeout"], check=True, capture_output=True, cwd=REPO)
+    local = time.perf_counter() - t0
+
+    code = ("import time; t0 = time.perf_counter()\n"
+            "from grader.engine import start_worker, run_hidden_tests\n"
+            f"w = start_worker({str(SOLUTIONS)!r}); o = run_hidden_tests(w)\n"
+            "assert o and all(x.passed for x in o)\n"
+            "print(time.perf_counter() - t0)")
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=REPO)
+    graded = time.perf_counter() - t0
+    with capsys.disabled():
+        print(f"\nimport torch: {import_torch:.2f} s; hidden tests in-process (LocalImpl, fresh python): "
+              f"{local:.2f} s; isolated grading (fresh python): {graded:.2f} s = {graded / import_torch:.1f}x "
+              f"import torch, {graded / local:.2f}x LocalImpl")
+    # The hidden tests themselves cost several import-torch's, so the guard is against LocalImpl.
+    assert graded <= 1.5 * local + 2.5 * import_torch
+
+
+# ---- the client and the proxies directly (fast) ------------------------------------------
+def _toy(tmp_path: Path, source: str, module: str = "attention_scores", group: str = "01_simple_attention") -> Path:
+    for g in GROUPS:
+        (tmp_path / g).mkdir(parents=True, exist_ok=True)
+    (tmp_path / group / f"{module}.py").write_text(source)
+    return tmp_path
+
+
+WHERE = {"attention_scores": "01_simple_attention/attention_scores",
+         "attention_score_matrix": "01_simple_attention/attention_scores"}
+
+
+@pytest.mark.timeout(120)
+def test_values_errors_and_restarts(tmp_path):
+    src = '''
+import torch
+
+class Oops(Exception):
+    pass
+
+class Shady(ValueError):
+    pass
+
+class P(torch.nn.Parameter):
+    pass
+
+def attention_scores(kind, x=None):
+    if kind == "value":
+        raise ValueError("bad value")
+    if kind == "custom":
+        raise Oops("custom trouble")
+    if kind == "shady":
+        raise Shady("a subclass")
+    if kind == "param":
+        return {"p": P(torch.ones(2)), "t": (x * 2, [torch.Size([2]), torch.float64])}
+    if kind == "exit":
+        import os; os._exit(7)
+    if kind == "module":
+        return torch.nn.Linear(2, 3)
+    if kind == "gen":
+        return (i * i for i in range(4))
+
+def attention_score_matrix(x):
+    x.add_(1)
+    return x.sum()
+'''
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, call_timeout=5) as client:
+        impl = RemoteImpl(client, WHERE)
+        with pytest.raises(ValueError, match="bad value") as e:
+            impl.attention_scores("value")
+        assert "attention_scores.py" in str(e.value)
+        with pytest.raises(StudentError, match="Oops: custom trouble"):
+            impl.attention_scores("custom")
+        with pytest.raises(ValueError, match="Shady"):
+            impl.attention_scores("shady")
+        got = impl.attention_scores("param", torch.arange(3.0))
+        assert type(got["p"]) is torch.Tensor and not got["p"].requires_grad
+        assert torch.equal(got["t"][0], torch.tensor([0.0, 2.0, 4.0]))
+        assert got["t"][1] == [torch.Size([2]), torch.float64]
+        assert impl.attention_scores("gen") == [0, 1, 4, 9]
+        lin = impl.attention_scores("module")
+        assert impl.type_name(lin) == "torch.nn.modules.linear.Linear"
+        assert lin.weight.shape == (3, 2) and type(lin.weight) is torch.Tensor
+        assert dict(lin.named_parameters()).keys() == {"weight", "bias"}
+        assert impl.type_name(lin.to(torch.float64)) == "torch.nn.modules.linear.Linear"
+        assert lin.weight.dtype == torch.float64
+        x = torch.zeros(2)
+        result, (after,) = impl.call_and_inputs(impl.attention_score_matrix, x)
+        assert result.item() == 2 and torch.equal(after, torch.ones(2)) and torch.equal(x, torch.zeros(2))
+        out, grads = impl.forward_backward(impl.attention_scores("module"), torch.ones(4, 2), torch.ones(4, 3))
+        assert out.shape == (4, 3) and grads["weight"].shape == (3, 2)
+
+        with pytest.raises(WorkerFailure, match="process exited with code 7 during attention_scores"):
+            impl.attention_scores("exit")
+        with pytest.raises(WorkerFailure, match="the worker restarted; this object is gone"):
+            lin.weight
+        assert impl.attention_scores("gen") == [0, 1, 4, 9]  # a fresh worker
+        assert client.starts == 2
+
+
+@pytest.mark.timeout(120)
+def test_timeout_kills_and_names_the_place(tmp_path):
+    src = "def attention_scores():\n    while True:\n        pass\n"
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, call_timeout=1.0) as client:
+        impl = RemoteImpl(client, WHERE)
+        fn = impl.attention_scores
+        t0 = time.perf_counter()
+        with pytest.raises(WorkerFailure, match=r"timed out after 1 s in attention_scores \(at "
+                                                r"01_simple_attention/attention_scores.py:3 in attention_scores\)"):
+            fn()
+        assert time.perf_counter() - t0 < 5
+
+
+@pytest.mark.timeout(120)
+def test_kill_parent_does_not_kill_the_grader(tmp_path):
+    src = "import os, signal\n\ndef attention_scores():\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 42\n"
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub) as client:
+        impl = RemoteImpl(client, WHERE)
+        assert impl.attention_scores() == 42  # the shell between us and the worker died instead
+        assert impl.attention_scores() == 42  # now its parent is init (or a subreaper): not us either
+    os.kill(os.getpid(), 0)
+
+
+@pytest.mark.timeout(120)
+def test_output_flood_is_drained_and_bounded(tmp_path):
+    src = "import sys\n\ndef attention_scores():\n    sys.stdout.write('y' * 10_000_000)\n    sys.stdout.flush()\n    return 1\n"
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub) as client:
+        impl = RemoteImpl(client, WHERE)
+        assert impl.attention_scores() == 1
+        assert len(client._proc.tail) <= 2 * 4096 + 65536
+
+
+def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
+    from grader.worker_client import make_private_copy
+
+    sub = _toy(tmp_path / "sub", "X = 1\n")
+    (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
+    (sub / "03_causal" / "link.py").symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
+    (sub / "03_causal" / "dir.py").mkdir()
+    (sub / "03_causal" / "notes.txt").write_text("x")
+    notes = make_private_copy(sub, tmp_path / "copy")
+    copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file())
+    assert copied == ["01_simple_attention/attention_scores.py"]
+    assert len(notes) == 3
+
+
+def test_launch_needs_are_explicit(tmp_path):
+    from grader.worker_client import WORKER_PY, Launcher
+
+    paths = Launcher().visible_paths(WORKER_PY, tmp_path / "copy", tmp_path / "scratch")
+    assert str(WORKER_PY) in paths["read_only"] and sys.executable in paths["read_only"]
+    assert paths["writable"] == [str(tmp_path / "copy"), str(tmp_path / "scratch")]
+    assert "import grader" not in WORKER_PY.read_text() and "from grader" not in WORKER_PY.read_text()
+
