@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image (Ubuntu with Python 3);
+# the zip's content is in /autograder/source. Written by grader.gradescope_bundle.build_bundle.
+set -euo pipefail
+
+apt-get update -qq
+# python3-pip for the installs below; bubblewrap for the grader's sandbox (where the container allows
+# user namespaces: otherwise the grader falls back to process isolation and says so in its report).
+apt-get install -y -qq python3 python3-pip bubblewrap >/dev/null
+
+# Newer Ubuntu images mark the system Python as externally managed; this image is ours alone.
+export PIP_BREAK_SYSTEM_PACKAGES=1
+# Gradescope has no GPU: the CPU build installs in seconds (the default wheel pulls gigabytes of CUDA).
+pip3 install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+pip3 install /autograder/source
