@@ -113,6 +113,8 @@ class Worker:
     def out(self, obj, depth=0):
         torch = _torch
         tp = type(obj)
+        if tp is bytes and not obj:
+            return self.ref(obj)  # protocol 2 pickles b"" as a call to bytes(), which weights_only refuses
         if tp in _SCALARS or tp is torch.Size:
             return obj
         if isinstance(obj, torch.Tensor):
@@ -295,7 +297,9 @@ def main(argv):
     _set_limit(resource.RLIMIT_NOFILE, 256)
 
     import io
+    import warnings
 
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
     import torch
 
     _torch, _BytesIO = torch, io.BytesIO

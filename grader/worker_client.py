@@ -425,6 +425,8 @@ def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
         if obj.requires_grad and t.is_floating_point():
             t.requires_grad_(True)
         return t
+    if tp is bytes and not obj:
+        raise TypeError("b'' cannot be sent to the worker")
     if tp in (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size):
         return obj
     if tp is slice:
