@@ -6,7 +6,9 @@ by a Jupyter kernel (nbclient, with the venv's ipykernel), and pytest in the stu
 
 from __future__ import annotations
 
+import csv
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -165,7 +167,7 @@ def test_source_notebooks_have_the_nbgrader_cells(release: Path):
 
 
 @pytest.mark.timeout(300)
-def test_nbgrader_generate_assignment_strips_solutions_and_hidden_tests(release: Path):
+def test_nbgrader_generate_assignment_strips_solutions_and_autograde_gives_full_points(release: Path):
     course = release / "nbgrader"
     result = subprocess.run(
         [os.path.join(BIN, "nbgrader"), "generate_assignment", ASSIGNMENT, "--force"],
@@ -193,6 +195,22 @@ def test_nbgrader_generate_assignment_strips_solutions_and_hidden_tests(release:
             assert leaked == [], f"{path.name} shows {ex_id}'s solution: {leaked}"
         assert "raise NotImplementedError()" in released
 
+    # The round trip an instructor makes: collect, autograde, export. The source notebooks hand in
+    # as "solved" must get every point, the released stubs none.
+    for student, folder in (("solved", "source"), ("stubs", "release")):
+        handed_in = course / "submitted" / student / ASSIGNMENT
+        handed_in.mkdir(parents=True)
+        for path in (course / folder / ASSIGNMENT).glob("*.ipynb"):
+            shutil.copy(path, handed_in / path.name)
+    for command in (["autograde", ASSIGNMENT, "--force"], ["export"]):
+        result = subprocess.run([os.path.join(BIN, "nbgrader"), *command], cwd=course, env=_env(),
+                                capture_output=True, text=True, timeout=250)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    with open(course / "grades.csv", newline="") as f:
+        scores = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(f)}
+    total = sum(ex.points for ex in load_rubric().exercises.values())
+    assert scores == {"solved": (total, total), "stubs": (0.0, total)}
+
 
 def _execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -> nbformat.NotebookNode:
     client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=allow_errors,
@@ -202,13 +220,20 @@ def _execute(nb: nbformat.NotebookNode, cwd: Path, allow_errors: bool = False) -
 
 @pytest.mark.timeout(300)
 def test_source_notebooks_pass_their_own_tests_on_the_solutions(release: Path, tmp_path: Path):
-    """Every cell, hidden tests included, runs without an error in a real kernel (nbclient)."""
+    """Every cell, hidden tests included, runs without an error in a real kernel (nbclient).
+
+    nbgrader also gives 0 points to a test cell that writes to stderr (a warning is enough).
+    """
     for group in GROUPS:
         nb = nbformat.read(release / "nbgrader" / "source" / ASSIGNMENT / f"{group}.ipynb", as_version=4)
         try:
-            _execute(nb, tmp_path)
+            executed = _execute(nb, tmp_path)
         except CellExecutionError as err:
             pytest.fail(f"{group}.ipynb: {str(err)[-2000:]}")
+        for cell in executed.cells:
+            if _nbgrader(cell).get("grade"):
+                stderr = [o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"]
+                assert stderr == [], f"{group}.ipynb, {_nbgrader(cell)['grade_id']} writes to stderr: {stderr}"
 
 
 @pytest.mark.timeout(300)

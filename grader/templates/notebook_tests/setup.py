@@ -1,5 +1,9 @@
-# Setup (read-only): imports, the documents' input, and the comparison helper the tests use.
+# Setup (read-only): imports, the documents' input, and the comparison helpers the tests use.
 import math
+import warnings
+
+# nbgrader gives 0 points to a test cell that writes anything to stderr, a harmless warning included.
+warnings.simplefilter("ignore")
 
 import torch
 import torch.nn as nn

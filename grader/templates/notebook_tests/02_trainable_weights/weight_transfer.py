@@ -33,6 +33,6 @@ x = torch.randn(2, 5, 4, generator=gen)
 sa_v1, sa_v2_bias = SelfAttention_v1(4, 3), SelfAttention_v2(4, 3, qkv_bias=True)
 copy_weights_v1_to_v2(sa_v1, sa_v2_bias)
 for name in ("W_query", "W_key", "W_value"):
-    assert float(getattr(sa_v2_bias, name).bias.abs().sum()) == 0.0, f"sa_v2.{name}.bias must be set to zero"
+    assert float(getattr(sa_v2_bias, name).bias.detach().abs().sum()) == 0.0, f"sa_v2.{name}.bias must be set to zero"
 check_close("copy_weights_v1_to_v2(sa_v1, v2 with biases); sa_v2(x)", sa_v2_bias(x), sa_v1(x), atol=1e-5)
 ### END HIDDEN TESTS
