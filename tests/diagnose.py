@@ -27,13 +27,26 @@ def describe(obj: Any) -> str:
     return f"{type(obj).__name__} {obj!r:.80}"
 
 
+def _num(v: float) -> str:
+    return "-inf" if v == -float("inf") else "inf" if v == float("inf") else "nan" if v != v else f"{v:.4f}"
+
+
+def _nested(x: Any) -> str:
+    return f"[{', '.join(_nested(v) for v in x)}]" if isinstance(x, list) else _num(x)
+
+
 def fmt(t: torch.Tensor) -> str:
-    """Shape first, then the values rounded to 4 decimals, truncated."""
+    """Shape first, then the values rounded to 4 decimals: nested when small, else the first rows."""
     t = t.detach().to("cpu", torch.float64)
-    flat = t.flatten()
-    vals = ", ".join("-inf" if v == -float("inf") else "inf" if v == float("inf") else f"{v:.4f}" for v in flat[:MAX_SHOWN].tolist())
-    more = f", ... ({flat.numel() - MAX_SHOWN} more)" if flat.numel() > MAX_SHOWN else ""
-    return f"shape {tuple(t.shape)}: [{vals}{more}]"
+    if t.numel() <= MAX_SHOWN:
+        return f"shape {tuple(t.shape)}: {_nested(t.tolist())}"
+    if t.dim() == 1:
+        return f"shape {tuple(t.shape)}: first {MAX_SHOWN} values [{', '.join(_num(v) for v in t[:MAX_SHOWN].tolist())}, ...]"
+    rows = t.reshape(-1, t.shape[-1])
+    n = max(1, MAX_SHOWN // rows.shape[1])
+    shown = [[_num(v) for v in r[:MAX_SHOWN]] for r in rows[:n].tolist()]
+    body = ", ".join(f"[{', '.join(r)}{', ...' if rows.shape[1] > MAX_SHOWN else ''}]" for r in shown)
+    return f"shape {tuple(t.shape)}: first {len(shown)} of {rows.shape[0]} rows (last dim): [{body}, ...]"
 
 
 def max_abs_diff(got: torch.Tensor, expected: torch.Tensor) -> float:

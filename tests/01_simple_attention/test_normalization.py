@@ -33,23 +33,33 @@ def test_normalize_by_sum_printed(impl):
 
 
 def test_softmax_naive_printed(impl):
-    """000 [0.1385, ...] and 003 In[6] [0.1509, ...]; atol 1e-4."""
+    """000 [0.1385, ...], 003 In[6] [0.1509, ...] and 000 3.3.2's 6x6 weights (dim=-1 of inputs @ inputs.T); atol 1e-4."""
     for scores_key, key in [("000/3.3.1/scores_query2", "000/3.3.1/softmax_query2"),
                             ("003/In4/scores_query3", "003/In6/softmax_query3")]:
         scores = _scores(scores_key)
         assert_close(impl.softmax_naive(scores), P.value(key), atol=P.atol(key),
                      call=f"softmax_naive({scores.tolist()})  [{P.PRINTED[key]['doc']}]",
                      diagnoses=[(scores / scores.sum(), "divided by the sum of the scores: exponentiate first")])
+    scores = P.journey() @ P.journey().T
+    assert_close(impl.softmax_naive(scores, -1), P.value("000/3.3.2/weight_matrix"), atol=1e-4,
+                 call="softmax_naive(inputs @ inputs.T, dim=-1)  [000 3.3.2]",
+                 diagnoses=[(torch.softmax(scores, 0), "matches softmax over the wrong dim (columns instead of rows)")])
 
 
 def test_softmax_stable_printed(impl):
-    """004 sharpening example (plain and ×8) and 003 In[6]; atol 1e-4."""
+    """004 sharpening example (plain and ×8), 003 In[6] and 003 In[9]'s 6x6 weights; atol 1e-4."""
     sharpen = torch.tensor(P.SHARPEN)
     for scores, key in [(sharpen, "004/In31/softmax_plain"), (sharpen * 8, "004/In31/softmax_times8"),
                         (_scores("003/In4/scores_query3"), "003/In6/softmax_query3")]:
         assert_close(impl.softmax_stable(scores), P.value(key), atol=P.atol(key),
                      call=f"softmax_stable({[round(v, 4) for v in scores.tolist()]})  [{P.PRINTED[key]['doc']}]",
                      diagnoses=[(torch.exp(scores - scores.max()), "forgot to divide by the sum after subtracting the max")])
+    inputs = torch.tensor(P.RANDOM_WORDS)
+    scores = inputs @ inputs.T
+    assert_close(impl.softmax_stable(scores, 1), P.value("003/In9/weight_matrix"), atol=1e-4,
+                 call="softmax_stable(inputs @ inputs.T, dim=1)  [003 In[9]]",
+                 diagnoses=[(scores - scores.amax(1, keepdim=True), "forgot to exponentiate after subtracting the max"),
+                            (torch.exp(scores - scores.max()) / torch.exp(scores - scores.max()).sum(), "normalized over the whole matrix instead of along dim")])
 
 
 @pytest.mark.parametrize("name", ["normalize_by_sum", "softmax_naive", "softmax_stable"])

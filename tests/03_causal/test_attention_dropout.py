@@ -15,7 +15,7 @@ import platform
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, assert_unchanged, fail
+from diagnose import assert_close, assert_raises, assert_unchanged, check_tensor, fail
 from reference import printed
 
 P = printed()
@@ -94,7 +94,7 @@ def test_survivors_are_scaled(impl):
         impl.manual_seed(int(p * 100))
         got = impl.dropout(x, p)
         call = f"dropout(x of shape (50, 40), p={p})"
-        assert_close(got, got, atol=0, call=call)  # type/shape check
+        check_tensor(got, call=call, shape=x.shape, dtype=x.dtype)
         kept = got != 0
         if not kept.any():
             fail(call, "everything was dropped")
@@ -112,7 +112,7 @@ def test_kept_fraction_near_one_minus_p(impl):
         impl.manual_seed(91)
         got = impl.dropout(x, p)
         call = f"dropout(torch.ones(200, 200), p={p})"
-        assert_close(got, got, atol=0, call=call)  # type/shape check
+        check_tensor(got, call=call, shape=x.shape)
         frac = float((got != 0).double().mean())
         if abs(frac - (1 - p)) > 0.02:
             fail(call, f"kept {frac:.3f} of the elements; expected about 1 - p = {1 - p:.2f}",

@@ -38,6 +38,8 @@ def test_causal_mask_values(impl):
     assert_close(impl.causal_mask(1), torch.ones(1, 1), atol=0, check_dtype=False, call="causal_mask(1)")
     _, weights = _seed789()
     mask = impl.causal_mask(6)
+    assert_close(weights * mask.to(weights.dtype), P.value("001/In819/masked_weights"), atol=1e-4,
+                 call="seed-789 attn_weights * causal_mask(6)  [001 In[819]]")
     assert_close((weights * mask.to(weights.dtype)).sum(-1), P.value("000/3.5.1/row_sums"), atol=1e-4,
                  call="(seed-789 attn_weights * causal_mask(6)).sum(-1)  [000 3.5.1, 001 In[820]]")
 
@@ -103,8 +105,9 @@ def test_random_against_reference(impl, name):
                 masked = REF.mask_future_scores(x)
                 diag += scale_diagnoses(lambda s: torch.softmax(masked * s, -1), 16)
             if name == "mask_and_renormalize":
-                diag.append((x * torch.tril(torch.ones(shape[-1], shape[-1], dtype=dtype)),
-                             "rows do not sum to 1: renormalize after masking"))
+                masked = x * torch.tril(torch.ones(shape[-1], shape[-1], dtype=dtype))
+                diag += [(masked, "rows do not sum to 1: renormalize after masking"),
+                         (torch.softmax(masked, -1), "applied softmax to the masked weights: the zeros still get weight")]
             got = getattr(impl, name)(*args)
             assert_close(got, expected, atol=atol, call=call, diagnoses=diag)
             if name == "mask_future_scores":

@@ -33,7 +33,7 @@ def _diagnoses(reference, x):
     b, t, _ = x.shape
     h, hd = reference.num_heads, reference.head_dim
 
-    def run(scale, split="right", mask=True):
+    def run(scale, split="right", mask=True, merge="right"):
         def heads(y):
             if split == "bare-view":
                 return y.reshape(b, h, t, hd)
@@ -42,7 +42,8 @@ def _diagnoses(reference, x):
         s = q @ k.transpose(2, 3)
         if mask:
             s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), -torch.inf)
-        ctx = (torch.softmax(s * scale, -1) @ v).transpose(1, 2).reshape(b, t, h * hd)
+        ctx = torch.softmax(s * scale, -1) @ v
+        ctx = ctx.reshape(b, t, h * hd) if merge == "bare-reshape" else ctx.transpose(1, 2).reshape(b, t, h * hd)
         return reference.out_proj(ctx)
 
     d_out = h * hd
@@ -52,6 +53,8 @@ def _diagnoses(reference, x):
         (run(1 / hd**0.5, split="bare-view"), "split the heads with a bare .view(b, num_heads, T, head_dim): "
                                               "view as (b, T, num_heads, head_dim), then transpose(1, 2)"),
         (run(1 / hd**0.5, mask=False), "output matches the unmasked attention: apply the causal mask"),
+        (run(1 / hd**0.5, merge="bare-reshape"), "merged the heads with a bare reshape: transpose(1, 2) back to "
+                                                 "(b, T, num_heads, head_dim) first, then reshape to (b, T, d_out)"),
     ]
 
 
@@ -62,7 +65,8 @@ def test_printed_seed123(impl):
     expected = P.value("README/mha_seed123")
     assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
                  call="torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]",
-                 note="create W_query, W_key, W_value, then out_proj, in that order")
+                 note="if only the seeded tests fail (the tests with loaded weights pass): create W_query, W_key, W_value, "
+                      "then out_proj, in that order, right after super().__init__()")
 
 
 CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
@@ -131,3 +135,21 @@ def test_gradients_reach_every_parameter(impl):
         if grads.get(name) is None:
             fail(call, f"parameter {name!r} got no gradient")
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
+
+
+def test_dropout_on_weights_in_training_mode(impl):
+    """dropout=0.5, training: same seed, same output as the reference; after .eval(): no dropout at all."""
+    student, reference = _pair(impl, 4, 6, 5, 0.5, num_heads=3, seed=146)
+    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(147))
+    torch.manual_seed(148)
+    with torch.no_grad():
+        expected = reference(x)
+    impl.manual_seed(148)
+    assert_close(student(x), expected, atol=1e-5,
+                 call="MultiHeadAttention(4, 6, 5, dropout=0.5, num_heads=3) in training mode, torch.manual_seed(148) before the forward",
+                 note="apply self.dropout to the attention weights (b, num_heads, T, T) after the softmax, before @ values")
+    student, reference = student.eval(), reference.eval()
+    with torch.no_grad():
+        expected = reference(x)
+    assert_close(student(x), expected, atol=1e-5, call="MultiHeadAttention(4, 6, 5, dropout=0.5, num_heads=3).eval()(x)",
+                 note="use nn.Dropout (the identity in eval mode)")

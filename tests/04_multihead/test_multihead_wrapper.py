@@ -37,7 +37,8 @@ def test_wrapper_printed_seed123(impl):
     expected = P.value("000/3.6.1/wrapper_seed123")
     assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
                  call="torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.1]",
-                 note="create the heads in order, each a CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)")
+                 note="if only the seeded tests fail: create the heads in order, each a "
+                      "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias), and nothing random before them")
 
 
 def test_two_dim_wrapper_seed123(impl):
