@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="what to print on stdout (default: text)")
     score.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
                        help="time limit for each call into the student's code (default: 5)")
+    score.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+                       help="run the student's code under bubblewrap: auto (when it works here), bwrap (or exit 2), none")
     return parser
 
 
@@ -59,12 +61,13 @@ def _check_writable(path: Path | None, flag: str) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from grader.grading import GradeOptions, grade
     from grader.report import dumps, to_gradescope, to_json, to_text
+    from grader.sandbox import SandboxUnavailable
     from grader.submission import SubmissionError
 
     _check_writable(args.json, "--json")
     try:
-        report = grade(Path(args.submission), GradeOptions(call_timeout=args.timeout))
-    except SubmissionError as err:
+        report = grade(Path(args.submission), GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox))
+    except (SubmissionError, SandboxUnavailable) as err:
         raise UsageError(str(err)) from None
     if args.json is not None:
         args.json.write_text(dumps(to_json(report)))
