@@ -94,11 +94,13 @@ def parse_junit(xml_path: Path) -> dict[str, Outcome]:
     return results
 
 
-def run_hidden_tests(impl_dir: Path, *extra_args: str, timeout: float = 300) -> dict[str, Outcome]:
+def run_hidden_tests(
+    impl_dir: Path, *extra_args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> dict[str, Outcome]:
     """Run every hidden test against ``impl_dir`` in a fresh interpreter; ``{nodeid: Outcome}``.
 
-    Raises HiddenRunError when pytest ends with anything but "all passed" / "some failed"
-    (exit codes 0 and 1) or writes no report.
+    ``env`` adds to (overrides) this process's environment. Raises HiddenRunError when pytest ends
+    with anything but "all passed" / "some failed" (exit codes 0 and 1) or writes no report.
     """
     with tempfile.TemporaryDirectory(prefix="hidden-run-") as tmp:
         xml_path = Path(tmp) / "r.xml"
@@ -106,8 +108,8 @@ def run_hidden_tests(impl_dir: Path, *extra_args: str, timeout: float = 300) -> 
             sys.executable, "-m", "pytest", "tests", "--impl", str(impl_dir),
             "-p", "no:cacheprovider", f"--junitxml={xml_path}", "-q", *extra_args,
         ]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
         if proc.returncode not in (0, 1) or not xml_path.exists():
             raise HiddenRunError(
                 f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -158,11 +160,15 @@ def overlay_dir(mutant: Mutant) -> Iterator[Path]:
         yield impl
 
 
+# Mutants run two at a time on two cores: one torch thread each avoids oversubscription.
+MUTANT_RUN_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def check_mutant(mutant: Mutant) -> tuple[list[str], dict[str, Outcome]]:
     """Run the hidden tests on solutions + the mutant; the problems found (empty: the mutant is caught)."""
     with overlay_dir(mutant) as impl:
         try:
-            results = run_hidden_tests(impl)
+            results = run_hidden_tests(impl, env=MUTANT_RUN_ENV)
         except (HiddenRunError, subprocess.TimeoutExpired) as exc:
             return [f"the hidden-test run did not complete: {exc}"], {}
     own_failed = [n for n, o in results.items() if o.exercise == mutant.exercise and not o.passed]
