@@ -9,8 +9,9 @@ The hidden tests (``tests/``) run in-process under ``pytest.main`` with a plugin
 come from pytest's reports, never from anything the submission can write.
 
 Bounding a hostile submission's cost: after a timeout in exercise E, E's remaining tests fail at
-once ("not run: an earlier test of this exercise timed out"); once importing a module killed or
-hung the worker, later imports of that module fail at once with the same message; at most
+once ("not run: an earlier test of this exercise timed out"); a test whose calls together take
+longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
+or hung the worker, later imports of that module fail at once with the same message; at most
 ``MAX_STARTS`` worker starts per run.
 """
 
@@ -30,6 +31,7 @@ from grader.worker_client import GROUPS, Launcher, StudentError, WorkerClient, W
 
 TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
 MAX_STARTS = 12
+TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
 
 
@@ -69,6 +71,22 @@ class _Guard:
         self.timed_out: set[str] = set()
         self.bad_imports: dict[str, str] = {}
         self.current_exercise = ""
+        self.test_deadline: float | None = None
+        self.test_budget = 0.0
+
+    def start_test(self, exercise: str, call_timeout: float) -> None:
+        self.current_exercise = exercise
+        self.test_budget = TEST_BUDGET_CALLS * call_timeout
+        self.test_deadline = time.monotonic() + self.test_budget
+
+    def call_timeout(self, client: WorkerClient) -> float:
+        """The client's per-call timeout, cut to what is left of this test's budget."""
+        if self.test_deadline is None:
+            return client.call_timeout
+        left = self.test_deadline - time.monotonic()
+        if left <= 0:
+            raise WorkerFailure(f"timed out: this test ran past its time budget of {self.test_budget:g} s", "timeout")
+        return min(client.call_timeout, left)
 
     def check_exercise(self, exercise: str) -> None:
         if exercise in self.timed_out:
@@ -117,7 +135,7 @@ class _Plugin:
         return RemoteImpl(self.client, self.where, self.guard)
 
     def pytest_runtest_setup(self, item: Any) -> None:
-        self.guard.current_exercise = dict(item.user_properties).get("exercise", "")
+        self.guard.start_test(dict(item.user_properties).get("exercise", ""), self.client.call_timeout)
 
     def _entry(self, nodeid: str, props: Mapping[str, Any]) -> dict[str, Any]:
         if nodeid not in self.results:

@@ -65,7 +65,8 @@ class RemoteImpl:
 
     ``where`` maps public names to exercise ids (``CausalAttention`` -> ``03_causal/causal_attention``).
     ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer(failure, module)``
-    with the module being imported, or None) and may refuse imports (``observer.check_import``).
+    with the module being imported, or None), may refuse imports (``observer.check_import``) and
+    sets each call's timeout (``observer.call_timeout(client)``).
     """
 
     def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None):
@@ -75,7 +76,8 @@ class RemoteImpl:
 
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
-            value = self._kata_client.request(message, what)
+            timeout = None if self._kata_observer is None else self._kata_observer.call_timeout(self._kata_client)
+            value = self._kata_client.request(message, what, timeout)
         except WorkerFailure as failure:
             if self._kata_observer is not None:
                 self._kata_observer.on_failure(failure, importing)
