@@ -154,7 +154,7 @@ def _split_module(source: str, module_names: set[str]) -> tuple[str, str]:
         lines = lines[tree.body[0].end_lineno:]
     imports = re.compile(r"^from (\w+) import ")
     kept = [line for line in lines if not ((m := imports.match(line)) and m.group(1) in module_names)]
-    return docstring, "\n".join(kept).strip() + "\n"
+    return docstring, re.sub(r"\n{4,}", "\n\n\n", "\n".join(kept)).strip() + "\n"
 
 
 def _is_marker(line: str) -> bool:
