@@ -51,6 +51,9 @@ def test_setup_sh_installs_torch_then_the_bundled_project(bundle: Path):
         run = zf.read("run_autograder").decode()
     assert setup.index("pip3 install torch==2.13.0") < setup.index("pip3 install /autograder/source")
     assert "python3 -m grader score" in run and "--format gradescope" in run and 'AUTOGRADER_ROOT:-/autograder' in run
+    for script in (setup, run):
+        syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+        assert syntax.returncode == 0, syntax.stderr
 
 
 def run_autograder(bundle: Path, root: Path, submission: Path | None) -> dict:

@@ -257,3 +257,19 @@ def test_public_tests_of_the_student_release_fail_on_the_stubs(release: Path):
     assert "NotImplementedError" in output and "failed" in output.splitlines()[-1], output[-3000:]
     assert f"rootdir: {student}" in output and "configfile: pytest.ini" in output, output[:1000]
     assert "timeout: 10.0s" in output, "pytest-timeout must be on with a 10 s limit"
+
+
+def test_classroom_workflow_runs_every_group_with_its_rubric_points(release: Path):
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((release / "student" / ".github" / "workflows" / "classroom.yml").read_text())
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    assert any("torch==2.13.0" in step.get("run", "") for step in steps)
+    graders = {step["with"]["command"]: step for step in steps if "autograding-command-grader" in step.get("uses", "")}
+    rubric = load_rubric()
+    for group in GROUPS:
+        step = graders[f"python -m pytest exercises/{group}"]
+        assert step["with"]["max-score"] == sum(ex.points for ex in rubric.exercises.values() if ex.group == group)
+    reporter = [step for step in steps if "autograding-grading-reporter" in step.get("uses", "")][0]
+    ids = [step["id"] for step in graders.values()]
+    assert reporter["with"]["runners"].split(",") == ids
+    assert set(reporter["env"]) == {f"{i.upper()}_RESULTS" for i in ids}
