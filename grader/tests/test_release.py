@@ -19,7 +19,7 @@ import pytest
 from nbclient import NotebookClient
 
 from grader.release import ASSIGNMENT, ReleaseError, build_release
-from grader.rubric import GROUPS, SOLUTIONS_DIR, load_rubric
+from grader.rubric import GROUPS, load_rubric
 
 BIN = str(Path(sys.executable).parent)
 # The read-only reference cells a group notebook holds on purpose (its modules build on them); see
