@@ -336,8 +336,9 @@ class WorkerClient:
                     proc.ready = True
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
-                wire.send_frame(proc.sock, wire.encode(payload))
-                answer = self._receive(proc, time.monotonic() + timeout, what, timeout)
+                deadline = time.monotonic() + timeout
+                self._send(proc, wire.encode(payload), deadline, what, timeout)
+                answer = self._receive(proc, deadline, what, timeout)
             except BaseException:
                 self._kill()
                 raise
@@ -372,6 +373,26 @@ class WorkerClient:
             raise WorkerFailure(f"{proc.exit_description()} during {what}{tail}", "died") from None
         except wire.ProtocolError as exc:
             raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
+
+    def _send(self, proc: _Process, data: bytes, deadline: float, what: str, timeout: float) -> None:
+        """Send a frame; a worker that stops reading (SIGSTOP, a full buffer) times out like a hung one."""
+        from grader import wire
+
+        try:
+            proc.sock.settimeout(max(0.5, deadline - time.monotonic()))
+            wire.send_frame(proc.sock, data)
+        except TimeoutError:
+            raise WorkerFailure(f"timed out after {timeout:g} s sending {what} (the worker stopped reading)",
+                                "timeout") from None
+        except (BrokenPipeError, ConnectionError):
+            self._kill_keep_output(proc)
+            raise WorkerFailure(f"{proc.exit_description()} before {what}{_last_lines(proc.output_tail())}",
+                                "died") from None
+        finally:
+            try:
+                proc.sock.settimeout(None)
+            except OSError:
+                pass
 
     @staticmethod
     def _kill_keep_output(proc: _Process) -> None:

@@ -356,3 +356,19 @@ def test_slow_calls_are_bounded_per_test(tmp_path):
     assert any("time budget of 4 s" in m or "timed out after" in m for m in messages), messages
     assert any("not run: an earlier test of this exercise timed out" in m for m in messages), messages
     assert elapsed < 60, elapsed
+
+
+@pytest.mark.timeout(120)
+def test_stopped_worker_times_out_even_while_sending(tmp_path):
+    src = ("import os, signal, threading, time\n\n"
+           "def attention_scores(x=None):\n"
+           "    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))).start()\n"
+           "    return 1\n")
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, call_timeout=1.0) as client:
+        impl = RemoteImpl(client, WHERE)
+        fn = impl.attention_scores
+        assert fn() == 1
+        time.sleep(0.5)
+        with pytest.raises(WorkerFailure, match="timed out after 1 s"):
+            fn(torch.zeros(2**23))  # 32 MB: more than the socket buffer holds
