@@ -220,7 +220,7 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
         targets = [t for t in targets if Path(t).is_file()]
     args = [*targets, "-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:randomly",
             "--rootdir", str(tests_dir.parent), "-c", os.devnull, "--confcutdir", str(tests_dir),
-            "-W", "ignore::UserWarning", "--no-header", "--tb=no"]
+            "-W", "ignore::UserWarning", "--no-header", "--tb=no", "--continue-on-collection-errors"]
     try:
         if targets:
             sink = io.StringIO()

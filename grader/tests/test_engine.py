@@ -9,12 +9,14 @@ project's own pytest never loads a hostile ``conftest.py``); ``missing_file`` an
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -372,3 +374,34 @@ def test_stopped_worker_times_out_even_while_sending(tmp_path):
         time.sleep(0.5)
         with pytest.raises(WorkerFailure, match="timed out after 1 s"):
             fn(torch.zeros(2**23))  # 32 MB: more than the socket buffer holds
+
+
+@pytest.mark.timeout(120)
+def test_collection_errors_and_skips_are_failed_outcomes(tmp_path):
+    tests = tmp_path / "tests"
+    for g in ("03_causal", "01_simple_attention"):
+        (tests / g).mkdir(parents=True)
+    for name in ("conftest.py", "kata_seam.py", "rubric.json"):
+        shutil.copy(TESTS_DIR / name, tests / name)
+    (tests / "03_causal" / "test_causal_mask.py").write_text("import no_such_module_here\n")
+    (tests / "01_simple_attention" / "test_attention_scores.py").write_text(
+        "import pytest, torch\n\n"
+        "def test_ok(impl):\n    assert impl.attention_score_matrix(torch.eye(2)).shape == (2, 2)\n\n"
+        "def test_skipped(impl):\n    pytest.skip('no gpu here')\n\n"
+        "def test_raises(impl):\n    with pytest.raises(ValueError, match='between 0 and 1'):\n"
+        "        impl.dropout(torch.ones(2), 2.0)\n")
+    # In a fresh process: pytest imports test modules by basename, and this process has the real ones.
+    code = ("import json, sys; from pathlib import Path; from dataclasses import asdict\n"
+            "from grader.engine import run_hidden_tests\n"
+            "o = run_hidden_tests(Path(sys.argv[1]), tests_dir=Path(sys.argv[2]))\n"
+            "print(json.dumps([asdict(x) for x in o]))")
+    done = subprocess.run([sys.executable, "-c", code, str(SOLUTIONS), str(tests)], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    outcomes = {o["nodeid"]: SimpleNamespace(**o) for o in json.loads(done.stdout.splitlines()[-1])}
+    assert outcomes["tests/01_simple_attention/test_attention_scores.py::test_ok"].passed
+    assert outcomes["tests/01_simple_attention/test_attention_scores.py::test_raises"].passed
+    skipped = outcomes["tests/01_simple_attention/test_attention_scores.py::test_skipped"]
+    assert not skipped.passed and skipped.message.startswith("skipped: ")
+    broken = outcomes["tests/03_causal/test_causal_mask.py"]
+    assert not broken.passed and broken.exercise == "03_causal/causal_mask" and broken.max_points == 8
+    assert "could not be collected" in broken.message
