@@ -11,7 +11,8 @@ come from pytest's reports, never from anything the submission can write.
 Bounding a hostile submission's cost: after a timeout in exercise E, E's remaining tests fail at
 once ("not run: an earlier test of this exercise timed out"); a test whose calls together take
 longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
-or hung the worker, later imports of that module fail at once with the same message; at most
+or hung the worker, later imports of that module fail at once with the same message; after
+``DEATHS_PER_EXERCISE`` worker deaths in an exercise's tests its other tests are not run; at most
 ``MAX_STARTS`` worker starts per run.
 """
 
@@ -31,6 +32,7 @@ from grader.worker_client import GROUPS, Launcher, StudentError, WorkerClient, W
 
 TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
 MAX_STARTS = 12
+DEATHS_PER_EXERCISE = 2  # after that many worker deaths in its tests, an exercise's other tests are not run
 TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
 
@@ -70,6 +72,7 @@ class _Guard:
     def __init__(self) -> None:
         self.timed_out: set[str] = set()
         self.bad_imports: dict[str, str] = {}
+        self.deaths: dict[str, int] = {}
         self.current_exercise = ""
         self.test_deadline: float | None = None
         self.test_budget = 0.0
@@ -91,6 +94,9 @@ class _Guard:
     def check_exercise(self, exercise: str) -> None:
         if exercise in self.timed_out:
             raise WorkerFailure("not run: an earlier test of this exercise timed out", "poisoned")
+        if self.deaths.get(exercise, 0) >= DEATHS_PER_EXERCISE:
+            raise WorkerFailure(f"not run: the worker died in {DEATHS_PER_EXERCISE} earlier tests of this exercise",
+                                "poisoned")
 
     def check_import(self, module: str) -> None:
         if module in self.bad_imports:
@@ -101,6 +107,8 @@ class _Guard:
             self.bad_imports[importing] = f"not run: importing {importing} broke the worker earlier ({failure})"
         if failure.kind == "timeout" and self.current_exercise:
             self.timed_out.add(self.current_exercise)
+        if failure.kind in ("died", "protocol") and self.current_exercise:
+            self.deaths[self.current_exercise] = self.deaths.get(self.current_exercise, 0) + 1
 
 
 def _message(excinfo: Any) -> str:
@@ -238,7 +246,3 @@ def score(outcomes: Collection[TestOutcome]) -> dict[str, float]:
         earned[o.exercise] = earned.get(o.exercise, 0.0) + (o.max_points if o.passed else 0.0)
     return earned
 
-
-def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    return fn(*args, **kwargs), time.perf_counter() - t0
