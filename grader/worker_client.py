@@ -308,7 +308,7 @@ class WorkerClient:
 
     # ---- requests ------------------------------------------------------------------------
     def release(self, ref: Ref) -> None:
-        if ref.generation == self.generation:
+        if ref.generation == self.generation and self._proc is not None:
             self._release.append(ref.n)
 
     def check(self, ref: Ref) -> None:

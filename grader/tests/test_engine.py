@@ -47,6 +47,7 @@ HOSTILE = {
     "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),
     "print_flood": (set(), ""),
     "kill_parent": (set(), ""),
+    "shadow_torch": (set(), ""),
     "syntax_error": ({"04_multihead/multihead_wrapper"}, "SyntaxError"),
     "binary_bytes": ({"01_simple_attention/attention_scores"}, ""),
     "folder_not_file": ({"03_causal/causal_attention", "04_multihead/multihead_wrapper"}, "ModuleNotFoundError"),
