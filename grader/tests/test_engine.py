@@ -301,12 +301,17 @@ def test_timeout_kills_and_names_the_place(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_kill_parent_does_not_kill_the_grader(tmp_path):
-    src = "import os, signal\n\ndef attention_scores():\n    os.kill(os.getppid(), signal.SIGKILL)\n    return 42\n"
+    src = ("import os, signal\n\n"
+           "def attention_scores(kill):\n"
+           "    if kill:\n"
+           "        os.kill(os.getppid(), signal.SIGKILL)\n"
+           "    return os.getppid()\n")
     sub = _toy(tmp_path / "sub", src)
     with WorkerClient(sub) as client:
         impl = RemoteImpl(client, WHERE)
-        assert impl.attention_scores() == 42  # the shell between us and the worker died instead
-        assert impl.attention_scores() == 42  # now its parent is init (or a subreaper): not us either
+        assert impl.attention_scores(False) != os.getpid()  # the worker's parent is the launcher's shell
+        impl.attention_scores(True)  # kills that shell, not us
+        assert impl.attention_scores(False) != os.getpid()  # orphaned: reparented to init, still not us
     os.kill(os.getpid(), 0)
 
 
