@@ -13,7 +13,7 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, fail
+from diagnose import assert_close, check_tensor, fail
 from reference import printed, ref
 
 P = printed()
@@ -42,7 +42,11 @@ def test_wrapper_printed_seed123(impl):
 
 
 def test_two_dim_wrapper_seed123(impl):
-    """torch.manual_seed(123); two_dim_wrapper(3, 6)(batch) is (2, 6, 2), the docs README's value; atol 1e-4."""
+    """two_dim_wrapper(5, 8) maps (3, 7, 5) to (3, 7, 2); torch.manual_seed(123); two_dim_wrapper(3, 6)(batch) is the
+    docs README's (2, 6, 2) value; atol 1e-4."""
+    x = torch.randn(3, 7, 5, generator=torch.Generator().manual_seed(135))
+    check_tensor(impl.two_dim_wrapper(5, 8)(x), call="two_dim_wrapper(d_in=5, context_length=8)(x of shape (3, 7, 5))",
+                 shape=(3, 7, 2))
     impl.manual_seed(123)
     m = impl.two_dim_wrapper(3, 6)
     expected = P.value("README/two_dim_wrapper_seed123")
