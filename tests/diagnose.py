@@ -183,3 +183,23 @@ def scale_diagnoses(fn: Callable[[float], torch.Tensor], d_k: int) -> list[tuple
         out.append((fn(1.0 / d_k), f"divided by d_k = {d_k} instead of √d_k"))
         out.append((fn(root), "multiplied by √d_k instead of dividing"))
     return out
+
+
+def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:
+    """Load the reference module's PARAMETERS into the student's module (same names required).
+
+    Buffers (the causal mask) are left as the student made them: a mask that is not a registered
+    buffer is judged by its own test, not by every forward test.
+    """
+    params = {k: v.detach() for k, v in reference.named_parameters()}
+    try:
+        result = student.load_state_dict(params, strict=False)
+    except RuntimeError as err:  # shape mismatch
+        fail(call, f"could not load the reference's parameters: {str(err).strip()[:600]}",
+             "W_query/W_key/W_value are nn.Linear(d_in, d_out) (weight shape (d_out, d_in)); out_proj nn.Linear(d_out, d_out)")
+    missing, unexpected = (list(result[0]), list(result[1])) if result is not None else ([], [])
+    student_params = set(dict(student.named_parameters()))
+    missing = [k for k in missing if k in student_params]
+    if missing or unexpected:
+        fail(call, f"parameter names differ from the documents' layout: reference has {sorted(params)}",
+             f"yours lacks {sorted(unexpected)}" if unexpected else "", f"yours has extra {sorted(missing)}" if missing else "")

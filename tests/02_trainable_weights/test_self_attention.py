@@ -3,7 +3,7 @@
 COVERS: SelfAttention_v1 seeded output (seed 123, 000 3.4.2 / 004 In[36]) and its W_query
 (004 In[24], which checks the creation order W_query, W_key, W_value); SelfAttention_v2 seeded
 output (seed 789, 000 3.4.2 / 004 In[38]); both against the reference with the reference's
-state_dict loaded (so only forward is judged) on random (T, d_in) and (b, T, d_in) inputs, d_in !=
+parameters loaded (so only forward is judged) on random (T, d_in) and (b, T, d_in) inputs, d_in !=
 d_out, float32 and float64 (``.to(torch.float64)``), v2 with and without qkv_bias; parameter names
 and shapes; gradients reach every parameter and match the reference's.
 Tolerances: printed atol 1e-4; random vs reference atol 1e-5 (float32) / 1e-10 (float64); grads atol 1e-5; rtol 0.
@@ -12,7 +12,7 @@ Tolerances: printed atol 1e-4; random vs reference atol 1e-5 (float32) / 1e-10 (
 import pytest
 import torch
 
-from diagnose import assert_close, fail, scale_diagnoses
+from diagnose import assert_close, fail, load_reference_parameters, scale_diagnoses
 from reference import printed, ref
 
 P = printed()
@@ -24,7 +24,7 @@ def _pair(impl, name, *args, seed=0, dtype=torch.float32):
     torch.manual_seed(seed)
     reference = getattr(REF, name)(*args).to(dtype)
     student = getattr(impl, name)(*args)
-    student.load_state_dict(reference.state_dict())
+    load_reference_parameters(student, reference, call=f"{name}{args}")
     if dtype != torch.float32:
         student = student.to(dtype)
     return student, reference

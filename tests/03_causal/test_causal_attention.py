@@ -1,7 +1,8 @@
 """Hidden tests for 03_causal/causal_attention (section 3.5.3).
 
 COVERS: CausalAttention seeded output (seed 123, 001 In[832]); against the reference with the
-reference's state_dict loaded (forward only) on random (b, T, d_in) inputs, d_in != d_out, d_out
+reference's parameters loaded (forward only; buffers stay the
+student's, the mask is judged by its own test) on random (b, T, d_in) inputs, d_in != d_out, d_out
 > 1, T < context_length, T = context_length and T = 1, float32 and float64, with qkv_bias; the mask
 is a registered buffer (in state_dict, triu(ones, 1), follows .to(torch.float64)); T >
 context_length raises ValueError; gradients reach every parameter and match the reference's;
@@ -13,7 +14,7 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, assert_unchanged, fail, scale_diagnoses
+from diagnose import assert_close, assert_raises, assert_unchanged, fail, load_reference_parameters, scale_diagnoses
 from reference import printed, ref
 
 P = printed()
@@ -24,7 +25,7 @@ def _pair(impl, *args, seed=0, **kwargs):
     torch.manual_seed(seed)
     reference = REF.CausalAttention(*args, **kwargs)
     student = impl.CausalAttention(*args, **kwargs)
-    student.load_state_dict(reference.state_dict())
+    load_reference_parameters(student, reference, call=f"CausalAttention{args}")
     return student, reference
 
 

@@ -1,7 +1,7 @@
 """Hidden tests for 04_multihead/multihead_attention (section 3.6.2).
 
 COVERS: MultiHeadAttention seeded output (seed 123, d_in=3, d_out=2, 2 heads; the docs README's
-value, full tensor computed with the reference); against the reference with its state_dict
+value, full tensor computed with the reference); against the reference with its parameters
 loaded (forward only) where head_dim > 1 (the documents' example has head_dim 1, so a wrong
 1/√head_dim passes it), d_in != d_out, distinct batch rows, T < context_length and T = 1, float32
 and float64; gpt2_attention() has 2,360,064 parameters; d_out not divisible by num_heads raises
@@ -13,7 +13,7 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, fail
+from diagnose import assert_close, assert_raises, fail, load_reference_parameters
 from reference import printed, ref
 
 P = printed()
@@ -24,7 +24,7 @@ def _pair(impl, *args, seed=0, **kwargs):
     torch.manual_seed(seed)
     reference = REF.MultiHeadAttention(*args, **kwargs)
     student = impl.MultiHeadAttention(*args, **kwargs)
-    student.load_state_dict(reference.state_dict())
+    load_reference_parameters(student, reference, call=f"MultiHeadAttention{args}")
     return student, reference
 
 
@@ -78,7 +78,7 @@ CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
 
 @pytest.mark.parametrize("case", CASES)
 def test_random_against_reference(impl, case):
-    """Batch 3, distinct rows, head_dim > 1; the reference's state_dict loaded into the student's module."""
+    """Batch 3, distinct rows, head_dim > 1; the reference's parameters loaded into the student's module."""
     d_in, d_out, cl, h, t, bias, dtype = CASES[case]
     student, reference = _pair(impl, d_in, d_out, cl, 0.0, num_heads=h, qkv_bias=bias, seed=141)
     if dtype != torch.float32:

@@ -5,29 +5,19 @@ two_dim_wrapper seeded output (seed 123, the docs README's reference value) and 
 structure (``heads`` is torch's ModuleList of num_heads modules whose type name ends in
 ``.CausalAttention``); the output is the heads' outputs concatenated on the last dim; against the
 reference wrapper (parameters loaded from the reference) on random inputs in float32 and float64.
-Only parameters are loaded into the student's modules (strict=False, buffers left alone), so a
-problem in the student's CausalAttention mask handling is graded by 03_causal/causal_attention.
+Only parameters are loaded into the student's modules (buffers left alone), so a mask that is
+not a registered buffer in the student's CausalAttention is graded by 03_causal/causal_attention.
 Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64); rtol 0.
 """
 
 import pytest
 import torch
 
-from diagnose import assert_close, check_tensor, fail
+from diagnose import assert_close, check_tensor, fail, load_reference_parameters
 from reference import printed, ref
 
 P = printed()
 REF = ref("multihead_wrapper")
-
-
-def _load_parameters(student, reference):
-    """Copy the reference's parameters (not buffers) into the student's module; every one must be taken."""
-    params = dict(reference.named_parameters())
-    result = student.load_state_dict({k: v.detach() for k, v in params.items()}, strict=False)
-    unexpected = list(result[1]) if result is not None else []
-    if unexpected:
-        fail("load the reference wrapper's parameters", f"the student's wrapper has no {unexpected}",
-             "keep the heads in self.heads = nn.ModuleList([CausalAttention(...), ...]) with W_query/W_key/W_value")
 
 
 def test_wrapper_printed_seed123(impl):
@@ -89,7 +79,7 @@ def test_random_against_reference(impl, dtype):
     torch.manual_seed(133)
     reference = REF.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True).to(dtype)
     student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)
-    _load_parameters(student, reference)
+    load_reference_parameters(student, reference, call="MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)")
     if dtype != torch.float32:
         student = student.to(dtype)
     x = torch.randn(3, 7, 5, generator=torch.Generator().manual_seed(134), dtype=dtype)
