@@ -214,7 +214,9 @@ class _Process:
             rc = -(rc - 128)
         if rc < 0:
             sig = -rc
-            hint = " (memory limit?)" if sig in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS) else ""
+            hint = {signal.SIGKILL: " (memory limit? or its parent process was killed)",
+                    signal.SIGSEGV: " (memory limit?)", signal.SIGABRT: " (memory limit?)",
+                    signal.SIGBUS: " (memory limit?)"}.get(sig, "")
             return f"killed by signal {sig}{hint}"
         return f"process exited with code {rc}"
 
