@@ -1,0 +1,118 @@
+"""The bubblewrap sandbox: what a student's code can do as a plain process, and cannot do under bwrap.
+
+Each attack is also run without the sandbox where that is safe, to show the test can fail: there,
+copying the reference from disk works and a loopback connection gets through.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from grader.engine import run_hidden_tests, score, start_worker
+from grader.rubric import REPO_ROOT, load_rubric
+from grader.sandbox import BwrapLauncher, ProcessLauncher, SandboxUnavailable, bwrap_problem, choose_launcher
+from test_engine import build_submission
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
+pytestmark = pytest.mark.timeout(300)
+
+COPY_REFERENCE = f'''"""Attack: read the reference solution from the instructor's disk and run it as our own."""
+exec(open({str(REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py")!r}).read())
+'''
+
+PHONE_HOME = '''"""Attack: connect out (here: to a listener of the grader's tests on the host's loopback)."""
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).sendall(b"leaked")
+except OSError:
+    pass
+'''
+
+
+def grade(submission: Path, launcher) -> dict[str, float]:
+    return score(run_hidden_tests(start_worker(submission, launcher=launcher)))
+
+
+def test_sandbox_is_usable_where_ci_installs_it() -> None:
+    """CI installs bubblewrap, so there the sandbox tests must run, not skip."""
+    if os.environ.get("CI"):
+        assert bwrap_problem() is None, bwrap_problem()
+
+
+@needs_bwrap
+def test_reference_on_disk_is_invisible_under_bwrap(tmp_path: Path) -> None:
+    sub = build_submission("copy_reference", tmp_path)
+    (sub / "03_causal" / "causal_mask.py").write_text(COPY_REFERENCE)
+    points = load_rubric().exercises["03_causal/causal_mask"].points
+    assert grade(sub, ProcessLauncher())["03_causal/causal_mask"] == pytest.approx(points)  # the attack works bare
+    under_bwrap = grade(sub, BwrapLauncher("bwrap"))
+    assert under_bwrap.get("03_causal/causal_mask", 0.0) == 0.0
+    assert under_bwrap["03_causal/causal_attention"] == pytest.approx(load_rubric().exercises["03_causal/causal_attention"].points)
+
+
+@needs_bwrap
+def test_killing_the_parent_leaves_grading_complete(tmp_path: Path) -> None:
+    sub = build_submission("kill_parent", tmp_path)
+    outcomes = run_hidden_tests(start_worker(sub, launcher=BwrapLauncher("bwrap")))
+    earned = score(outcomes)
+    rubric = load_rubric()
+    untouched = [ex for ex in rubric.exercises if ex != "04_multihead/multihead_attention"]
+    assert all(earned[ex] == pytest.approx(rubric.exercises[ex].points) for ex in untouched)
+    assert earned.get("04_multihead/multihead_attention", 0.0) == 0.0
+
+
+@needs_bwrap
+def test_no_network_under_bwrap(tmp_path: Path) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    received: list[bytes] = []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            received.append(conn.recv(16))
+            conn.close()
+
+    stop = threading.Event()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        sub = build_submission("phone_home", tmp_path)
+        path = sub / "01_simple_attention" / "attention_scores.py"
+        path.write_text(PHONE_HOME.format(port=listener.getsockname()[1]) + path.read_text())
+        grade(sub, BwrapLauncher("bwrap"))
+        assert received == []
+        grade(sub, ProcessLauncher())  # the same code as a plain process does get through
+        assert received == [b"leaked"]
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def test_launcher_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher, warnings = choose_launcher("none")
+    assert launcher.isolation == "process" and "without a sandbox" in warnings[0]
+    monkeypatch.setattr("grader.sandbox.bwrap_problem", lambda: "bwrap cannot create namespaces here (test)")
+    launcher, warnings = choose_launcher("auto")
+    assert launcher.isolation == "process" and "cannot create namespaces" in warnings[0]
+    with pytest.raises(SandboxUnavailable, match="--sandbox bwrap: bwrap cannot create namespaces"):
+        choose_launcher("bwrap")
+
+
+def test_cli_sandbox_bwrap_without_bubblewrap_exits_2(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no /usr/bin: no bwrap
+    proc = subprocess.run([sys.executable, "-m", "grader", "score", str(REPO_ROOT / "solutions"), "--sandbox", "bwrap"],
+                          capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "bubblewrap (bwrap) is not installed" in proc.stderr
