@@ -149,22 +149,24 @@ class _Plugin:
         if nodeid not in self.results:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
-                                    "passed": True, "message": "", "duration": 0.0, "ran": False}
+                                    "passed": None, "message": "", "duration": 0.0}
         return self.results[nodeid]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         entry = self._entry(report.nodeid, dict(report.user_properties))
         if report.when in ("setup", "call"):
             entry["duration"] += report.duration
-            if report.when == "call":
-                entry["ran"] = True
-            if report.failed and entry["passed"]:
+            if entry["passed"] is False:
+                return
+            if report.failed:
                 entry["passed"] = False
                 entry["message"] = getattr(report, "kata_message", None) or str(report.longrepr)[-MESSAGE_LIMIT:]
-            elif report.skipped and entry["passed"]:
+            elif report.skipped:
                 entry["passed"] = False
                 reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
                 entry["message"] = f"skipped: {reason}"
+            elif report.when == "call" and report.passed:
+                entry["passed"] = True  # passed only with a passing call phase, never by default
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
@@ -176,9 +178,9 @@ class _Plugin:
             entry["message"] = f"the hidden tests could not be collected: {str(report.longrepr)[-MESSAGE_LIMIT:]}"
 
     def outcomes(self) -> list[TestOutcome]:
-        return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"],
-                            message=r["message"], duration=r["duration"]) for n, r in
-                ((n, self.results[n]) for n in self.order)]
+        return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
+                            message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
+                            duration=r["duration"]) for n, r in ((n, self.results[n]) for n in self.order)]
 
 
 def _report_hook() -> Any:
