@@ -43,6 +43,10 @@ GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multih
 MAX_FILE_BYTES = 2**20
 OUTPUT_TAIL_BYTES = 4096
 STARTUP_TIMEOUT = 120.0
+# A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
+# clock (a sleeping or starved worker): a busy grading machine does not fail correct code.
+WALL_FACTOR = 3.0
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # Builtin exception types re-raised by name in the grader; others become StudentError.
 _NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
@@ -181,6 +185,25 @@ class _Process:
                     del self.tail[:-OUTPUT_TAIL_BYTES]
         except (OSError, ValueError):
             pass
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) used so far by the launched process and all its descendants."""
+        total, todo, seen = 0.0, [self.proc.pid], set()
+        try:
+            while todo:
+                pid = todo.pop()
+                if pid in seen:
+                    continue
+                seen.add(pid)
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError, IndexError):
+            return None if not seen or pid == self.proc.pid else total
+        return total
 
     def output_tail(self) -> str:
         return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
@@ -338,9 +361,11 @@ class WorkerClient:
                     proc.ready = True
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
-                deadline = time.monotonic() + timeout
-                self._send(proc, wire.encode(payload), deadline, what, timeout)
-                answer = self._receive(proc, deadline, what, timeout)
+                start, cpu0 = time.monotonic(), proc.cpu_seconds()
+                self._send(proc, wire.encode(payload), start + timeout, what, timeout)
+                self._await_answer(proc, start, cpu0, timeout, what)
+                answer = self._receive(proc, max(start + WALL_FACTOR * timeout, time.monotonic() + timeout), what,
+                                       timeout)
             except BaseException:
                 self._kill()
                 raise
@@ -375,6 +400,24 @@ class WorkerClient:
             raise WorkerFailure(f"{proc.exit_description()} during {what}{tail}", "died") from None
         except wire.ProtocolError as exc:
             raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
+
+    def _await_answer(self, proc: _Process, start: float, cpu0: float | None, timeout: float, what: str) -> None:
+        """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock."""
+        hard, deadline = start + WALL_FACTOR * timeout, start + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left > 0 and select.select([proc.sock], [], [], left)[0]:
+                return
+            now = time.monotonic()
+            cpu = proc.cpu_seconds()
+            used = None if cpu is None or cpu0 is None else cpu - cpu0
+            if used is None or used >= 0.9 * timeout or now >= hard:
+                where = _hang_location(proc.output_tail())
+                if used is None or used >= 0.9 * timeout:
+                    raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout")
+                raise WorkerFailure(f"timed out after {now - start:.0f} s of wall-clock time ({used:.1f} s of CPU) "
+                                    f"in {what}{where}", "timeout")
+            deadline = min(hard, now + max(0.1, timeout - used))
 
     def _send(self, proc: _Process, data: bytes, deadline: float, what: str, timeout: float) -> None:
         """Send a frame; a worker that stops reading (SIGSTOP, a full buffer) times out like a hung one."""

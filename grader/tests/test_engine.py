@@ -412,3 +412,22 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path):
     broken = outcomes["tests/03_causal/test_causal_mask.py"]
     assert not broken.passed and broken.exercise == "03_causal/causal_mask" and broken.max_points == 8
     assert "could not be collected" in broken.message
+
+
+@pytest.mark.timeout(120)
+def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path):
+    """A starved call is not timed out early; one that sleeps is stopped at 3x the timeout."""
+    src = ("import time\n\n"
+           "def attention_scores(seconds):\n"
+           "    time.sleep(seconds)\n"
+           "    return seconds\n")
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, call_timeout=1.0) as client:
+        impl = RemoteImpl(client, WHERE)
+        fn = impl.attention_scores
+        assert fn(1.5) == 1.5  # over the timeout in wall clock, far under it in CPU
+        t0 = time.perf_counter()
+        with pytest.raises(WorkerFailure, match=r"timed out after 3 s of wall-clock time \(0\.\d s of CPU\) in "
+                                                r"attention_scores \(at 01_simple_attention/attention_scores.py:4"):
+            fn(100)
+        assert time.perf_counter() - t0 < 10
