@@ -81,7 +81,10 @@ def test_mutant_suite_is_well_formed():
         if mutant_src == solution_src:
             problems.append(f"{m.name}: identical to solutions/{own_file}")
         if SOLUTION_REGION.sub("", mutant_src) != SOLUTION_REGION.sub("", solution_src):
-            problems.append(f"{m.name}: changes {own_file} outside its ### BEGIN/END SOLUTION regions")
+            problems.append(
+                f"{m.name}: differs from solutions/{own_file} outside its ### BEGIN/END SOLUTION regions "
+                "(stale copy? re-copy the reference and re-apply the one mistake)"
+            )
         for other in m.collateral:
             if m.exercise not in RUBRIC.get(other, {}).get("depends_on", []):
                 problems.append(

@@ -24,16 +24,16 @@ def copy_weights_v2_to_v1(sa_v2: nn.Module, sa_v1: nn.Module) -> None:
     Copy values (``param.copy_`` under ``torch.no_grad()``): do not replace v1's nn.Parameters and
     do not make them share storage with v2's.
 
-    Raises:
-        ValueError: if v2 has biases (v1 has nowhere to put them) or the shapes do not match.
-            Nothing is copied in that case.
-
     Args:
         sa_v2: a SelfAttention_v2; each ``nn.Linear`` weight is (d_out, d_in).
         sa_v1: a SelfAttention_v1; each ``nn.Parameter`` is (d_in, d_out). Modified in place.
 
     Returns:
         None.
+
+    Raises:
+        ValueError: if v2 has biases (v1 has nowhere to put them) or the shapes do not match.
+            Nothing is copied in that case.
 
     Example (000_7ebab5a40414ec2e.txt, section 3.4.2, the v2-to-v1 transfer exercise)::
 
