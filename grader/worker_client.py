@@ -169,6 +169,7 @@ class _Process:
         self.sock = sock
         self.ready = False
         self.pid: int | None = None
+        self.cpu_pids: list[int] = []
         self.tail = bytearray()
         self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.pid}", daemon=True)
         self.drain.start()
@@ -186,8 +187,22 @@ class _Process:
         except (OSError, ValueError):
             pass
 
-    def cpu_seconds(self) -> float | None:
-        """CPU time (user + system) used so far by the launched process and all its descendants."""
+    def cpu_seconds(self, rescan: bool = False) -> float | None:
+        """CPU time (user + system) used so far by the launched process and its descendants.
+
+        The process tree is walked once (and again with ``rescan``); later calls read only the
+        ``stat`` files of the processes found then, which is cheap enough for every request.
+        """
+        if self.cpu_pids and not rescan:
+            total = 0.0
+            for pid in self.cpu_pids:
+                try:
+                    with open(f"/proc/{pid}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+                except (OSError, ValueError, IndexError):
+                    pass
+            return total
         total, todo, seen = 0.0, [self.proc.pid], set()
         try:
             while todo:
@@ -203,6 +218,8 @@ class _Process:
                         todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError, IndexError):
             return None if not seen or pid == self.proc.pid else total
+        if self.ready:
+            self.cpu_pids = sorted(seen)
         return total
 
     def output_tail(self) -> str:
@@ -409,7 +426,7 @@ class WorkerClient:
             if left > 0 and select.select([proc.sock], [], [], left)[0]:
                 return
             now = time.monotonic()
-            cpu = proc.cpu_seconds()
+            cpu = proc.cpu_seconds(rescan=True)
             used = None if cpu is None or cpu0 is None else cpu - cpu0
             if used is None or used >= 0.9 * timeout or now >= hard:
                 where = _hang_location(proc.output_tail())
