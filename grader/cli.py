@@ -38,7 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time limit for each call into the student's code (default: 5)")
     score.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
                        help="run the student's code under bubblewrap: auto (when it works here), bwrap (or exit 2), none")
+
+    batch = commands.add_parser("score-all", help="grade every subfolder or .zip of SUBMISSIONS into a CSV")
+    batch.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
+    batch.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv", help="the CSV to write (appended to when resuming)")
+    batch.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: the number of cores)")
+    batch.add_argument("--json-dir", type=Path, metavar="DIR", help="also write each student's JSON report to DIR/<student>.json")
+    batch.add_argument("--force", action="store_true", help="grade again students already in the CSV")
+    batch.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
+                       help="time limit for each call into a student's code (default: 5)")
+    batch.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto", help="as for score")
+    batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
+    batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return int(text)
 
 
 def _positive_float(text: str) -> float:
@@ -81,7 +99,56 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": cmd_score}
+def cmd_score_all(args: argparse.Namespace) -> int:
+    from grader.batch import BatchOptions, score_all
+    from grader.sandbox import SandboxUnavailable, choose_launcher
+
+    if not args.submissions.is_dir():
+        raise UsageError(f"{args.submissions}: not a directory")
+    _check_writable(args.csv, "--csv")
+    if args.json_dir is not None and not args.json_dir.is_dir():
+        raise UsageError(f"--json-dir {args.json_dir}: not a directory")
+    if (args.gradebook is None) != (args.assignment is None):
+        raise UsageError("--gradebook and --assignment go together")
+    if args.gradebook is not None:
+        _check_writable(args.gradebook, "--gradebook")
+    try:
+        choose_launcher(args.sandbox)  # --sandbox bwrap where it cannot work: refuse before grading anyone
+    except SandboxUnavailable as err:
+        raise UsageError(str(err)) from None
+    options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, force=args.force,
+                           json_dir=args.json_dir)
+    summary = score_all(args.submissions, args.csv, options, progress=_progress_printer())
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.gradebook is not None and summary.reports:
+        from grader.gradebook import record_in_gradebook
+
+        record_in_gradebook(args.gradebook, args.assignment, summary.reports)
+    print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
+          file=sys.stderr)
+    return 0
+
+
+def _progress_printer():
+    """A progress bar on a terminal, plain lines otherwise (both on stderr)."""
+    tty = sys.stderr.isatty()
+
+    def show(done: int, total: int, student: str, outcome: str) -> None:
+        if tty:
+            width = 30
+            filled = width * done // max(total, 1)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {student}: {outcome}"[:120].ljust(120))
+            if done == total:
+                sys.stderr.write("\n")
+        else:
+            sys.stderr.write(f"[{done}/{total}] {student}: {outcome}\n")
+        sys.stderr.flush()
+
+    return show
+
+
+COMMANDS = {"score": cmd_score, "score-all": cmd_score_all}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
