@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto", help="as for score")
     batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
     batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
+
+    release = commands.add_parser("release", help="write the student release and an nbgrader course to OUT")
+    release.add_argument("out", type=Path, help="a new (or empty) folder")
+
+    bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip")
+    bundle.add_argument("out", type=Path, metavar="OUT.zip")
     return parser
 
 
@@ -148,7 +154,32 @@ def _progress_printer():
     return show
 
 
-COMMANDS = {"score": cmd_score, "score-all": cmd_score_all}
+def cmd_release(args: argparse.Namespace) -> int:
+    from grader.release import ReleaseError, build_release
+
+    if not args.out.resolve().parent.is_dir():
+        raise UsageError(f"release {args.out}: directory {args.out.parent} does not exist")
+    try:
+        build_release(args.out)
+    except ReleaseError as err:
+        raise UsageError(str(err)) from None
+    print(f"student release: {args.out / 'student'}; nbgrader course: {args.out / 'nbgrader'}", file=sys.stderr)
+    return 0
+
+
+def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
+    from grader.gradescope_bundle import build_bundle
+
+    if args.out.suffix != ".zip":
+        raise UsageError(f"{args.out}: the bundle must be a .zip file")
+    _check_writable(args.out, "gradescope-bundle")
+    build_bundle(args.out)
+    print(f"Gradescope autograder: {args.out}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "release": cmd_release,
+            "gradescope-bundle": cmd_gradescope_bundle}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
