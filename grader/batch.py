@@ -216,6 +216,7 @@ def job_main(argv: list[str]) -> int:
     """A job process: read ``{"student", "path"}`` lines, answer ``{"report"}`` or ``{"error"}`` lines."""
     import argparse
 
+    from grader.gpu_check import GpuUnavailable
     from grader.grading import GradeOptions, grade
     from grader.report import to_json
     from grader.submission import SubmissionError
@@ -226,14 +227,14 @@ def job_main(argv: list[str]) -> int:
     parser.add_argument("--sandbox", default="auto")
     parser.add_argument("--gpu", default="auto")
     args = parser.parse_args(argv)
-    options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox)
+    options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel
     for line in sys.stdin:
         task = json.loads(line)
         try:
             result = {"report": to_json(grade(Path(task["path"]), options))}
-        except SubmissionError as err:
+        except (SubmissionError, GpuUnavailable) as err:
             result = {"error": str(err)}
         except Exception as err:  # one student's failure must not end the batch
             result = {"error": f"internal error: {type(err).__name__}: {err}"}

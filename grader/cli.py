@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="time limit for each call into the student's code (default: 5)")
     score.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
                        help="run the student's code under bubblewrap: auto (when it works here), bwrap (or exit 2), none")
+    score.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto",
+                       help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
+                            "require CUDA (or exit 2); skip it")
 
     batch = commands.add_parser("score-all", help="grade every subfolder or .zip of SUBMISSIONS into a CSV")
     batch.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
@@ -48,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
                        help="time limit for each call into a student's code (default: 5)")
     batch.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto", help="as for score")
+    batch.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto", help="as for score")
     batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
     batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
 
@@ -85,13 +89,15 @@ def _check_writable(path: Path | None, flag: str) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from grader.grading import GradeOptions, grade
     from grader.report import dumps, to_gradescope, to_json, to_text
+    from grader.gpu_check import GpuUnavailable
     from grader.sandbox import SandboxUnavailable
     from grader.submission import SubmissionError
 
     _check_writable(args.json, "--json")
+    options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
     try:
-        report = grade(Path(args.submission), GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox))
-    except (SubmissionError, SandboxUnavailable) as err:
+        report = grade(Path(args.submission), options)
+    except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
     if args.json is not None:
         args.json.write_text(dumps(to_json(report)))
@@ -122,8 +128,8 @@ def cmd_score_all(args: argparse.Namespace) -> int:
         choose_launcher(args.sandbox)  # --sandbox bwrap where it cannot work: refuse before grading anyone
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
-    options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, force=args.force,
-                           json_dir=args.json_dir)
+    options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu,
+                           force=args.force, json_dir=args.json_dir)
     summary = score_all(args.submissions, args.csv, options, progress=_progress_printer())
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -25,9 +25,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from grader.report import GpuCheckResult
 from grader.rubric import TESTS_DIR
@@ -47,6 +45,10 @@ META_ONLY_ERRORS = (
     "aten::_local_scalar_dense",
     "because it has no data",
 )
+
+
+if TYPE_CHECKING:
+    import torch
 
 
 class GpuUnavailable(Exception):
@@ -72,22 +74,30 @@ def _reference() -> ModuleType:
 
 def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str) -> PartResult:
     """Run one module on the CPU and on ``device``; the verdict for it."""
+    import torch
+
     torch.manual_seed(0)
     reference = getattr(_reference().ref(ref_module), name)(*args, **kwargs)
     x = torch.rand(2, 5, args[0], generator=torch.Generator().manual_seed(1))
     try:
         student = getattr(impl, name)(*args, **kwargs)
-        student.load_state_dict(reference.state_dict())
+        # Parameters only: a mask kept as a plain attribute is this check's to judge, not a key error.
+        student.load_state_dict(dict(reference.named_parameters()), strict=False)
         student.eval()
         cpu_out = student(x)
     except Exception as err:  # the exercise's own tests judge this; here it only means "cannot check"
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
-    run = impl.device_run(student, x, device)
+    try:
+        run = impl.device_run(student, x, device)
+    except Exception as err:  # the worker timed out or died while running it
+        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}")
     return judge(name, device, run, cpu_out)
 
 
-def judge(name: str, device: str, run: dict[str, Any], cpu_out: torch.Tensor) -> PartResult:
+def judge(name: str, device: str, run: dict[str, Any], cpu_out: "torch.Tensor") -> PartResult:
     """The verdict from the worker's ``device_run`` report (plain data only)."""
+    import torch
+
     plain = run.get("plain_tensor_attributes") or []
     plain_hint = (
         f" Plain tensor attribute(s) {', '.join(map(repr, plain))} stay on the CPU when the module moves: "
@@ -101,7 +111,9 @@ def judge(name: str, device: str, run: dict[str, Any], cpu_out: torch.Tensor) ->
         text = f"{error.get('type')}: {error.get('message')}"
         if simulated and any(marker in text for marker in META_ONLY_ERRORS):
             return PartResult(name, "inconclusive", f"{name}: inconclusive, the meta device cannot run {text[:200]}")
-        return PartResult(name, "failed", f"{name} fails on {device}: {text[:300]}.{plain_hint}")
+        hint = plain_hint or (" Create tensors with device=x.device or register them as buffers."
+                              if "device" in text else "")
+        return PartResult(name, "failed", f"{name} fails on {device}: {text[:300]}.{hint}")
     strays = run.get("stray_tensors") or []
     if strays:
         return PartResult(name, "failed", f"{name}: after .to({device!r}) these stay behind: {', '.join(strays[:5])}.{plain_hint}")

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.report import GpuCheckResult, GradeReport
-from grader.rubric import load_rubric
+from grader.rubric import Rubric, load_rubric
 from grader.sandbox import choose_launcher
 from grader.submission import locate_submission
 
@@ -22,15 +23,18 @@ class GradeOptions:
     call_timeout: float = 5.0  # seconds per call into the student's code
     memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
     sandbox: str = "auto"  # auto | bwrap | none (see grader/sandbox.py)
+    gpu: str = "auto"  # auto | require | skip (see grader/gpu_check.py)
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions()) -> GradeReport:
     """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all."""
     started = time.perf_counter()
     rubric = load_rubric()
-    launcher, warnings = choose_launcher(options.sandbox)
+    launcher, sandbox_warnings = choose_launcher(options.sandbox)
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
         root = locate_submission(path, Path(scratch))
+        # torch warns on import when NumPy is absent; nothing here needs NumPy.
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         from grader import engine  # after intake: bad input is rejected before anything heavy loads
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "launcher": launcher}
@@ -38,6 +42,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions()) -> GradeReport:
         from grader.scoring import score_with_regrade
 
         try:
+            gpu_check = _gpu_check(worker, rubric, options.gpu)
             outcomes = engine.run_hidden_tests(worker)
         finally:
             worker.close()
@@ -50,8 +55,21 @@ def grade(path: Path, options: GradeOptions = GradeOptions()) -> GradeReport:
     return GradeReport(
         submission=str(path),
         exercises=results,
-        gpu_check=GpuCheckResult.skipped("the GPU-run check is not part of this grader version"),
+        gpu_check=gpu_check,
         isolation=launcher.isolation,
         execution_time=time.perf_counter() - started,
-        warnings=warnings,
+        warnings=sandbox_warnings,
     )
+
+
+def _gpu_check(worker, rubric: Rubric, mode: str) -> GpuCheckResult:
+    """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require)."""
+    from grader.gpu_check import run_gpu_check
+    from grader.remote_impl import RemoteImpl
+    from grader.worker_client import WorkerFailure
+
+    impl = RemoteImpl(worker, {name: ex.id for ex in rubric.exercises.values() for name in ex.names})
+    try:
+        return run_gpu_check(impl, mode, rubric.gpu_points)
+    except WorkerFailure as failure:
+        return GpuCheckResult(0.0, rubric.gpu_points, "failed", "unknown", f"the worker failed: {failure}")

@@ -134,6 +134,19 @@ class RemoteImpl:
         return self._kata_request({"op": "forward_backward", "obj": ref, "x": x, "grad_output": grad_output},
                                   f"forward/backward of {ref.calls}")
 
+    # ---- the GPU-run check's probes (grader/gpu_check.py) -------------------------------------
+    def cuda_info(self) -> dict[str, Any]:
+        """``{"available": bool, "name": str}`` as the worker's torch sees it."""
+        return self._kata_request({"op": "cuda_info"}, "cuda_info")
+
+    def device_run(self, module: Any, x: torch.Tensor, device: str) -> dict[str, Any]:
+        """Move ``module`` and ``x`` to ``device`` in the worker, run forward, report (plain data)."""
+        if not isinstance(module, RemoteObject):
+            raise TypeError("device_run needs a module made by the implementation")
+        ref = module._kata_ref
+        return self._kata_request({"op": "device_run", "obj": ref, "x": x, "device": device},
+                                  f"{ref.calls} on {device}")
+
     def type_name(self, obj: Any) -> str:
         if isinstance(obj, RemoteObject):
             return self._kata_request({"op": "type_name", "obj": obj._kata_ref}, "type_name")

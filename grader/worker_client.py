@@ -98,7 +98,9 @@ class Launcher:
 
     def env(self, scratch: Path) -> dict[str, str]:
         return {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                # torch.cuda.is_available() without initializing CUDA (fork-safe, no driver context)
+                "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
     def visible_paths(self, worker_py: Path, copy_dir: Path, scratch: Path) -> dict[str, list[str]]:
         """What the worker must see: read-only and writable paths (for a sandboxing subclass)."""
