@@ -234,11 +234,26 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
     try:
         if targets:
             sink = io.StringIO()
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _no_plugin_autoload():
                 pytest.main(args, plugins=[plugin, _report_hook()])
     finally:
         client.close()
     return plugin.outcomes()
+
+
+@contextlib.contextmanager
+def _no_plugin_autoload():
+    """The hidden tests need no third-party pytest plugin; loading them all (hypothesis, anyio, ...)
+    cost more than a second per run."""
+    before = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
 
 
 def score(outcomes: Collection[TestOutcome]) -> dict[str, float]:
