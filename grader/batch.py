@@ -219,7 +219,9 @@ def job_main(argv: list[str]) -> int:
     from grader.gpu_check import GpuUnavailable
     from grader.grading import GradeOptions, grade
     from grader.report import to_json
+    from grader.sandbox import choose_launcher
     from grader.submission import SubmissionError
+    from grader.worker_template import TemplateLauncher
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--job", action="store_true")
@@ -228,18 +230,22 @@ def job_main(argv: list[str]) -> int:
     parser.add_argument("--gpu", default="auto")
     args = parser.parse_args(argv)
     options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
+    base, warnings = choose_launcher(args.sandbox)
+    launcher = TemplateLauncher(base, options.memory_mb)  # torch imported once for all of this job's students
+    launcher.warm_up()
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            result = {"report": to_json(grade(Path(task["path"]), options))}
+            result = {"report": to_json(grade(Path(task["path"]), options, (launcher, warnings)))}
         except (SubmissionError, GpuUnavailable) as err:
             result = {"error": str(err)}
         except Exception as err:  # one student's failure must not end the batch
             result = {"error": f"internal error: {type(err).__name__}: {err}"}
         answer.write(json.dumps(result) + "\n")
         answer.flush()
+    launcher.close()
     return 0
 
 

@@ -16,6 +16,7 @@ from grader.report import GpuCheckResult, GradeReport
 from grader.rubric import Rubric, load_rubric
 from grader.sandbox import choose_launcher
 from grader.submission import locate_submission
+from grader.worker_client import Launcher
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,16 @@ class GradeOptions:
     gpu: str = "auto"  # auto | require | skip (see grader/gpu_check.py)
 
 
-def grade(path: Path, options: GradeOptions = GradeOptions()) -> GradeReport:
-    """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all."""
+def grade(path: Path, options: GradeOptions = GradeOptions(),
+          launcher_choice: tuple[Launcher, list[str]] | None = None) -> GradeReport:
+    """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all.
+
+    ``launcher_choice`` (a launcher and the warnings it implies) overrides ``options.sandbox``:
+    batch grading passes one that forks workers from a template (grader/worker_template.py).
+    """
     started = time.perf_counter()
     rubric = load_rubric()
-    launcher, sandbox_warnings = choose_launcher(options.sandbox)
+    launcher, sandbox_warnings = launcher_choice or choose_launcher(options.sandbox)
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
         root = locate_submission(path, Path(scratch))
         # torch warns on import when NumPy is absent; nothing here needs NumPy.

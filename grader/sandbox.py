@@ -68,8 +68,6 @@ class BwrapLauncher(Launcher):
 class ProcessLauncher(Launcher):
     """No sandbox: the worker is a plain process of the grader's user."""
 
-    isolation = "process"
-
 
 @cache
 def bwrap_problem() -> str | None:

@@ -396,9 +396,18 @@ def _device_run(module, x, device):
 
 
 def main(argv):
-    global _torch, _BytesIO, _SCALARS
     opts = dict(zip(argv[1::2], argv[2::2]))
-    fd, copy_dir, memory = int(opts["--fd"]), opts["--copy"], int(opts["--memory-mb"]) * 2**20
+    fd, memory = int(opts["--fd"]), int(opts["--memory-mb"]) * 2**20
+    _prepare()
+    if "--template" in opts:
+        _serve_template(fd, memory, sweep=opts["--template"] == "sweep")
+    else:
+        _serve_worker(fd, opts["--copy"], memory)
+
+
+def _prepare():
+    """Limits that hold for every worker, then torch (imported once, also for every forked worker)."""
+    global _torch, _BytesIO, _SCALARS
     faulthandler.enable()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
@@ -416,6 +425,11 @@ def main(argv):
     # autograd's first backward costs ~0.5 s: pay it now, while the grader is still importing.
     warm = torch.ones(2, 2, requires_grad=True)
     (warm @ warm).softmax(-1).sum().backward()
+
+
+def _serve_worker(fd, copy_dir, memory):
+    """Serve one submission: the copy's group folders go on sys.path only now, after torch."""
+    torch = _torch
     as_limit = _vm_size() + memory
     # CUDA maps far more address space than any limit we could set: with CUDA, RLIMIT_AS stays off
     # (the NVML-based check does not initialize CUDA in this process).
@@ -428,6 +442,100 @@ def main(argv):
     worker = Worker(sock, copy_dir)
     worker.send({"ready": {"pid": os.getpid(), "as_limit": as_limit}})
     worker.serve()
+
+
+def _serve_template(fd, memory, sweep):
+    """Template mode (batch grading): torch is imported once here; every submission gets a fork.
+
+    Control messages are JSON on a SOCK_SEQPACKET socket; ``spawn`` carries two descriptors (the
+    new worker's protocol socket, and the write end of its output pipe). With ``sweep`` (only
+    inside bubblewrap's pid namespace, where /proc lists nothing but the sandbox) every process
+    but this one and its ancestors is killed before the next fork, so nothing a previous
+    submission left running can touch the next one.
+    """
+    import json
+
+    ctl = socket.socket(fileno=fd)
+    ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 2)
+        except OSError:
+            return
+        if not data:
+            return
+        msg = json.loads(data)
+        op = msg["op"]
+        if op == "spawn":
+            if sweep:
+                _kill_everyone_else()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ctl.close()
+                    os.setsid()  # its own process group, killed as one
+                    os.dup2(fds[1], 1)
+                    os.dup2(fds[1], 2)
+                    os.close(fds[1])
+                    os.chdir(msg["scratch"])
+                    _serve_worker(fds[0], msg["copy"], memory)
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(0)
+            for f in fds:
+                os.close(f)
+            answer = {"pid": pid}
+        elif op == "kill":
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(msg["pid"], signal.SIGKILL)
+                except OSError:
+                    pass
+            answer = {}
+        elif op == "wait":
+            answer = {"rc": _wait(msg["pid"], msg["timeout"])}
+        else:
+            answer = {"error": f"unknown template operation {op!r}"}
+        ctl.sendall(json.dumps(answer).encode())
+
+
+def _wait(pid, timeout):
+    """The child's exit status as subprocess reports it (-N for signal N), or None if still running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if done:
+            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def _kill_everyone_else():
+    keep = {os.getpid()}
+    pid = os.getpid()
+    while pid > 1:  # our ancestors in the namespace (the shell, bubblewrap's init)
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        keep.add(pid)
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in keep:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    while True:  # reap them
+        try:
+            if os.waitpid(-1, os.WNOHANG) == (0, 0):
+                break
+        except ChildProcessError:
+            break
 
 
 if __name__ == "__main__":

@@ -88,6 +88,21 @@ class Launcher:
     """
 
     python = sys.executable
+    isolation = "process"  # what the report's "isolation" says; "process" pids are host pids
+
+    def work_root(self) -> Path | None:
+        """Where the private copies go (None: the system's temporary directory)."""
+        return None
+
+    def start_process(self, copy_dir: Path, scratch: Path, sock: socket.socket, memory_mb: int) -> Any:
+        """Start a worker serving ``sock`` on ``copy_dir``: a Popen, or an object that acts like one
+        (``pid``: a host pid or None, ``stdout``, ``wait(timeout)``, optionally ``kill_tree()``)."""
+        argv = self.worker_argv(WORKER_PY, copy_dir, sock.fileno(), memory_mb)
+        return subprocess.Popen(
+            self.command(argv, copy_dir, scratch), cwd=scratch, env=self.env(scratch),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            pass_fds=(sock.fileno(),), start_new_session=True, close_fds=True,
+        )
 
     def worker_argv(self, worker_py: Path, copy_dir: Path, fd: int, memory_mb: int) -> list[str]:
         return [self.python, "-I", "-B", str(worker_py), "--fd", str(fd), "--copy", str(copy_dir),
@@ -164,7 +179,8 @@ def make_private_copy(source: Path, dest: Path, substitutes: Mapping[str, Path] 
 class _Process:
     """One running worker: its process, socket, output tail and scratch tree."""
 
-    def __init__(self, generation: int, root: Path, proc: subprocess.Popen, sock: socket.socket):
+    def __init__(self, generation: int, root: Path, proc: Any, sock: socket.socket, host_pids: bool = True):
+        self.host_pids = host_pids  # the worker's own pid (from its "ready") is a host pid: no pid namespace
         self.generation = generation
         self.root = root
         self.proc = proc
@@ -195,6 +211,8 @@ class _Process:
         The process tree is walked once (and again with ``rescan``); later calls read only the
         ``stat`` files of the processes found then, which is cheap enough for every request.
         """
+        if self.proc.pid is None:  # a forked worker in a sandbox: no host pid to read
+            return None
         if self.cpu_pids and not rescan:
             total = 0.0
             for pid in self.cpu_pids:
@@ -228,8 +246,11 @@ class _Process:
         return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
 
     def kill(self) -> None:
-        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL),
-                       lambda: self.pid and os.kill(self.pid, signal.SIGKILL)):
+        kill_tree = getattr(self.proc, "kill_tree", None)
+        targets = [kill_tree] if kill_tree else [lambda: os.killpg(self.proc.pid, signal.SIGKILL)]
+        if self.host_pids and not kill_tree:
+            targets.append(lambda: self.pid and os.kill(self.pid, signal.SIGKILL))
+        for target in targets:
             try:
                 target()
             except (ProcessLookupError, PermissionError, OSError):
@@ -305,26 +326,20 @@ class WorkerClient:
         self.generation += 1
         self.imported = set()
         self._release = []
-        root = Path(tempfile.mkdtemp(prefix="kata-worker-"))
+        root = Path(tempfile.mkdtemp(prefix="kata-worker-", dir=self.launcher.work_root()))
         copy_dir, scratch = root / "copy", root / "scratch"
         scratch.mkdir()
         self.copy_notes = make_private_copy(self.submission_dir, copy_dir, self.substitutes, self.module_groups)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            launcher = self.launcher
-            argv = launcher.worker_argv(WORKER_PY, copy_dir, theirs.fileno(), self.memory_mb)
-            proc = subprocess.Popen(
-                launcher.command(argv, copy_dir, scratch), cwd=scratch, env=launcher.env(scratch),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(theirs.fileno(),), start_new_session=True, close_fds=True,
-            )
+            proc = self.launcher.start_process(copy_dir, scratch, theirs, self.memory_mb)
         except BaseException:
             ours.close()
             shutil.rmtree(root, ignore_errors=True)
             raise
         finally:
             theirs.close()
-        self._proc = _Process(self.generation, root, proc, ours)
+        self._proc = _Process(self.generation, root, proc, ours, host_pids=self.launcher.isolation == "process")
 
     def close(self) -> None:
         with self._lock:
