@@ -110,8 +110,15 @@ class _ForkedWorker:
         if self.template.alive():
             try:
                 self.template._ask({"op": "kill", "pid": self.template_pid})
+                return
             except TemplateError:
                 pass
+        if self.pid is not None:  # the template is gone; without a pid namespace we can aim ourselves
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
     def wait(self, timeout: float | None = None) -> int:
         rc = None
