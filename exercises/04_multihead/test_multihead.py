@@ -1,7 +1,7 @@
 """Public tests for 04_multihead: run ``pytest exercises/04_multihead``.
 
 Expected values are the tensors printed in the documents (file and section in each comment), or,
-where the documents print nothing, the reference values listed in /work/shared/docs/README.md.
+where the documents print nothing, the reference values listed in ../shared/docs/README.md.
 multihead_wrapper builds on your 03_causal/causal_attention.py: finish that one first.
 """
 
@@ -96,7 +96,7 @@ def test_wrapper_holds_its_heads_in_a_module_list():
 
 
 def test_two_dim_wrapper_returns_two_dimensional_embeddings():
-    # Exercise 3.2 of 000_7ebab5a40414ec2e.txt, section 3.6.1 ("d_out = 1"); values from /work/shared/docs/README.md
+    # Exercise 3.2 of 000_7ebab5a40414ec2e.txt, section 3.6.1 ("d_out = 1"); values from ../shared/docs/README.md
     row = torch.tensor(
         [[-0.5740, 0.2216], [-0.7320, 0.0155], [-0.7774, -0.0546], [-0.6979, -0.0817], [-0.6538, -0.0957], [-0.6424, -0.1065]]
     )
@@ -110,7 +110,7 @@ def test_two_dim_wrapper_returns_two_dimensional_embeddings():
 
 def test_multihead_attention_seed_123_matches_the_reference():
     # 000_7ebab5a40414ec2e.txt, section 3.6.2 runs this but its listing has a bug (head_dim = d_out)
-    # and prints nothing; /work/shared/docs/README.md gives the first two rows of the correct class,
+    # and prints nothing; ../shared/docs/README.md gives the first two rows of the correct class,
     # the other rows are the reference solution's.
     row = torch.tensor(
         [[0.3190, 0.4858], [0.2943, 0.3897], [0.2856, 0.3593], [0.2693, 0.3873], [0.2639, 0.3928], [0.2575, 0.4028]]
@@ -136,6 +136,6 @@ def test_multihead_attention_splits_d_out_over_the_heads():
 
 
 def test_gpt2_attention_has_the_documented_parameter_count():
-    # /work/shared/docs/README.md: MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
+    # ../shared/docs/README.md: MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
     got = sum(p.numel() for p in gpt2_attention().parameters())
     assert got == 2_360_064, f"called sum(p.numel() for p in gpt2_attention().parameters())\nreturned {got:,}\nexpected 2,360,064"

@@ -111,10 +111,6 @@ def test_no_solution_text_anywhere_in_the_student_release(release: Path):
     assert leaks == [], "\n".join(leaks)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "exercises/*/hints.md quote solution lines in their 'Nearly there' hints on purpose (e.g. the whole "
-    "MultiHeadAttentionWrapper.__init__ body): the lead decides between rewording the hints and allowing them; "
-    "strict, so this marker must go once the hints quote no solution line"))
 def test_hints_quote_no_solution_line(release: Path):
     leaks = _quoted_solution_lines(sorted((release / "student").rglob("hints.md")))
     assert leaks == [], "\n".join(leaks)

@@ -1,7 +1,7 @@
 """Section 3.6.1: stacking single-head causal attention modules.
 
 The examples use the documents' six-token input "Your journey starts with one step"
-(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -57,7 +57,7 @@ def two_dim_wrapper(d_in: int, context_length: int, dropout: float = 0.0) -> Mul
     Returns:
         A MultiHeadAttentionWrapper that maps (b, T, d_in) -> (b, T, 2).
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.1, Exercise 3.2 "d_out = 1"; seed 123; value from /work/shared/docs/README.md)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.6.1, Exercise 3.2 "d_out = 1"; seed 123; value from ../shared/docs/README.md)::
 
         >>> torch.manual_seed(123)
         >>> two_dim_wrapper(3, 6)(batch)[0, 0]

@@ -1,7 +1,7 @@
 """Section 3.5.3: a compact causal self-attention class.
 
 The examples use the documents' six-token input "Your journey starts with one step"
-(/work/shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey

@@ -23,7 +23,7 @@ class MultiHeadAttention(nn.Module):
     forward: x (b, T, d_in) -> (b, T, d_out): split Q, K, V into (b, num_heads, T, head_dim),
     causal softmax(Q Kᵀ / √head_dim) per head, dropout, weights @ V, merge the heads, out_proj.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, d_in=3, d_out=2, num_heads=2, with head_dim = d_out // num_heads; the listing there sets head_dim = d_out, a bug, and prints nothing: the value is from /work/shared/docs/README.md)::
+    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, d_in=3, d_out=2, num_heads=2, with head_dim = d_out // num_heads; the listing there sets head_dim = d_out, a bug, and prints nothing: the value is from ../shared/docs/README.md)::
 
         >>> torch.manual_seed(123)
         >>> MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0]
@@ -67,7 +67,7 @@ def gpt2_attention() -> MultiHeadAttention:
     """The GPT-2 (124M) sized attention: 768 -> 768, 12 heads, context 1024, dropout 0.0.
 
     Returns:
-        A MultiHeadAttention with 2,360,064 parameters (/work/shared/docs/README.md; the GPT-2
+        A MultiHeadAttention with 2,360,064 parameters (../shared/docs/README.md; the GPT-2
         sizes follow 000_7ebab5a40414ec2e.txt, section 3.6.2).
     """
     return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
