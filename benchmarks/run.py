@@ -134,6 +134,18 @@ def machine_line() -> str:
             f"torch {version('torch')}")
 
 
+def code_version() -> str:
+    """The commit measured, and whether the working tree differs from it (outside benchmarks/)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks"], cwd=REPO,
+                                 capture_output=True, text=True, timeout=30).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+    return f"commit {head or '?'}" + (f", plus uncommitted changes in {len(changed)} paths" if changed else ", clean")
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -213,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     load_start = load_average()
     machine = machine_line()
+    code = code_version()
     jobs = cores()
     log(f"{machine}; load average {load_start}")
     torch_row = Row("import-torch", "baseline: start Python, import torch", 'python -c "import torch"')
@@ -362,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = rows["nbgrader-autograde"].per_sub() / rows["score-all"].per_sub()
         checks.append(("nbgrader autograde vs score-all, seconds per submission", None, f"{ratio:.1f}x", True))
 
-    text = render(rows, checks, failures, machine=machine, started=started, load_start=load_start,
+    text = render(rows, checks, failures, machine=machine, code=code, started=started, load_start=load_start,
                   load_end=load_end, argv=argv if argv is not None else sys.argv[1:], jobs=jobs)
     sys.stdout.write(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -404,13 +417,14 @@ def _check_nbgrader(path: Path, m: int) -> tuple[str, bool, str, bool]:
             f"{len(rows)} rows, {len(full)} at full marks", False)
 
 
-def render(rows: dict[str, Row], checks, failures, *, machine: str, started: str, load_start: str,
+def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, started: str, load_start: str,
            load_end: str, argv: list[str], jobs: int) -> str:
     torch_s = rows["import-torch"].wall() if rows["import-torch"].timings else float("nan")
     out = [
         "# attention-kata benchmarks",
         "",
         f"- machine: {machine}",
+        f"- code: {code}",
         f"- started {started}; load average (1, 5, 15 min) at start {load_start}, at end {load_end}",
         f"- command: `python benchmarks/run.py {' '.join(argv)}`".replace("run.py `", "run.py`"),
         f"- score-all and the batch rows use --jobs {jobs} (the number of cores); SUB is a copy of the "
