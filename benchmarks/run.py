@@ -7,7 +7,8 @@
 Everything is measured in ONE run on this machine, side by side, with each baseline timed in the same
 run and interleaved with what it is compared to (``python -c "import torch"`` runs between all the
 other measurements), so that the machine's load affects both. Each figure is wall-clock seconds per
-run or per submission (median over ``--repeat`` runs) plus the children's CPU seconds, and ratios:
+run or per submission (median over ``--repeat`` runs), the CPU seconds of the descendants that were
+waited for, the CPU seconds the whole machine was busy meanwhile (/proc/stat), and ratios:
 
 * ``× import torch``: the time over the median of all ``python -c "import torch"`` runs;
 * ``× baseline``: the time over the row named in the ``baseline`` column (< 1: faster).
@@ -75,7 +76,21 @@ ENV = bench_env()
 @dataclass
 class Timing:
     wall: float
-    cpu: float  # user + system seconds of the command and all its (waited-for) descendants
+    cpu: float  # user + system seconds of the command and its descendants that were waited for
+    busy: float  # CPU seconds the whole machine was busy meanwhile (all processes, from /proc/stat)
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def machine_busy() -> float:
+    """CPU seconds all cores of this machine have been busy (user, nice, system, irq, softirq); nan if unknown."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:8]]
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / _TICK
 
 
 @dataclass
@@ -94,21 +109,26 @@ class Row:
     def cpu(self) -> float:
         return statistics.median(t.cpu for t in self.timings)
 
+    def busy(self) -> float:
+        return statistics.median(t.busy for t in self.timings)
+
     def per_sub(self) -> float:
         return self.wall() / self.per
 
 
 def run_timed(cmd: list[str], cwd: Path = REPO, ok: tuple[int, ...] = (0,), timeout: float = 600) -> tuple[Timing, subprocess.CompletedProcess]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy = machine_busy()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - start
+    busy = machine_busy() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in ok:
         raise BenchError(f"{' '.join(map(str, cmd))} (in {cwd}) exited {proc.returncode}, expected {ok}\n"
                          f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Timing(wall, cpu), proc
+    return Timing(wall, cpu, busy), proc
 
 
 def log(message: str) -> None:
@@ -323,12 +343,12 @@ def main(argv: list[str] | None = None) -> int:
                 checks.append(_check_csv(grades, plan))
                 log(f"one pytest per submission, {n} in turn {i + 1}/{args.batch_repeat}")
                 baseline_torch()
-                wall = cpu = 0.0
+                wall = cpu = busy = 0.0
                 for student, _ in plan:
                     t, _ = run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(klass / student / "exercises"),
                                       "-q"], ok=(0, 1), timeout=600)
-                    wall, cpu = wall + t.wall, cpu + t.cpu
-                rows["pytest-impl-each"].timings.append(Timing(wall, cpu))
+                    wall, cpu, busy = wall + t.wall, cpu + t.cpu, busy + t.busy
+                rows["pytest-impl-each"].timings.append(Timing(wall, cpu, busy))
         except (BenchError, subprocess.TimeoutExpired) as err:
             failures.append(f"score-all: {err}")
 
@@ -431,8 +451,8 @@ def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, s
         "repository's exercises/ with the solutions filled in",
         "",
         "| row | what | command | runs | wall s (median; min-max) | per | s / submission | CPU s / submission "
-        "| × import torch | × baseline | baseline |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| machine CPU s / submission | × import torch | × baseline | baseline |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for key in ROW_KEYS:
         row = rows.get(key)
@@ -444,7 +464,8 @@ def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, s
         what = row.what + (f" ({row.note})" if row.note else "")
         out.append(
             f"| {key} | {what} | `{row.command}` | {len(walls)} | {row.wall():.3f} ({min(walls):.3f}-{max(walls):.3f}) "
-            f"| {row.per} | {row.per_sub():.3f} | {row.cpu() / row.per:.3f} | {row.per_sub() / torch_s:.3f} "
+            f"| {row.per} | {row.per_sub():.3f} | {row.cpu() / row.per:.3f} | {row.busy() / row.per:.3f} "
+            f"| {row.per_sub() / torch_s:.3f} "
             f"| {vs_base} | {row.baseline or '-'} |")
     out += ["", "## Targets and checks", ""]
     for what, ok, detail, _ in checks:

@@ -44,7 +44,7 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path):
     rows = _table(text)
     assert list(rows) == EXPECTED_ROWS
     for key, row in rows.items():
-        for column in ("s / submission", "CPU s / submission", "× import torch"):
+        for column in ("s / submission", "CPU s / submission", "machine CPU s / submission", "× import torch"):
             value = float(row[column])
             assert math.isfinite(value) and value > 0, (key, column, value)
         if key != "import-torch":
