@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from pathlib import Path
 from typing import Any, Collection, Mapping
 
 import grader
-from grader.worker_client import GROUPS, Launcher, StudentError, WorkerClient, WorkerFailure
+from grader.rubric import GROUPS, Rubric, load_rubric
+from grader.worker_client import Launcher, StudentError, WorkerClient, WorkerFailure
 
 TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
 MAX_STARTS = 12
@@ -50,19 +50,11 @@ class TestOutcome:
     duration: float
 
 
-def _rubric(tests_dir: Path = TESTS_DIR) -> dict[str, Any]:
-    return json.loads((tests_dir / "rubric.json").read_text())["exercises"]
-
-
-def _module_groups(tests_dir: Path = TESTS_DIR) -> dict[str, str]:
-    return {ex.split("/")[1]: ex.split("/")[0] for ex in _rubric(tests_dir)}
-
-
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
                  launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None) -> WorkerClient:
     """Copy the submission privately and spawn its worker now; returns without waiting for it."""
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          launcher=launcher, substitutes=substitutes, module_groups=_module_groups(),
+                          launcher=launcher, substitutes=substitutes, module_groups=load_rubric().module_groups,
                           max_starts=MAX_STARTS)
     return client.start()
 
@@ -128,7 +120,7 @@ def _message(excinfo: Any) -> str:
 
 
 class _Plugin:
-    def __init__(self, client: WorkerClient, where: Mapping[str, str], guard: _Guard, rubric: Mapping[str, Any]):
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], guard: _Guard, rubric: Rubric):
         self.client, self.where, self.guard, self.rubric = client, where, guard, rubric
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
@@ -173,7 +165,7 @@ class _Plugin:
         if report.failed:
             path = Path(str(report.fspath))
             exercise = f"{path.parent.name}/{path.stem.removeprefix('test_')}"
-            points = float(self.rubric.get(exercise, {}).get("points", 0.0))
+            points = self.rubric.exercises[exercise].points if exercise in self.rubric.exercises else 0.0
             entry = self._entry(report.nodeid, {"exercise": exercise, "points": points})
             entry["passed"] = False
             entry["message"] = f"the hidden tests could not be collected: {str(report.longrepr)[-MESSAGE_LIMIT:]}"
@@ -216,15 +208,15 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
     else:
         client = start_worker(Path(worker_or_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                               substitutes=substitutes)
-    rubric = _rubric(tests_dir)
-    where = {name: ex_id for ex_id, ex in rubric.items() for name in ex["names"]}
+    rubric = load_rubric(tests_dir)
+    where = rubric.owner_of
     if client.max_starts is not None:
         client.max_starts = client.starts + MAX_STARTS
     plugin = _Plugin(client, where, _Guard(), rubric)
     if exercises is None:
         targets = [str(tests_dir / g) for g in GROUPS if (tests_dir / g).is_dir()]
     else:
-        unknown = set(exercises) - set(rubric)
+        unknown = set(exercises) - set(rubric.exercises)
         if unknown:
             raise ValueError(f"unknown exercises: {sorted(unknown)}")
         targets = [str(tests_dir / f"{ex.split('/')[0]}/test_{ex.split('/')[1]}.py") for ex in exercises]

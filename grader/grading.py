@@ -74,7 +74,7 @@ def _gpu_check(worker, rubric: Rubric, mode: str) -> GpuCheckResult:
     from grader.remote_impl import RemoteImpl
     from grader.worker_client import WorkerFailure
 
-    impl = RemoteImpl(worker, {name: ex.id for ex in rubric.exercises.values() for name in ex.names})
+    impl = RemoteImpl(worker, rubric.owner_of)
     try:
         return run_gpu_check(impl, mode, rubric.gpu_points)
     except WorkerFailure as failure:

@@ -51,13 +51,24 @@ class Rubric:
         return {ex.module: ex for ex in self.exercises.values()}
 
     @property
+    def owner_of(self) -> dict[str, str]:
+        """Public name -> exercise id (``CausalAttention`` -> ``03_causal/causal_attention``)."""
+        return {name: ex.id for ex in self.exercises.values() for name in ex.names}
+
+    @property
+    def module_groups(self) -> dict[str, str]:
+        """Module name -> group folder (``causal_attention`` -> ``03_causal``)."""
+        return {ex.module: ex.group for ex in self.exercises.values()}
+
+    @property
     def max_score(self) -> float:
         return sum(ex.points for ex in self.exercises.values()) + self.gpu_points
 
 
-@lru_cache(maxsize=1)
-def load_rubric() -> Rubric:
-    raw = json.loads((TESTS_DIR / "rubric.json").read_text())
+@lru_cache(maxsize=4)
+def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
+    """The rubric of the hidden tests in ``tests_dir`` (the repository's ``tests/`` by default)."""
+    raw = json.loads((tests_dir / "rubric.json").read_text())
     exercises = {
         ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]))
         for ex_id, ex in raw["exercises"].items()

@@ -12,20 +12,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.engine import TestOutcome
 from grader.rubric import Exercise, Rubric
 
 _MAX_SOURCE_BYTES = 2**20
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One hidden test's result, as the engine reports it (the fields scoring needs)."""
-
-    nodeid: str
-    exercise: str
-    max_points: float
-    passed: bool
-    message: str
 
 
 @dataclass
@@ -35,11 +25,11 @@ class ExerciseResult:
     max_score: float
     status: str  # "passed" | "partial" | "failed"
     message: str
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[TestOutcome] = field(default_factory=list)
     regraded_with: tuple[str, ...] = ()  # exercise ids whose reference modules stood in
 
 
-def summarize(exercise: Exercise, outcomes: list[Outcome]) -> ExerciseResult:
+def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult:
     """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0."""
     score = sum(o.max_points for o in outcomes if o.passed)
     failures = [o for o in outcomes if not o.passed]
@@ -74,15 +64,15 @@ def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
 def score_with_regrade(
     rubric: Rubric,
     submission_dir: Path,
-    outcomes: Iterable[Outcome],
-    regrade: Callable[[set[str], Mapping[str, Path]], Iterable[Outcome]],
+    outcomes: Iterable[TestOutcome],
+    regrade: Callable[[set[str], Mapping[str, Path]], Iterable[TestOutcome]],
 ) -> dict[str, ExerciseResult]:
     """Exercise results, re-grading dependents of broken exercises with reference dependencies.
 
     ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
     module in ``substitutes`` (module name -> reference file) standing in for the student's.
     """
-    by_exercise: dict[str, list[Outcome]] = {ex_id: [] for ex_id in rubric.exercises}
+    by_exercise: dict[str, list[TestOutcome]] = {ex_id: [] for ex_id in rubric.exercises}
     for outcome in outcomes:
         by_exercise.setdefault(outcome.exercise, []).append(outcome)
     results = {ex_id: summarize(ex, by_exercise[ex_id]) for ex_id, ex in rubric.exercises.items()}

@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from grader.rubric import GROUPS
+
 # No torch here at import time: start() must be able to spawn the worker before the grader
 # itself has paid for importing torch (grader.wire imports it; it is loaded on first request).
 
 WORKER_PY = Path(__file__).resolve().with_name("worker.py")
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 MAX_FILE_BYTES = 2**20
 OUTPUT_TAIL_BYTES = 4096
 STARTUP_TIMEOUT = 120.0

@@ -32,8 +32,7 @@ def submission(tmp_path: Path, old: str = "", new: str = "") -> Path:
 def check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False):
     client = start_worker(sub)
     try:
-        where = {name: ex.id for ex in load_rubric().exercises.values() for name in ex.names}
-        impl = RemoteImpl(client, where)
+        impl = RemoteImpl(client, load_rubric().owner_of)
         if fake_cuda:
             impl = FakeCuda(impl, corrupt)
         return run_gpu_check(impl, mode, 10.0)

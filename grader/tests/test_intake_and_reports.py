@@ -13,7 +13,8 @@ import pytest
 
 from grader.report import GpuCheckResult, GradeReport, to_gradescope, to_json, to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
-from grader.scoring import Outcome, imported_exercises, score_with_regrade
+from grader.engine import TestOutcome
+from grader.scoring import imported_exercises, score_with_regrade
 from grader.submission import SubmissionError, locate_submission
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -76,10 +77,11 @@ def test_cli_unusable_input_exits_2_with_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in proc.stderr
 
 
-def _outcomes(failing: set[str]) -> list[Outcome]:
+def _outcomes(failing: set[str]) -> list[TestOutcome]:
     rubric = load_rubric()
     return [
-        Outcome(f"tests/{ex_id}::test_{i}", ex_id, ex.points / 2, ex_id not in failing, "" if ex_id not in failing else "boom")
+        TestOutcome(f"tests/{ex_id}::test_{i}", ex_id, ex.points / 2, ex_id not in failing,
+                "" if ex_id not in failing else "boom", 0.0)
         for ex_id, ex in rubric.exercises.items()
         for i in range(2)
     ]
