@@ -22,8 +22,8 @@ Portable operations (the whole contract; a test that needs more extends this fil
 * ``impl.manual_seed(seed)`` seeds the generator the implementation draws from.
 * ``impl.call_and_inputs(fn, *args)`` returns ``(result, args_after_the_call)`` so that a test can
   see whether the implementation modified its inputs in place.
-* ``impl.forward_backward(module, x, grad_output)`` runs ``module(x).backward(grad_output)`` and
-  returns ``(output, {parameter name: grad or None})``.
+* ``impl.forward_backward(module, x, grad_output)`` runs ``backward_with(module(x), grad_output)``
+  (below) and returns ``(output, {parameter name: grad or None})``.
 * Exceptions raised by the implementation arrive as the same built-in exception type
   (``ValueError``, ``NotImplementedError``, ...) with the original message.
 """
@@ -64,9 +64,21 @@ def forward_backward(
     """Forward, then backward with ``grad_output``; the gradient of every named parameter."""
     module.zero_grad(set_to_none=True)
     out = module(x)
-    out.backward(grad_output)
+    backward_with(out, grad_output)
     grads = {name: (None if p.grad is None else p.grad.detach().clone()) for name, p in module.named_parameters()}
     return out.detach(), grads
+
+
+def backward_with(out: torch.Tensor, grad_output: torch.Tensor) -> None:
+    """``out.backward(grad_output)`` computed as ``(out * grad_output).sum().backward()``.
+
+    The same gradients bit for bit (the product's backward hands ``grad_output`` on unchanged),
+    without what a tensor argument to ``backward`` costs on its first use in torch 2.13: an import of
+    sympy, 0.4 s, in the grader and again in every worker. ``grader/worker.py`` does the same.
+    """
+    if out.shape != grad_output.shape:
+        raise ValueError(f"the output has shape {tuple(out.shape)}; the gradient given has {tuple(grad_output.shape)}")
+    (out * grad_output).sum().backward()
 
 
 def type_name(obj: Any) -> str:

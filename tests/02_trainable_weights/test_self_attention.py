@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from diagnose import assert_close, fail, load_reference_parameters, scale_diagnoses
-from reference import printed, ref
+from kata_seam import backward_with
+from reference import printed, ref, seed_reference
 
 P = printed()
 REF = ref("self_attention")
@@ -21,7 +22,7 @@ REF = ref("self_attention")
 
 def _pair(impl, name, *args, seed=0, dtype=torch.float32):
     """(student module, reference module) with the reference's weights loaded into the student's."""
-    torch.manual_seed(seed)
+    seed_reference(seed)
     reference = getattr(REF, name)(*args).to(dtype)
     student = getattr(impl, name)(*args)
     load_reference_parameters(student, reference, call=f"{name}{args}")
@@ -115,7 +116,7 @@ def test_gradients_reach_every_parameter(impl, name, args):
     g = torch.Generator().manual_seed(55)
     x, grad_out = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 3, generator=g)
     reference.zero_grad()
-    reference(x).backward(grad_out)
+    backward_with(reference(x), grad_out)
     _, grads = impl.forward_backward(student, x, grad_out)
     call = f"{name}{args}: forward_backward(x (2, 5, 4), grad_output (2, 5, 3))"
     for pname, p in reference.named_parameters():

@@ -15,14 +15,15 @@ import pytest
 import torch
 
 from diagnose import assert_close, assert_raises, assert_unchanged, fail, load_reference_parameters, scale_diagnoses
-from reference import printed, ref
+from kata_seam import backward_with
+from reference import printed, ref, seed_reference
 
 P = printed()
 REF = ref("causal_attention")
 
 
 def _pair(impl, *args, seed=0, **kwargs):
-    torch.manual_seed(seed)
+    seed_reference(seed)
     reference = REF.CausalAttention(*args, **kwargs)
     student = impl.CausalAttention(*args, **kwargs)
     load_reference_parameters(student, reference, call=f"CausalAttention{args}")
@@ -102,7 +103,7 @@ def test_gradients_reach_every_parameter(impl):
     student, reference = _pair(impl, 4, 3, 6, 0.0, qkv_bias=True, seed=104)
     g = torch.Generator().manual_seed(105)
     x, grad_out = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 3, generator=g)
-    reference(x).backward(grad_out)
+    backward_with(reference(x), grad_out)
     _, grads = impl.forward_backward(student, x, grad_out)
     call = "CausalAttention(4, 3, 6, 0.0, qkv_bias=True): forward_backward(x (2, 6, 4), grad_output (2, 6, 3))"
     for name, p in reference.named_parameters():
@@ -115,7 +116,7 @@ def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference (dropout applied once, to the attention weights)."""
     student, reference = _pair(impl, 4, 3, 6, 0.5, seed=106)
     x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(107))
-    torch.manual_seed(108)
+    seed_reference(108)
     with torch.no_grad():
         expected = reference(x)
     impl.manual_seed(108)

@@ -14,14 +14,15 @@ import pytest
 import torch
 
 from diagnose import assert_close, assert_raises, fail, load_reference_parameters
-from reference import printed, ref
+from kata_seam import backward_with
+from reference import printed, ref, seed_reference
 
 P = printed()
 REF = ref("multihead_attention")
 
 
 def _pair(impl, *args, seed=0, **kwargs):
-    torch.manual_seed(seed)
+    seed_reference(seed)
     reference = REF.MultiHeadAttention(*args, **kwargs)
     student = impl.MultiHeadAttention(*args, **kwargs)
     load_reference_parameters(student, reference, call=f"MultiHeadAttention{args}")
@@ -128,7 +129,7 @@ def test_gradients_reach_every_parameter(impl):
     student, reference = _pair(impl, 4, 6, 5, 0.0, num_heads=3, qkv_bias=True, seed=144)
     g = torch.Generator().manual_seed(145)
     x, grad_out = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
-    reference(x).backward(grad_out)
+    backward_with(reference(x), grad_out)
     _, grads = impl.forward_backward(student, x, grad_out)
     call = "MultiHeadAttention(4, 6, 5, 0.0, num_heads=3, qkv_bias=True): forward_backward(x (2, 5, 4), grad_output (2, 5, 6))"
     for name, p in reference.named_parameters():
@@ -141,7 +142,7 @@ def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference; after .eval(): no dropout at all."""
     student, reference = _pair(impl, 4, 6, 5, 0.5, num_heads=3, seed=146)
     x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(147))
-    torch.manual_seed(148)
+    seed_reference(148)
     with torch.no_grad():
         expected = reference(x)
     impl.manual_seed(148)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from diagnose import assert_close, check_tensor, fail, load_reference_parameters
-from reference import printed, ref
+from reference import printed, ref, seed_reference
 
 P = printed()
 REF = ref("multihead_wrapper")
@@ -76,7 +76,7 @@ def test_output_is_heads_concatenated(impl):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_random_against_reference(impl, dtype):
     """(3, 7, 5) inputs, d_out=2, 3 heads, qkv_bias; the reference wrapper's parameters loaded."""
-    torch.manual_seed(133)
+    seed_reference(133)
     reference = REF.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True).to(dtype)
     student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)
     load_reference_parameters(student, reference, call="MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)")
