@@ -51,12 +51,17 @@ class TestOutcome:
 
 
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
-                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None) -> WorkerClient:
-    """Copy the submission privately and spawn its worker now; returns without waiting for it."""
+                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None,
+                 start: bool = True) -> WorkerClient:
+    """Copy the submission privately and spawn its worker now; returns without waiting for it.
+
+    ``start=False`` leaves the spawn to the first request: with a template launcher, asking for a
+    fork before the template has imported torch would wait for it here.
+    """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                           launcher=launcher, substitutes=substitutes, module_groups=load_rubric().module_groups,
                           max_starts=MAX_STARTS)
-    return client.start()
+    return client.start() if start else client
 
 
 class _Guard:

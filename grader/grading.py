@@ -1,7 +1,9 @@
-"""Grade one submission end to end: intake, isolated hidden tests, dependency re-grade, report.
+"""Grade one submission end to end: intake, isolated hidden tests, GPU-run check, re-grade, report.
 
-Heavy imports (torch, pytest, the engine) happen inside ``grade`` after the worker has been started,
-so that the worker's own torch import overlaps the grader's.
+Every worker is forked from a template that imported torch once (grader/worker_template.py): the
+template starts first, so its torch import overlaps the grader's own (torch, pytest, collecting the
+hidden tests); the hidden tests' worker is forked on their first request. The GPU-run check comes
+last, in a fork of its own, by when the template has warmed up the meta device it simulates on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from grader.rubric import Rubric, load_rubric
 from grader.sandbox import choose_launcher
 from grader.submission import locate_submission
 from grader.worker_client import Launcher
+from grader.worker_template import TemplateLauncher
 
 
 @dataclass(frozen=True)
@@ -28,30 +31,34 @@ class GradeOptions:
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),
-          launcher_choice: tuple[Launcher, list[str]] | None = None) -> GradeReport:
+          launcher_choice: tuple[TemplateLauncher, list[str]] | None = None) -> GradeReport:
     """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all.
 
-    ``launcher_choice`` (a launcher and the warnings it implies) overrides ``options.sandbox``:
-    batch grading passes one that forks workers from a template (grader/worker_template.py).
+    ``launcher_choice`` (a template launcher and the warnings it implies) overrides
+    ``options.sandbox``: batch grading passes one template for all its students.
     """
     started = time.perf_counter()
     rubric = load_rubric()
-    launcher, sandbox_warnings = launcher_choice or choose_launcher(options.sandbox)
+    if launcher_choice is None:
+        base, sandbox_warnings = choose_launcher(options.sandbox)
+        with TemplateLauncher(base, options.memory_mb) as launcher:
+            return grade(path, options, (launcher, sandbox_warnings))
+    launcher, sandbox_warnings = launcher_choice
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
         root = locate_submission(path, Path(scratch))
+        launcher.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-        from grader import engine  # after intake: bad input is rejected before anything heavy loads
-
-        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "launcher": launcher}
-        worker = engine.start_worker(root, **limits)
+        from grader import engine
         from grader.scoring import score_with_regrade
 
+        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "launcher": launcher}
+        outcomes = engine.run_hidden_tests(engine.start_worker(root, start=False, **limits))
+        gpu_worker = engine.start_worker(root, start=False, **limits)
         try:
-            gpu_check = _gpu_check(worker, rubric, options.gpu)
-            outcomes = engine.run_hidden_tests(worker)
+            gpu_check = _gpu_check(gpu_worker, rubric, options.gpu)
         finally:
-            worker.close()
+            gpu_worker.close()
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)

@@ -6,8 +6,8 @@ the file system finds ``solutions/``) or signals its parent. Under bubblewrap th
 * its own network namespace (no network: even the host's loopback is out of reach),
 * its own pid namespace (it cannot see or signal the grader; its parent is bubblewrap's init),
 * a read-only view of the system directories and of the Python it runs on, in which the
-  instructor's repository (``solutions/``, ``tests/``, ``grader/`` but ``worker.py``) and the rest of
-  the instructor's home do not exist,
+  instructor's repository (``solutions/``, ``tests/``, ``grader/`` but ``worker.py`` and
+  ``wire_codec.py``) and the rest of the instructor's home do not exist,
 * write access to nothing but its private copy of the submission and a scratch directory.
 
 ``choose_launcher("auto")`` uses bubblewrap when it starts here and falls back to a plain process

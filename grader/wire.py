@@ -1,31 +1,24 @@
-"""Framing and codec for the grader <-> worker channel: only plain data crosses.
+"""The grader's end of the worker channel: framing, and the codec with the grader's rules.
 
 A frame is an 8-byte big-endian length followed by that many bytes; frames larger than
 ``MAX_FRAME`` are a protocol error (checked before anything is allocated). The payload is
-``torch.save`` of a plain structure; the grader decodes it with ``torch.load(weights_only=True)``
-(never ``pickle.loads``) and then :func:`validate` walks the result and rejects anything that is not
-
-    None, bool, int, float, complex, str, bytes, a plain ``torch.Tensor`` (strided, no grad),
-    ``torch.dtype``, ``torch.device``, ``torch.Size``, list, tuple, dict with str/int keys.
+``grader/wire_codec.py``'s encoding of plain data (no pickle anywhere); what the worker sends is
+decoded with tensors that require grad refused, and any malformed payload is a
+:class:`ProtocolError`.
 
 Opaque objects living in the worker travel as ``{"__ref__": n, "label": str}``; errors as
-``{"type", "base", "message", "where"}`` inside a response. ``worker.py`` carries its own copy of the
-framing (it must not import the grader package); the two are kept in step by ``test_wire.py``.
+``{"type", "base", "message", "where"}`` inside a response. ``worker.py`` loads the same
+``wire_codec.py`` by path (it must not import the grader package).
 """
 
 from __future__ import annotations
 
-import io
 import socket
-import struct
 
-import torch
+from grader import wire_codec
+from grader.wire_codec import HEADER, MAX_DEPTH, MAX_FRAME
 
-MAX_FRAME = 64 * 2**20
-HEADER = struct.Struct(">Q")
-MAX_DEPTH = 64
-
-_SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+__all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "recv_frame", "send_frame"]
 
 
 class ProtocolError(Exception):
@@ -33,48 +26,19 @@ class ProtocolError(Exception):
 
 
 def encode(obj: object) -> bytes:
-    """``torch.save`` bytes of a plain structure (the legacy format: smaller and faster here)."""
-    buf = io.BytesIO()
-    torch.save(obj, buf, _use_new_zipfile_serialization=False)
-    return buf.getvalue()
+    """The payload for ``obj``; ``TypeError`` if it is not plain data (a grader-side bug)."""
+    try:
+        return wire_codec.encode(obj)
+    except wire_codec.CodecError as exc:
+        raise TypeError(str(exc)) from None
 
 
 def decode(data: bytes) -> object:
-    """Load with ``weights_only=True`` and validate; any failure is a :class:`ProtocolError`."""
+    """The plain value the worker sent; any malformed payload is a :class:`ProtocolError`."""
     try:
-        obj = torch.load(io.BytesIO(data), weights_only=True, map_location=None)
-    except Exception as exc:  # UnpicklingError, RuntimeError, EOFError, ...
-        raise ProtocolError(f"undecodable payload: {type(exc).__name__}: {str(exc)[:300]}") from None
-    validate(obj)
-    return obj
-
-
-def validate(obj: object, depth: int = 0) -> None:
-    """Raise :class:`ProtocolError` unless ``obj`` is built only from the allowed plain types."""
-    if depth > MAX_DEPTH:
-        raise ProtocolError("structure nested too deeply")
-    tp = type(obj)
-    if tp in _SCALARS:
-        return
-    if tp is torch.Size:
-        if not all(type(n) is int for n in obj):
-            raise ProtocolError("torch.Size with non-int entries")
-        return
-    if tp is torch.Tensor:
-        if obj.layout != torch.strided or obj.requires_grad or obj.grad_fn is not None:
-            raise ProtocolError("tensor that is not a plain strided tensor without grad")
-        return
-    if tp is list or tp is tuple:
-        for item in obj:
-            validate(item, depth + 1)
-        return
-    if tp is dict:
-        for key, value in obj.items():
-            if type(key) not in (str, int):
-                raise ProtocolError(f"dict key of type {type(key).__name__}")
-            validate(value, depth + 1)
-        return
-    raise ProtocolError(f"object of type {tp.__module__}.{tp.__qualname__} is not plain data")
+        return wire_codec.decode(data, allow_grad=False)
+    except wire_codec.CodecError as exc:
+        raise ProtocolError(f"undecodable payload: {exc}") from None
 
 
 def send_frame(sock: socket.socket, payload: bytes) -> None:

@@ -6,9 +6,9 @@ with a clean environment, its cwd in a scratch directory and the protocol on the
 ``N``. Order matters: resource limits, then ``import torch``, then the four group folders of the
 submission copy go in front of ``sys.path`` (so a student's ``torch.py`` cannot shadow torch).
 
-Protocol: 8-byte big-endian length + ``torch.save`` payload each way (the grader's side is
-``grader/wire.py``, which decodes with ``weights_only=True`` and validates). First frame from the
-worker: ``{"ready": {...}}``. Then one response per request ``{"op": ..., "release": [refs], "t":
+Protocol: 8-byte big-endian length + a payload each way, encoded by ``wire_codec.py`` (loaded
+by path from this file's folder: plain data only, no pickle; the grader's side is
+``grader/wire.py``). First frame from the worker: ``{"ready": {...}}``. Then one response per request ``{"op": ..., "release": [refs], "t":
 seconds}``: ``{"ok": value}`` or ``{"error": {"type", "base", "message", "where"}}``. Values are
 plain data; anything else stays here in a ref table and travels as ``{"__ref__": n, "label",
 "calls"}``. Tensors travel as detached plain-``torch.Tensor`` copies; iterators as lists.
@@ -19,11 +19,11 @@ import collections.abc
 import faulthandler
 import gc
 import importlib
+import importlib.util
 import os
 import resource
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
@@ -31,11 +31,10 @@ import traceback
 import types
 
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-HEADER = struct.Struct(">Q")
-MAX_FRAME = 64 * 2**20
 FSIZE_LIMIT = 64 * 2**20
 MAX_DEPTH = 50
-_torch = _BytesIO = None  # set in main() once torch is imported
+CODEC_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wire_codec.py")
+_torch = _codec = None  # set in _prepare() once torch is imported
 _SCALARS = ()
 
 
@@ -108,13 +107,13 @@ class Worker:
 
     # ---- framing -------------------------------------------------------------------------
     def recv(self):
-        head = self._recv_exact(HEADER.size)
+        head = self._recv_exact(_codec.HEADER.size)
         if head is None:
             return None
-        (size,) = HEADER.unpack(head)
-        if size > MAX_FRAME:
+        (size,) = _codec.HEADER.unpack(head)
+        if size > _codec.MAX_FRAME:
             raise SystemExit(3)
-        return _torch.load(_BytesIO(self._recv_exact(size)), weights_only=True)
+        return _codec.decode(self._recv_exact(size), allow_grad=True)
 
     def _recv_exact(self, n):
         buf = bytearray(n)
@@ -127,16 +126,12 @@ class Worker:
         return bytes(buf)
 
     def send(self, obj):
-        buf = _BytesIO()
-        _torch.save(obj, buf, _use_new_zipfile_serialization=False)
-        data = buf.getvalue()
-        if len(data) > MAX_FRAME:
-            buf = _BytesIO()
+        data = _codec.encode(obj)
+        if len(data) > _codec.MAX_FRAME:
             err = {"type": "ValueError", "base": "ValueError", "where": "",
                    "message": f"the result is too large to send to the grader ({len(data)} bytes)"}
-            _torch.save({"error": err}, buf, _use_new_zipfile_serialization=False)
-            data = buf.getvalue()
-        self.sock.sendall(HEADER.pack(len(data)) + data)
+            data = _codec.encode({"error": err})
+        self.sock.sendall(_codec.HEADER.pack(len(data)) + data)
 
     # ---- values going out ----------------------------------------------------------------
     def ref(self, obj):
@@ -149,8 +144,6 @@ class Worker:
     def out(self, obj, depth=0):
         torch = _torch
         tp = type(obj)
-        if tp is bytes and not obj:
-            return self.ref(obj)  # protocol 2 pickles b"" as a call to bytes(), which weights_only refuses
         if tp in _SCALARS or tp is torch.Size:
             return obj
         if isinstance(obj, torch.Tensor):
@@ -230,7 +223,10 @@ class Worker:
             x, grad_output = self.inp(req["x"]), self.inp(req["grad_output"])
             target.zero_grad(set_to_none=True)
             out = target(x)
-            out.backward(grad_output)
+            if not isinstance(out, torch.Tensor) or out.shape != grad_output.shape:
+                shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise ValueError(f"the output has shape {shape}; the gradient given has {tuple(grad_output.shape)}")
+            (out * grad_output).sum().backward()  # = out.backward(grad_output); see kata_seam.backward_with
             grads = {name: (None if p.grad is None else p.grad.detach().clone())
                      for name, p in target.named_parameters()}
             return out.detach(), grads
@@ -302,6 +298,8 @@ def _snapshot(t):
         if c.layout != torch.strided:
             raise TypeError(f"a tensor with layout {c.layout} cannot be sent to the grader")
         c = c.resolve_conj().resolve_neg().clone()
+        if c.device.type != "cpu":
+            c = c.to("cpu")  # a meta tensor cannot be: the error tells the grader
     c = c.as_subclass(torch.Tensor)
     if type(c) is not torch.Tensor:
         raise TypeError("a tensor subclass could not be turned into a plain tensor")
@@ -408,28 +406,29 @@ def main(argv):
 
 def _prepare():
     """Limits that hold for every worker, then torch (imported once, also for every forked worker)."""
-    global _torch, _BytesIO, _SCALARS
+    global _torch, _codec, _SCALARS
     faulthandler.enable()
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
     _set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
     _set_limit(resource.RLIMIT_NOFILE, 256)
 
-    import io
     import warnings
 
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
     import torch
 
-    _torch, _BytesIO = torch, io.BytesIO
+    spec = importlib.util.spec_from_file_location("kata_wire_codec", CODEC_PY)
+    codec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(codec)
+    _torch, _codec = torch, codec
     _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
-    _warm_up(torch, io)
+    _warm_up(torch)
 
 
-def _warm_up(torch, io):
-    """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts, the meta
-    device and the codec. Their first use in a process costs about a second in all; paid here it
-    overlaps the grader's own start, and a template pays it once for all its forks."""
+def _warm_up(torch):
+    """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts and the
+    codec (their first use in a process costs about 0.1 s; a template pays it once for all its forks)."""
     linear, dropout = torch.nn.Linear(3, 4), torch.nn.Dropout(0.5)
     x = torch.rand(2, 5, 3, requires_grad=True)
     scores = linear(x) @ linear(x).transpose(1, 2)
@@ -438,13 +437,18 @@ def _warm_up(torch, io):
     torch.cat([weights, torch.tril(weights)], dim=-1).sum().backward()
     torch.empty_like(x).bernoulli_(0.5)
     linear.load_state_dict(linear.state_dict())
-    on_meta = linear.to("meta")
+    _codec.decode(_codec.encode({"x": x.detach(), "n": [1, "a", None]}))
+    gc.freeze()  # torch's objects live as long as we do: full collections need not walk them
+
+
+def _warm_up_meta(torch):
+    """The GPU-run check's simulation on the meta device: its first use imports torch._dynamo (sympy
+    and 800 modules, 1.3 s). A template pays it once, after its first fork (which does not wait for
+    it); a plain worker pays it in its first ``device_run``."""
+    on_meta = torch.nn.Linear(3, 4).to("meta")
     with torch.no_grad(), _mixed_device_mode(torch.device("meta")):
         on_meta(torch.rand(2, 5, 3, device="meta"))
-    buf = io.BytesIO()
-    torch.save({"x": x.detach(), "n": [1, "a", None]}, buf, _use_new_zipfile_serialization=False)
-    torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
-    gc.freeze()  # torch's objects live as long as we do: full collections need not walk them
+    gc.freeze()
 
 
 def _serve_worker(fd, copy_dir, memory):
@@ -465,7 +469,7 @@ def _serve_worker(fd, copy_dir, memory):
 
 
 def _serve_template(fd, memory, sweep):
-    """Template mode (batch grading): torch is imported once here; every submission gets a fork.
+    """Template mode: torch is imported once here; every worker of every submission is a fork.
 
     Control messages are JSON on a SOCK_SEQPACKET socket; ``spawn`` carries two descriptors (the
     new worker's protocol socket, and the write end of its output pipe). With ``sweep`` (only
@@ -477,6 +481,7 @@ def _serve_template(fd, memory, sweep):
 
     ctl = socket.socket(fileno=fd)
     ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
+    meta_ready = False
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 2)
@@ -520,6 +525,9 @@ def _serve_template(fd, memory, sweep):
         else:
             answer = {"error": f"unknown template operation {op!r}"}
         ctl.sendall(json.dumps(answer).encode())
+        if op == "spawn" and not meta_ready:  # the first fork is already at work; later ones get this
+            _warm_up_meta(_torch)
+            meta_ready = True
 
 
 def _wait(pid, timeout):

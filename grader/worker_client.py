@@ -10,7 +10,7 @@ request starts a fresh worker from a fresh copy; refs held from the dead one the
 
 How the process is launched is :class:`Launcher`'s business, so that a sandbox (bubblewrap) can
 wrap it: the worker needs the python executable and its stdlib/site-packages (read-only),
-``worker.py`` (read-only), the copy directory and the scratch directory (writable), the inherited
+``worker.py`` and ``wire_codec.py`` (read-only), the copy directory and the scratch directory (writable), the inherited
 socket fd, and nothing else.
 """
 
@@ -41,6 +41,7 @@ from grader.rubric import GROUPS
 # itself has paid for importing torch (grader.wire imports it; it is loaded on first request).
 
 WORKER_PY = Path(__file__).resolve().with_name("worker.py")
+CODEC_PY = WORKER_PY.with_name("wire_codec.py")  # the worker loads it from beside itself
 MAX_FILE_BYTES = 2**20
 OUTPUT_TAIL_BYTES = 4096
 STARTUP_TIMEOUT = 120.0
@@ -121,7 +122,7 @@ class Launcher:
     def visible_paths(self, worker_py: Path, copy_dir: Path, scratch: Path) -> dict[str, list[str]]:
         """What the worker must see: read-only and writable paths (for a sandboxing subclass)."""
         paths = sysconfig.get_paths()
-        read_only = {str(worker_py), self.python, os.path.realpath(self.python), sys.prefix, sys.base_prefix}
+        read_only = {str(worker_py), str(worker_py.with_name(CODEC_PY.name)), self.python, os.path.realpath(self.python), sys.prefix, sys.base_prefix}
         read_only.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
         return {"read_only": sorted(read_only), "writable": [str(copy_dir), str(scratch)]}
 
@@ -526,8 +527,6 @@ def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
         if obj.requires_grad and t.is_floating_point():
             t.requires_grad_(True)
         return t
-    if tp is bytes and not obj:
-        raise TypeError("b'' cannot be sent to the worker")
     if tp in (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size):
         return obj
     if tp is slice:

@@ -1,14 +1,16 @@
-"""Batch grading's worker template: torch is imported once, every submission's worker is a fork.
+"""The worker template: torch is imported once, every worker is a fork.
 
-Starting a worker costs an ``import torch`` (1.5 s here); a class of 50 would pay it 50 times. A
-template process (``worker.py --template``, started through the same launcher, so inside the same
-sandbox) imports torch and nothing of any student, then forks one worker per submission on request.
+Starting a worker costs an ``import torch`` (1.5 s here); a class of 50 would pay it 50 times, and
+one grading needs several workers (the hidden tests, the GPU-run check, a re-grade). A template
+process (``worker.py --template``, started through the same launcher, so inside the same sandbox)
+imports torch and nothing of any student, then forks a worker on request. After its first fork it
+also warms up the meta device for the GPU-run check (1.3 s, while that first worker is busy).
 The forked worker is a fresh child: its own session and process group, its own protocol socket and
 output pipe (passed to the template with SCM_RIGHTS), limits set after the fork. CUDA is never
 initialized in the template (the NVML-based availability check does not), so the forks may use it.
 
 Under bubblewrap the template also kills every other process in its pid namespace before each
-fork, so nothing one submission left running can touch the next. A worker that kills its parent
+fork, so nothing one worker left running can touch the next: one worker at a time. A worker that kills its parent
 kills the template: the next submission then gets a new template (one more torch import).
 """
 
@@ -164,3 +166,9 @@ class TemplateLauncher(Launcher):
             self._template.close()
             self._template = None
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> TemplateLauncher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
