@@ -17,6 +17,11 @@ The issue's targets are checked below the table: ``grader score`` at most 2x ``i
 ``score-all`` at least 20x the throughput of one ``pytest tests --impl SUB`` process per submission
 for 50 submissions; the CSV has one row per student; nbgrader gives the solved notebooks full points.
 
+The ``in-process-floor`` row is what the hidden tests themselves cost, with no isolation at all: one
+process imports torch and pytest once and forks a child per submission that runs the hidden tests
+in-process on it (``--jobs`` children at a time); no grader could run these tests faster here, so
+its ratio to the per-submission loop bounds what ``score-all`` can reach.
+
 Only the standard library and what the project installs (grader.release builds the student copies and
 the nbgrader course). Subprocesses run ``sys.executable`` from the repository root, with
 ``PYTHONDONTWRITEBYTECODE`` unset, except the student loop (run from the student's copy, as a student
@@ -53,7 +58,7 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 # The keys of the table's rows, in order (grader/tests/test_benchmarks.py checks them).
 ROW_KEYS = ("import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
-            "score-all", "pytest-impl-each", "nbgrader-autograde")
+            "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-autograde")
 
 
 class BenchError(RuntimeError):
@@ -226,7 +231,67 @@ def build_class(folder: Path, n: int) -> list[tuple[str, str]]:
 # --- the measurements ----------------------------------------------------------------------------
 
 
+def in_process_floor(klass: Path, jobs: int) -> int:
+    """The ``in-process-floor`` row: the hidden tests on every submission, no worker, no sandbox.
+
+    torch and pytest are imported here once, and the hidden tests run once on the solutions so that
+    every first-use cost is paid; each submission then gets a fork that forgets the solutions' modules
+    and runs ``pytest tests --impl SUB/exercises`` in-process (``jobs`` at a time). Exit 1 when a run
+    did not end with pytest's 0 (passed) or 1 (failed).
+    """
+    import contextlib
+    import io
+
+    import pytest
+    import torch
+
+    torch.set_num_threads(1)
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    args = [str(REPO / "tests"), "-q", "-p", "no:cacheprovider", "--rootdir", str(REPO), "-W", "ignore::UserWarning"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main([*args, "--impl", str(SOLUTIONS)])  # warm: every first use paid before the forks
+    bare_modules = {p.stem for p in SOLUTIONS.glob("*/*.py")}
+    conftest = next(m for m in list(sys.modules.values())
+                    if os.path.abspath(getattr(m, "__file__", None) or "") == str(REPO / "tests" / "conftest.py"))
+
+    def forget_solutions() -> None:
+        for name in bare_modules:
+            sys.modules.pop(name, None)
+        sys.path[:] = [p for p in sys.path if not p.startswith(str(SOLUTIONS))]
+        conftest._local_impl = None
+
+    running: set[int] = set()
+    bad = 0
+
+    def reap() -> int:
+        pid, status = os.wait()
+        running.discard(pid)
+        return 0 if os.waitstatus_to_exitcode(status) in (0, 1) else 1
+
+    for sub in sorted(p for p in klass.iterdir() if p.is_dir()):
+        while len(running) >= jobs:
+            bad += reap()
+        pid = os.fork()
+        if pid == 0:
+            rc = 2
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
+                forget_solutions()
+                rc = pytest.main([*args, "--impl", str(sub / "exercises")])
+            finally:
+                os._exit(int(rc))
+        running.add(pid)
+    while running:
+        bad += reap()
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv_list = sys.argv[1:] if argv is None else argv
+    if argv_list[:1] == ["--in-process-floor"]:
+        return in_process_floor(Path(argv_list[1]), int(argv_list[3]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=50, help="submissions for score-all (default 50)")
     parser.add_argument("--nbgrader-students", type=int, default=10, help="students for nbgrader autograde (default 10)")
@@ -330,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
             rows["score-all"] = Row("score-all", f"grade a class of {n} ({mix})",
                                     f"python -m grader score-all CLASS --csv grades.csv --jobs {jobs}",
                                     per=n, baseline="pytest-impl-each")
+            rows["in-process-floor"] = Row("in-process-floor", f"the hidden tests alone, no isolation: {n} forks of one "
+                                           "process that imported torch and pytest", f"python benchmarks/run.py "
+                                           f"--in-process-floor CLASS --jobs {jobs}", per=n, baseline="pytest-impl-each")
             rows["pytest-impl-each"] = Row("pytest-impl-each", f"baseline: one pytest process per submission, {n} in turn",
                                            "for SUB in CLASS/*: pytest tests --impl SUB/exercises", per=n,
                                            baseline="import-torch")
@@ -341,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
                                        "--jobs", str(jobs)], timeout=3600)
                 rows["score-all"].timings.append(timing)
                 checks.append(_check_csv(grades, plan))
+                log(f"in-process floor on {n} {i + 1}/{args.batch_repeat}")
+                rows["in-process-floor"].timings.append(run_timed(
+                    [sys.executable, str(Path(__file__).resolve()), "--in-process-floor", str(klass), "--jobs", str(jobs)],
+                    timeout=3600)[0])
                 log(f"one pytest per submission, {n} in turn {i + 1}/{args.batch_repeat}")
                 baseline_torch()
                 wall = cpu = busy = 0.0
@@ -391,6 +463,10 @@ def main(argv: list[str] | None = None) -> int:
         speedup = rows["pytest-impl-each"].wall() / rows["score-all"].wall()
         checks.append((f"score-all throughput ≥ 20x one pytest process per submission ({args.students} submissions, "
                        f"--jobs {jobs})", speedup >= 20, f"{speedup:.1f}x", True))
+    if rows.get("in-process-floor") and rows["in-process-floor"].timings and rows["pytest-impl-each"].timings:
+        bound = rows["pytest-impl-each"].wall() / rows["in-process-floor"].wall()
+        checks.append(("the in-process floor's throughput over one pytest process per submission (the most any "
+                       "grader of these tests could reach here)", None, f"{bound:.1f}x", True))
     if rows.get("nbgrader-autograde") and rows["nbgrader-autograde"].timings and rows.get("score-all") and rows["score-all"].timings:
         ratio = rows["nbgrader-autograde"].per_sub() / rows["score-all"].per_sub()
         checks.append(("nbgrader autograde vs score-all, seconds per submission", None, f"{ratio:.1f}x", True))

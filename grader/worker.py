@@ -532,7 +532,7 @@ def _serve_template(fd, memory, sweep):
 
 def _wait(pid, timeout):
     """The child's exit status as subprocess reports it (-N for signal N), or None if still running."""
-    deadline = time.monotonic() + timeout
+    deadline, pause = time.monotonic() + timeout, 0.0005
     while True:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -542,7 +542,8 @@ def _wait(pid, timeout):
             return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         if time.monotonic() >= deadline:
             return None
-        time.sleep(0.01)
+        time.sleep(pause)  # a killed fork is gone within milliseconds: poll fast, then back off
+        pause = min(2 * pause, 0.01)
 
 
 def _kill_everyone_else():

@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_ROWS = ["import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
-                 "score-all", "pytest-impl-each"]
+                 "score-all", "in-process-floor", "pytest-impl-each"]
 
 
 def _table(text: str) -> dict[str, dict[str, str]]:
@@ -50,9 +50,10 @@ def test_quick_benchmark_writes_the_table(tmp_path: Path):
         if key != "import-torch":
             assert math.isfinite(float(row["× baseline"])) and row["baseline"] in rows, (key, row)
     assert float(rows["import-torch"]["× import torch"]) == 1.0
-    assert rows["score-all"]["per"] == rows["pytest-impl-each"]["per"] == "3"
+    assert rows["score-all"]["per"] == rows["in-process-floor"]["per"] == rows["pytest-impl-each"]["per"] == "3"
     assert "PASS: score-all CSV has 3 rows" in text, text
-    for target in ("grader score (sandbox auto", "grader score --sandbox none", "score-all throughput"):
+    for target in ("grader score (sandbox auto", "grader score --sandbox none", "score-all throughput",
+                   "in-process floor's throughput"):
         assert any(line.startswith(("- PASS: ", "- FAIL: ")) and target in line and line.endswith("x")
                    for line in text.splitlines()), target
     assert "ERROR" not in text
