@@ -4,6 +4,10 @@ Every test file is ``tests/<group>/test_<module>.py`` and belongs to exercise ``
 its points come from ``rubric.json``. Tests reach the implementation only through the ``impl``
 fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
 setting ``config.kata_impl_factory`` (a callable taking the exercise id) before collection.
+
+``--impl DIR`` imports DIR's code into this process: trusted code only. With a space (not
+``--impl=DIR``) pytest also runs ``DIR/conftest.py``: it loads conftest files before this file has
+declared the option, taking the option's value for a path.
 """
 
 from __future__ import annotations
