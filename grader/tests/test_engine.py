@@ -46,7 +46,7 @@ HOSTILE = {
     "exit_in_call": ({"04_multihead/head_split"}, "not run: the worker died in 2 earlier tests of this exercise"),
     "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),
     "print_flood": (set(), ""),
-    "kill_parent": (set(), ""),
+    "kill_parent": ({"04_multihead/multihead_attention"}, "parent process was killed"),
     "shadow_torch": (set(), ""),
     "syntax_error": ({"04_multihead/multihead_wrapper"}, "SyntaxError"),
     "binary_bytes": ({"01_simple_attention/attention_scores"}, ""),
@@ -310,8 +310,9 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path):
     with WorkerClient(sub) as client:
         impl = RemoteImpl(client, WHERE)
         assert impl.attention_scores(False) != os.getpid()  # the worker's parent is the launcher's shell
-        impl.attention_scores(True)  # kills that shell, not us
-        assert impl.attention_scores(False) != os.getpid()  # orphaned: reparented to init, still not us
+        with pytest.raises(WorkerFailure, match="the worker.s parent process was killed"):
+            impl.attention_scores(True)  # kills that shell, not us; an orphaned worker stops
+        assert impl.attention_scores(False) != os.getpid()  # a fresh worker, under a fresh shell
     os.kill(os.getpid(), 0)
 
 
