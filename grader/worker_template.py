@@ -10,8 +10,9 @@ output pipe (passed to the template with SCM_RIGHTS), limits set after the fork.
 initialized in the template (the NVML-based availability check does not), so the forks may use it.
 
 Under bubblewrap the template also kills every other process in its pid namespace before each
-fork, so nothing one worker left running can touch the next: one worker at a time. A worker that kills its parent
-kills the template: the next submission then gets a new template (one more torch import).
+fork, so nothing one worker left running can touch the next: one worker at a time. Code that kills
+its worker's parent kills the template, and that worker stops (see ``_parent_doomed`` in worker.py);
+the next fork comes from a new template (one more torch import).
 """
 
 from __future__ import annotations
@@ -123,16 +124,18 @@ class _ForkedWorker:
                     pass
 
     def wait(self, timeout: float | None = None) -> int:
-        rc = None
-        if self.template.alive():
-            try:
-                rc = self.template._ask({"op": "wait", "pid": self.template_pid, "timeout": timeout or 0})["rc"]
-            except TemplateError:
-                rc = None
-        if rc is None:
-            if self.template.alive():
-                raise subprocess.TimeoutExpired("forked worker", timeout or 0)
+        if not self.template.alive():
             return -signal.SIGKILL  # the template (its parent) is gone, and with it our way to ask
+        try:
+            rc = self.template._ask({"op": "wait", "pid": self.template_pid, "timeout": timeout or 0})["rc"]
+        except TemplateError:  # the template died meanwhile (killed by the code this worker ran?)
+            try:
+                self.template.proc.wait(timeout=max(timeout or 0, 1.0))
+            except subprocess.TimeoutExpired:
+                pass
+            return -signal.SIGKILL
+        if rc is None:
+            raise subprocess.TimeoutExpired("forked worker", timeout or 0)
         return rc
 
 

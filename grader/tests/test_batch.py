@@ -60,9 +60,10 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     assert set(table) == {"alice", "bob", "carol", "dave", "kill_parent", "exit_at_import"}
     assert (table["alice"]["score"], table["dave"]["score"], table["bob"]["score"]) == ("100.0", "100.0", "0.0")
     assert table["carol"]["status"] == "error" and "nothing that looks like a submission" in table["carol"]["message"]
-    # Its worker killed its parent (the template) at import: the batch went on, and every exercise but
-    # the attacking one was graded in full (that one depends on whether the worker outlived the kill).
+    # Its worker killed its parent (the template) at import: the batch went on, the attacking exercise
+    # scored 0 (that worker stops every time) and the others were graded in full.
     assert table["kill_parent"]["status"] == "graded"
+    assert float(table["kill_parent"]["04_multihead/multihead_attention"]) == 0.0
     full = {"03_causal/causal_attention": 10.0, "04_multihead/multihead_wrapper": 6.0, "01_simple_attention/normalization": 8.0}
     assert all(float(table["kill_parent"][ex]) == points for ex, points in full.items())
 
@@ -70,7 +71,7 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
 def test_rows_equal_single_runs(graded, classroom: Path) -> None:
     _, csv_path, out = graded
     table = rows(csv_path)
-    for student in ("alice", "bob", "exit_at_import"):
+    for student in ("alice", "bob", "exit_at_import", "kill_parent"):
         single = json.loads(run("score", str(classroom / student), "--format", "json").stdout)
         assert float(table[student]["score"]) == single["score"]
         for ex_id, result in single["exercises"].items():
