@@ -114,6 +114,17 @@ def test_deep_nesting_is_refused_both_ways():
         wire.decode(b"l\x01\x00\x00\x00" * (wire.MAX_DEPTH + 5) + b"N")
 
 
+def test_a_flood_of_tiny_values_is_refused_fast():
+    """64 MB of one-byte values from a hostile worker: refused after MAX_VALUES, not built."""
+    payload = b"l" + struct.pack("<I", 2**26) + b"N" * 2**26
+    started = time.perf_counter()
+    with pytest.raises(wire.ProtocolError, match="values"):
+        wire.decode(payload)
+    assert time.perf_counter() - started < 3.0
+    with pytest.raises(TypeError, match="values"):
+        wire.encode([None] * (wire_codec.MAX_VALUES + 1))
+
+
 def test_views_travel_as_their_values():
     base = torch.arange(24.0).reshape(2, 3, 4)
     for view in (base.transpose(0, 2), base[:, 1], base[..., ::2], torch.tensor(3.0), torch.empty(0, 5),
