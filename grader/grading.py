@@ -18,7 +18,6 @@ from grader.report import GpuCheckResult, GradeReport
 from grader.rubric import Rubric, load_rubric
 from grader.sandbox import choose_launcher
 from grader.submission import locate_submission
-from grader.worker_client import Launcher
 from grader.worker_template import TemplateLauncher
 
 

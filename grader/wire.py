@@ -1,7 +1,7 @@
 """The grader's end of the worker channel: framing, and the codec with the grader's rules.
 
 A frame is an 8-byte big-endian length followed by that many bytes; frames larger than
-``MAX_FRAME`` are a protocol error (checked before anything is allocated). The payload is
+``MAX_FRAME`` are a protocol error (the worker client checks the announced length before it reads). The payload is
 ``grader/wire_codec.py``'s encoding of plain data (no pickle anywhere); what the worker sends is
 decoded with tensors that require grad refused, and any malformed payload is a
 :class:`ProtocolError`.
@@ -18,7 +18,7 @@ import socket
 from grader import wire_codec
 from grader.wire_codec import HEADER, MAX_DEPTH, MAX_FRAME
 
-__all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "recv_frame", "send_frame"]
+__all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "send_frame"]
 
 
 class ProtocolError(Exception):
@@ -45,23 +45,3 @@ def send_frame(sock: socket.socket, payload: bytes) -> None:
     if len(payload) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(payload)} bytes exceeds the limit of {MAX_FRAME}")
     sock.sendall(HEADER.pack(len(payload)) + payload)
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    """Exactly ``n`` bytes; ``EOFError`` when the peer closed the channel first."""
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:], n - got)
-        if k == 0:
-            raise EOFError("channel closed")
-        got += k
-    return bytes(buf)
-
-
-def recv_frame(sock: socket.socket, max_size: int = MAX_FRAME) -> bytes:
-    (size,) = HEADER.unpack(recv_exact(sock, HEADER.size))
-    if size > max_size:
-        raise ProtocolError(f"frame of {size} bytes announced, the limit is {max_size}")
-    return recv_exact(sock, size)

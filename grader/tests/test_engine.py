@@ -57,7 +57,11 @@ HOSTILE = {
 
 
 def build_submission(name: str, root: Path) -> Path:
-    """The reference solutions with ``submissions/<name>``'s files laid over them."""
+    """The reference solutions with ``submissions/<name>``'s files laid over them.
+
+    ``X.hostile`` replaces ``X`` (a name pytest itself must not pick up in this repository);
+    ``X.prepend`` goes in front of the reference's ``X``, so an attack needs no copy of a solution.
+    """
     dest = root / name
     for group in GROUPS:
         (dest / group).mkdir(parents=True)
@@ -68,8 +72,12 @@ def build_submission(name: str, root: Path) -> Path:
         for src in sorted(overlay.rglob("*")):
             if src.is_dir():
                 continue
-            rel = src.relative_to(overlay)
-            target = dest / str(rel).removesuffix(".hostile")
+            rel = str(src.relative_to(overlay))
+            if rel.endswith(".prepend"):
+                target = dest / rel.removesuffix(".prepend")
+                target.write_bytes(src.read_bytes() + b"\n\n" + target.read_bytes())
+                continue
+            target = dest / rel.removesuffix(".hostile")
             for parent in reversed(target.relative_to(dest).parents):  # a folder replacing a file
                 p = dest / parent
                 if p.is_file():
