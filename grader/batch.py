@@ -81,11 +81,28 @@ def already_graded(csv_path: Path) -> set[str]:
         reader = csv.DictReader(f)
         if reader.fieldnames != csv_columns():
             return set()
-        return {row["student"] for row in reader}
+        return {_unescaped(row["student"]) for row in reader}
+
+
+def csv_cell(value: Any) -> Any:
+    """A value safe in a spreadsheet: text that would start a formula (``=2+5``, ``+``, ``-``, ``@``,
+    a tab or carriage return) gets a leading apostrophe, as OWASP recommends for CSV injection."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def _unescaped(cell: str) -> str:
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
 
 
 def csv_row(student: str, result: dict[str, Any]) -> dict[str, Any]:
-    """A CSV row from a job's result: a JSON report, or an error."""
+    """A CSV row from a job's result: a JSON report, or an error (text cells escaped, see csv_cell)."""
+    row = _csv_row(student, result)
+    return {column: csv_cell(value) for column, value in row.items()}
+
+
+def _csv_row(student: str, result: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {column: "" for column in csv_columns()}
     row["student"] = student
     report = result.get("report")
@@ -216,12 +233,12 @@ def job_main(argv: list[str]) -> int:
     """A job process: read ``{"student", "path"}`` lines, answer ``{"report"}`` or ``{"error"}`` lines."""
     import argparse
 
+    from grader.domains import Domains
     from grader.gpu_check import GpuUnavailable
     from grader.grading import GradeOptions, grade
+    from grader.isolation import Survivors, choose_isolation
     from grader.report import to_json
-    from grader.sandbox import choose_launcher
     from grader.submission import SubmissionError
-    from grader.worker_template import TemplateLauncher
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--job", action="store_true")
@@ -230,22 +247,26 @@ def job_main(argv: list[str]) -> int:
     parser.add_argument("--gpu", default="auto")
     args = parser.parse_args(argv)
     options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
-    base, warnings = choose_launcher(args.sandbox)
-    launcher = TemplateLauncher(base, options.memory_mb)  # torch imported once for all of this job's students
-    launcher.warm_up()
+    # torch imported once for all of this job's students; each of them gets domains of their own
+    domains = Domains(choose_isolation(args.sandbox, for_class=True), options.memory_mb)
+    domains.warm_up()
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            result = {"report": to_json(grade(Path(task["path"]), options, (launcher, warnings)))}
+            result = {"report": to_json(grade(Path(task["path"]), options, domains))}
         except (SubmissionError, GpuUnavailable) as err:
             result = {"error": str(err)}
+        except Survivors as err:  # no result while a process of the student's uid runs: this job ends
+            answer.write(json.dumps({"error": str(err), "job_failed": True}) + "\n")
+            answer.flush()
+            break
         except Exception as err:  # one student's failure must not end the batch
             result = {"error": f"internal error: {type(err).__name__}: {err}"}
         answer.write(json.dumps(result) + "\n")
         answer.flush()
-    launcher.close()
+    domains.close()
     return 0
 
 

@@ -29,7 +29,8 @@ from typing import Any, Collection, Mapping
 
 import grader
 from grader.rubric import GROUPS, Rubric, load_rubric
-from grader.worker_client import Launcher, StudentError, WorkerClient, WorkerFailure
+from grader.domains import Domains
+from grader.worker_client import StudentError, WorkerClient, WorkerFailure
 
 TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
 MAX_STARTS = 12
@@ -51,16 +52,16 @@ class TestOutcome:
 
 
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
-                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None,
+                 domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
                  start: bool = True) -> WorkerClient:
-    """Copy the submission privately and spawn its worker now; returns without waiting for it.
+    """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
+    the best isolation this machine offers); returns without waiting for it.
 
-    ``start=False`` leaves the spawn to the first request: with a template launcher, asking for a
-    fork before the template has imported torch would wait for it here.
+    ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
+    imported torch would wait for it here.
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          launcher=launcher, substitutes=substitutes, module_groups=load_rubric().module_groups,
-                          max_starts=MAX_STARTS)
+                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
     return client.start() if start else client
 
 

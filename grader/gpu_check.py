@@ -6,16 +6,25 @@ MultiHeadAttentionWrapper and MultiHeadAttention the check builds the student's 
 worker), loads the reference weights, runs it on the CPU, then moves module and input to the device
 and runs it again (dropout 0).
 
-* With CUDA (``--gpu auto`` or ``require``): the output must be on the device and match the CPU run.
-* Without CUDA (``auto``): simulated on PyTorch's ``meta`` device, which follows every device rule but
-  holds no data. Every parameter and buffer must follow ``.to(device)``, and no op in forward may mix
-  a ``meta`` tensor with a CPU one (a plain tensor attribute, or a tensor created without
-  ``device=x.device``); plain tensor attributes are named. Errors only the meta device raises
-  (data-dependent ops: ``.item()``, boolean indexing) make the result inconclusive, not failed.
+Every verdict is the grader's: the reference module runs here, in the grader, on the same weights
+and input, and the student's outputs are compared with it.
 
-The probes ``cuda_info`` and ``device_run`` run inside the worker (grader/worker.py); everything
-here only reads the plain data they send back, so the device is a parameter that the tests of the
-grader exercise with ``meta`` and ``cpu``, and with a faked CUDA.
+* The CPU run must match the reference (an identity or unfinished module earns nothing here; its
+  own exercise says why).
+* With CUDA (``--gpu auto`` or ``require``, the grader's own torch decides): the output must be on
+  the device and match the reference output.
+* Without CUDA (``auto``): simulated on PyTorch's ``meta`` device, which follows every device rule but
+  holds no data. Every parameter and buffer must follow ``.to(device)``, no tensor may be kept in a
+  plain attribute, and no op in forward may mix a ``meta`` tensor with a CPU one (a tensor created
+  without ``device=x.device``). Errors only the meta device raises (data-dependent ops: ``.item()``,
+  boolean indexing) make the result inconclusive, not failed, and only for a module whose CPU run
+  matched the reference. The simulation's observations come from the worker's ``device_run`` probe:
+  code that rewrites the worker could forge them, which is why it is called simulated; on CUDA the
+  output itself is compared.
+
+The probe ``device_run`` runs inside the worker (grader/kata_worker/probes.py) and sends back plain
+data only, so the device is a parameter that the tests of the grader exercise with ``meta`` and
+``cpu``, and with a faked CUDA.
 """
 
 from __future__ import annotations
@@ -73,12 +82,14 @@ def _reference() -> ModuleType:
 
 
 def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str) -> PartResult:
-    """Run one module on the CPU and on ``device``; the verdict for it."""
+    """Run one module on the CPU and on ``device``; the verdict for it, against the reference."""
     import torch
 
     torch.manual_seed(0)
-    reference = getattr(_reference().ref(ref_module), name)(*args, **kwargs)
+    reference = getattr(_reference().ref(ref_module), name)(*args, **kwargs).eval()
     x = torch.rand(2, 5, args[0], generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = reference(x)
     try:
         student = getattr(impl, name)(*args, **kwargs)
         # Parameters only: a mask kept as a plain attribute is this check's to judge, not a key error.
@@ -87,17 +98,27 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
         cpu_out = student(x)
     except Exception as err:  # the exercise's own tests judge this; here it only means "cannot check"
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
+    if not _matches(cpu_out, expected):
+        return PartResult(name, "failed", f"{name} does not match the reference on the CPU (its own tests say why); "
+                                          "the GPU-run check needs a module that works on the CPU first")
     try:
         run = impl.device_run(student, x, device)
     except Exception as err:  # the worker timed out or died while running it
         return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}")
-    return judge(name, device, run, cpu_out)
+    return judge(name, device, run, expected)
 
 
-def judge(name: str, device: str, run: dict[str, Any], cpu_out: "torch.Tensor") -> PartResult:
-    """The verdict from the worker's ``device_run`` report (plain data only)."""
+def _matches(out: Any, expected: "torch.Tensor") -> bool:
     import torch
 
+    return (isinstance(out, torch.Tensor) and out.shape == expected.shape and out.dtype == expected.dtype
+            and bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4)))
+
+
+def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
+    """The verdict from the worker's ``device_run`` report (plain data only) and the reference output.
+
+    Called only for a module whose CPU run matched the reference."""
     plain = run.get("plain_tensor_attributes") or []
     plain_hint = (
         f" Plain tensor attribute(s) {', '.join(map(repr, plain))} stay on the CPU when the module moves: "
@@ -107,6 +128,10 @@ def judge(name: str, device: str, run: dict[str, Any], cpu_out: "torch.Tensor") 
     )
     error = run.get("error")
     simulated = device == "meta"
+    strays = run.get("stray_tensors") or []
+    if plain or strays:  # judged before any error: an error must not hide a mask that stays behind
+        left = ", ".join(map(str, (strays or plain)[:5]))
+        return PartResult(name, "failed", f"{name}: after .to({device!r}) these stay behind: {left}.{plain_hint}")
     if error:
         text = f"{error.get('type')}: {error.get('message')}"
         if simulated and any(marker in text for marker in META_ONLY_ERRORS):
@@ -114,9 +139,6 @@ def judge(name: str, device: str, run: dict[str, Any], cpu_out: "torch.Tensor") 
         hint = plain_hint or (" Create tensors with device=x.device or register them as buffers."
                               if "device" in text else "")
         return PartResult(name, "failed", f"{name} fails on {device}: {text[:300]}.{hint}")
-    strays = run.get("stray_tensors") or []
-    if strays:
-        return PartResult(name, "failed", f"{name}: after .to({device!r}) these stay behind: {', '.join(strays[:5])}.{plain_hint}")
     mixed = run.get("mixed_device_ops") or []
     if mixed:
         return PartResult(
@@ -125,12 +147,10 @@ def judge(name: str, device: str, run: dict[str, Any], cpu_out: "torch.Tensor") 
             + ("" if plain else " Create tensors with device=x.device or register them as buffers."),
         )
     out_device = str(run.get("output_device"))
-    if not out_device.startswith(torch.device(device).type):
+    if out_device.split(":")[0] != device.split(":")[0]:
         return PartResult(name, "failed", f"{name}: the output is on {out_device}, expected {device}")
-    if not simulated:
-        out = run.get("output")
-        if not isinstance(out, torch.Tensor) or out.shape != cpu_out.shape or not torch.allclose(out, cpu_out, atol=1e-4, rtol=1e-4):
-            return PartResult(name, "failed", f"{name}: the output on {device} differs from the CPU output")
+    if not simulated and not _matches(run.get("output"), expected):
+        return PartResult(name, "failed", f"{name}: the output on {device} differs from the reference output")
     return PartResult(name, "passed", f"{name}: runs on {device}")
 
 
@@ -138,13 +158,18 @@ def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
     """The check's line in the report; ``mode`` is auto | require | skip."""
     if mode == "skip":
         return GpuCheckResult.skipped("skipped (--gpu skip)")
-    info = impl.cuda_info()
-    if not info.get("available"):
+    import torch
+
+    if not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
         if mode == "require":
             raise GpuUnavailable("--gpu require: CUDA is not available on this machine")
         device, label = "meta", "meta (simulated: no CUDA here)"
+    elif not impl.cuda_info().get("available"):
+        if mode == "require":
+            raise GpuUnavailable("--gpu require: CUDA is available here but not inside the sandbox")
+        device, label = "meta", "meta (simulated: the sandbox cannot reach the GPU)"
     else:
-        device, label = "cuda", f"cuda:0 ({info.get('name', 'unknown GPU')})"
+        device, label = "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
     parts = [check_module(impl, name, module, args, kwargs, device) for name, module, args, kwargs in MODULES_CHECKED]
     good = [p for p in parts if p.verdict != "failed"]
     score = round(points * len(good) / len(parts), 2)
@@ -154,5 +179,5 @@ def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
             "inconclusive" if any(p.verdict == "inconclusive" for p in parts) else "simulated_passed")
     else:
         status = "failed" if failed else "passed"
-    message = " ".join(p.message for p in parts if p.verdict != "passed") or "all three modules run on the device"
+    message = "\n".join(p.message for p in parts if p.verdict != "passed") or "all three modules run on the device"
     return GpuCheckResult(score, points, status, label, message)

@@ -1,9 +1,11 @@
 """Grade one submission end to end: intake, isolated hidden tests, GPU-run check, re-grade, report.
 
-Every worker is forked from a template that imported torch once (grader/worker_template.py): the
-template starts first, so its torch import overlaps the grader's own (torch, pytest, collecting the
-hidden tests); the hidden tests' worker is forked on their first request. The GPU-run check comes
-last, in a fork of its own, by when the template has warmed up the meta device it simulates on.
+Every worker runs in an isolation domain forked from a template that imported torch once
+(grader/domains.py): the template starts first, so its torch import overlaps the grader's own
+(torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
+request. The GPU-run check comes last, in a domain of its own, by when the template has warmed up
+the meta device it simulates on. Each domain is ended (and, without a pid namespace, its uid's
+processes killed and files removed) before the next starts; a report is returned only after that.
 """
 
 from __future__ import annotations
@@ -16,42 +18,39 @@ from pathlib import Path
 
 from grader.report import GpuCheckResult, GradeReport
 from grader.rubric import Rubric, load_rubric
-from grader.sandbox import choose_launcher
+from grader.domains import Domains
+from grader.isolation import choose_isolation
 from grader.submission import locate_submission
-from grader.worker_template import TemplateLauncher
 
 
 @dataclass(frozen=True)
 class GradeOptions:
     call_timeout: float = 5.0  # seconds per call into the student's code
     memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
-    sandbox: str = "auto"  # auto | bwrap | none (see grader/sandbox.py)
+    sandbox: str = "auto"  # auto | bwrap | uid | none (see grader/isolation.py)
     gpu: str = "auto"  # auto | require | skip (see grader/gpu_check.py)
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),
-          launcher_choice: tuple[TemplateLauncher, list[str]] | None = None) -> GradeReport:
+          domains: Domains | None = None) -> GradeReport:
     """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all.
 
-    ``launcher_choice`` (a template launcher and the warnings it implies) overrides
-    ``options.sandbox``: batch grading passes one template for all its students.
+    ``domains`` overrides ``options.sandbox``: batch grading passes one template for all its students.
     """
     started = time.perf_counter()
     rubric = load_rubric()
-    if launcher_choice is None:
-        base, sandbox_warnings = choose_launcher(options.sandbox)
-        with TemplateLauncher(base, options.memory_mb) as launcher:
-            return grade(path, options, (launcher, sandbox_warnings))
-    launcher, sandbox_warnings = launcher_choice
+    if domains is None:
+        with Domains(choose_isolation(options.sandbox), options.memory_mb) as own:
+            return grade(path, options, own)
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
         root = locate_submission(path, Path(scratch))
-        launcher.warm_up()  # after intake: bad input is rejected before anything heavy starts
+        domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         from grader import engine
         from grader.scoring import score_with_regrade
 
-        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "launcher": launcher}
+        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         outcomes = engine.run_hidden_tests(engine.start_worker(root, start=False, **limits))
         gpu_worker = engine.start_worker(root, start=False, **limits)
         try:
@@ -64,13 +63,14 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             return engine.run_hidden_tests(retry_worker, exercises=exercise_ids)
 
         results = score_with_regrade(rubric, root, outcomes, regrade)
+    domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),
         exercises=results,
         gpu_check=gpu_check,
-        isolation=launcher.isolation,
+        isolation=domains.isolation.mode,
         execution_time=time.perf_counter() - started,
-        warnings=sandbox_warnings,
+        warnings=list(domains.isolation.warnings),
     )
 
 

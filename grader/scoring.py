@@ -3,13 +3,18 @@
 A student loses points once per mistake: when exercise E fails and a module E builds on (declared in
 the rubric, or imported by the student's own E module) fails its own tests, E is graded again with
 the reference module in place of the student's, and the better of the two results counts.
+
+The re-grade runs the student's code next to reference source, in a domain of its own: what it says
+(failure messages, output) could carry that source, so only its pass/fail counts reach a report. A
+test that fails in the re-grade shows its message from the student's own run, or a line saying why
+there is none.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.engine import TestOutcome
@@ -41,6 +46,15 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
         status = "failed" if score == 0 else "partial"
         message = f"{len(failures)} of {len(outcomes)} tests failed; first: {failures[0].message}"
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, outcomes)
+
+
+REGRADE_SILENT = "failed in the re-grade with the reference modules (its messages are not shown)"
+
+
+def _without_reference_text(outcome: TestOutcome, own_messages: Mapping[str, str]) -> TestOutcome:
+    """A re-grade's outcome with its message replaced: from the student's own run, or a fixed line."""
+    message = "" if outcome.passed else (own_messages.get(outcome.nodeid) or REGRADE_SILENT)
+    return replace(outcome, message=message)
 
 
 def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
@@ -88,7 +102,9 @@ def score_with_regrade(
         if not broken:
             continue
         substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].reference_file for dep in broken}
-        retry = summarize(exercise, [o for o in regrade({ex_id}, substitutes) if o.exercise == ex_id])
+        own = {o.nodeid: o.message for o in by_exercise[ex_id]}
+        retry = summarize(exercise, [_without_reference_text(o, own) for o in regrade({ex_id}, substitutes)
+                                     if o.exercise == ex_id])
         if retry.score > result.score:
             names = ", ".join(rubric.exercises[dep].module for dep in broken)
             retry.message = (

@@ -8,14 +8,18 @@ grader's own temporary directory, with every member checked first.
 
 from __future__ import annotations
 
+import os
 import stat
 import zipfile
+import zlib
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from grader.rubric import GROUPS
+from grader.rubric import GROUPS, load_rubric
 
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_BYTES = 100 * 2**20
+MAX_FILE_BYTES = 2**20  # a module file larger than this is not copied
 _SEARCH_DEPTH = 3
 
 
@@ -82,9 +86,80 @@ def extract_zip(archive: Path, dest: Path) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(member) as src, open(target, "wb") as out:
                     out.write(src.read(MAX_ZIP_BYTES + 1))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, ValueError) as err:
-        raise SubmissionError(f"{archive}: unreadable zip ({err})") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, ValueError,
+            RuntimeError, zlib.error, UnicodeError) as err:  # RuntimeError: encrypted; zlib.error: corrupt deflate
+        raise SubmissionError(f"{archive}: unreadable zip ({_one_line(err)})") from None
     return dest
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:200] or type(err).__name__
+
+
+def read_module_files(source: Path, substitutes: Mapping[str, Path] | None = None) -> tuple[dict[str, bytes], list[str]]:
+    """The regular ``*.py`` files (<= 1 MB, no symlinks) of the four group folders of ``source``, as
+    ``{"<group>/<name>.py": bytes}``, and notes on what was skipped. Read once, here, by the grader:
+    a domain gets these bytes, never a path into the submission.
+
+    ``substitutes`` maps a module name to a reference file that replaces the student's.
+    """
+    files: dict[str, bytes] = {}
+    notes: list[str] = []
+    for group in GROUPS:
+        gdir = source / group
+        try:
+            if not stat.S_ISDIR(os.lstat(gdir).st_mode):
+                notes.append(f"{group}: not a directory")
+                continue
+            names = sorted(os.listdir(gdir))
+        except OSError:
+            notes.append(f"{group}: missing")
+            continue
+        for name in names:
+            if name.endswith(".py"):
+                data = _read_regular(gdir / name, f"{group}/{name}", notes)
+                if data is not None:
+                    files[f"{group}/{name}"] = data
+    module_groups = load_rubric().module_groups
+    for module, ref_file in (substitutes or {}).items():
+        if module not in module_groups:
+            raise ValueError(f"substitute for unknown module {module!r}")
+        files[f"{module_groups[module]}/{module}.py"] = Path(ref_file).read_bytes()
+    return files, notes
+
+
+def _read_regular(path: Path, rel: str, notes: list[str]) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        notes.append(f"{rel}: skipped (a symlink or unreadable)")
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            notes.append(f"{rel}: skipped (not a regular file)")
+            return None
+        if st.st_size > MAX_FILE_BYTES:
+            notes.append(f"{rel}: skipped (larger than {MAX_FILE_BYTES} bytes)")
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    return data if len(data) <= MAX_FILE_BYTES else None
+
+
+def bundle_fd(files: Mapping[str, bytes]) -> int:
+    """A memfd holding ``files`` in the worker codec, positioned at its start (the caller closes it)."""
+    from grader.kata_worker import codec  # imports torch: not before a grading needs it
+
+    fd = os.memfd_create("kata-bundle", os.MFD_CLOEXEC)
+    data = codec.encode(dict(files))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _is_real_dir(path: Path) -> bool:

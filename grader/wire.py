@@ -2,21 +2,21 @@
 
 A frame is an 8-byte big-endian length followed by that many bytes; frames larger than
 ``MAX_FRAME`` are a protocol error (the worker client checks the announced length before it reads). The payload is
-``grader/wire_codec.py``'s encoding of plain data (no pickle anywhere); what the worker sends is
+``grader/kata_worker/codec.py``'s encoding of plain data (no pickle anywhere); what the worker sends is
 decoded with tensors that require grad refused, and any malformed payload is a
 :class:`ProtocolError`.
 
 Opaque objects living in the worker travel as ``{"__ref__": n, "label": str}``; errors as
-``{"type", "base", "message", "where"}`` inside a response. ``worker.py`` loads the same
-``wire_codec.py`` by path (it must not import the grader package).
+``{"type", "base", "message", "where"}`` inside a response. The worker imports the same codec as
+``kata_worker.codec`` (it must not import the grader package).
 """
 
 from __future__ import annotations
 
 import socket
 
-from grader import wire_codec
-from grader.wire_codec import HEADER, MAX_DEPTH, MAX_FRAME
+from grader.kata_worker import codec as wire_codec
+from grader.kata_worker.codec import HEADER, MAX_DEPTH, MAX_FRAME
 
 __all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "send_frame"]
 

@@ -1,48 +1,39 @@
-"""The grader's side of the worker: start it, talk to it, kill it.
+"""The grader's side of a worker: start its domain, talk to it, end it.
 
-``WorkerClient(submission_dir).start()`` makes a private copy of the submission, spawns
-``grader/worker.py`` (see its docstring for the protocol) and returns at once, so that the worker's
-``import torch`` overlaps whatever the grader does next. ``request()`` sends one operation and
-waits at most ``call_timeout`` seconds; a timeout, a dead worker or a malformed answer kills the
-worker's process group and raises :class:`WorkerFailure` saying what happened and where. The next
-request starts a fresh worker from a fresh copy; refs held from the dead one then raise
+``WorkerClient(submission_dir, domains=...).start()`` reads the submission's module files (see
+``grader.submission.read_module_files``) into a memfd, has ``domains`` fork an isolation domain
+from the template (grader/domains.py) and returns at once. ``request()`` sends one operation and
+waits at most ``call_timeout`` seconds; a timeout, a dead worker or a malformed answer ends the
+domain and raises :class:`WorkerFailure` saying what happened and where. The next request starts a
+fresh domain from the same files; refs held from the dead one then raise
 ``WorkerFailure("the worker restarted; this object is gone")``.
 
-How the process is launched is :class:`Launcher`'s business, so that a sandbox (bubblewrap) can
-wrap it: the worker needs the python executable and its stdlib/site-packages (read-only),
-``worker.py`` and ``wire_codec.py`` (read-only), the copy directory and the scratch directory (writable), the inherited
-socket fd, and nothing else.
+Everything that comes back is decoded by ``grader.wire`` (plain data, bounded in bytes and values)
+and nothing is cached beyond the names the hidden tests look up.
 """
 
 from __future__ import annotations
 
 import builtins
-import collections
 import os
 import re
 import select
-import shutil
 import signal
 import socket
-import stat
 import subprocess
-import sys
-import sysconfig
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.rubric import GROUPS
+from grader.domains import Domains
+from grader.isolation import choose_isolation
+from grader.submission import bundle_fd, read_module_files
 
 # No torch here at import time: start() must be able to spawn the worker before the grader
 # itself has paid for importing torch (grader.wire imports it; it is loaded on first request).
 
-WORKER_PY = Path(__file__).resolve().with_name("worker.py")
-CODEC_PY = WORKER_PY.with_name("wire_codec.py")  # the worker loads it from beside itself
-MAX_FILE_BYTES = 2**20
 OUTPUT_TAIL_BYTES = 4096
 STARTUP_TIMEOUT = 120.0
 # A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
@@ -81,124 +72,30 @@ class Ref:
     calls: str
 
 
-class Launcher:
-    """Builds the command that starts the worker. Override :meth:`command` to sandbox it.
-
-    The default puts ``/bin/sh`` between the grader and the worker, so that the worker's parent is
-    not the grader (``os.kill(os.getppid(), SIGKILL)`` hits the shell). Without a pid namespace a
-    hostile worker can still find and signal other processes of the same user.
-    """
-
-    python = sys.executable
-    isolation = "process"  # what the report's "isolation" says; "process" pids are host pids
-
-    def work_root(self) -> Path | None:
-        """Where the private copies go (None: the system's temporary directory)."""
-        return None
-
-    def start_process(self, copy_dir: Path, scratch: Path, sock: socket.socket, memory_mb: int) -> Any:
-        """Start a worker serving ``sock`` on ``copy_dir``: a Popen, or an object that acts like one
-        (``pid``: a host pid or None, ``stdout``, ``wait(timeout)``, optionally ``kill_tree()``)."""
-        argv = self.worker_argv(WORKER_PY, copy_dir, sock.fileno(), memory_mb)
-        return subprocess.Popen(
-            self.command(argv, copy_dir, scratch), cwd=scratch, env=self.env(scratch),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(sock.fileno(),), start_new_session=True, close_fds=True,
-        )
-
-    def worker_argv(self, worker_py: Path, copy_dir: Path, fd: int, memory_mb: int) -> list[str]:
-        return [self.python, "-I", "-B", str(worker_py), "--fd", str(fd), "--copy", str(copy_dir),
-                "--memory-mb", str(memory_mb)]
-
-    def command(self, worker_argv: list[str], copy_dir: Path, scratch: Path) -> list[str]:
-        return ["/bin/sh", "-c", '"$@"; exit $?', "kata-worker", *worker_argv]
-
-    def env(self, scratch: Path) -> dict[str, str]:
-        return {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
-                # torch.cuda.is_available() without initializing CUDA (fork-safe, no driver context)
-                "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
-
-    def visible_paths(self, worker_py: Path, copy_dir: Path, scratch: Path) -> dict[str, list[str]]:
-        """What the worker must see: read-only and writable paths (for a sandboxing subclass)."""
-        paths = sysconfig.get_paths()
-        read_only = {str(worker_py), str(worker_py.with_name(CODEC_PY.name)), self.python, os.path.realpath(self.python), sys.prefix, sys.base_prefix}
-        read_only.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
-        return {"read_only": sorted(read_only), "writable": [str(copy_dir), str(scratch)]}
-
-
-def make_private_copy(source: Path, dest: Path, substitutes: Mapping[str, Path] | None = None,
-                      module_groups: Mapping[str, str] | None = None) -> list[str]:
-    """Copy the regular ``*.py`` files (<= 1 MB, no symlinks) of the four group folders to ``dest``.
-
-    ``substitutes`` maps a module name to a reference file that replaces the student's
-    (``module_groups`` says which group folder it belongs in). Returns notes on skipped entries.
-    """
-    notes: list[str] = []
-    for group in GROUPS:
-        (dest / group).mkdir(parents=True)
-        gdir = source / group
-        try:
-            if not stat.S_ISDIR(os.lstat(gdir).st_mode):
-                notes.append(f"{group}: not a directory")
-                continue
-            names = sorted(os.listdir(gdir))
-        except OSError:
-            notes.append(f"{group}: missing")
-            continue
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            path = gdir / name
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                notes.append(f"{group}/{name}: skipped (a symlink or unreadable)")
-                continue
-            try:
-                st = os.fstat(fd)
-                if not stat.S_ISREG(st.st_mode):
-                    notes.append(f"{group}/{name}: skipped (not a regular file)")
-                    continue
-                if st.st_size > MAX_FILE_BYTES:
-                    notes.append(f"{group}/{name}: skipped (larger than {MAX_FILE_BYTES} bytes)")
-                    continue
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    data = f.read(MAX_FILE_BYTES + 1)
-            finally:
-                os.close(fd)
-            if len(data) > MAX_FILE_BYTES:
-                continue
-            (dest / group / name).write_bytes(data)
-    for module, ref_file in (substitutes or {}).items():
-        group = (module_groups or {}).get(module)
-        if group is None:
-            raise ValueError(f"substitute for unknown module {module!r}")
-        (dest / group / f"{module}.py").write_bytes(Path(ref_file).read_bytes())
-    return notes
-
-
 class _Process:
-    """One running worker: its process, socket, output tail and scratch tree."""
+    """One running domain as the client sees it: the domain, its socket and the tail of its output."""
 
-    def __init__(self, generation: int, root: Path, proc: Any, sock: socket.socket, host_pids: bool = True):
-        self.host_pids = host_pids  # the worker's own pid (from its "ready") is a host pid: no pid namespace
+    def __init__(self, generation: int, proc: Any, sock: socket.socket):
         self.generation = generation
-        self.root = root
         self.proc = proc
         self.sock = sock
         self.ready = False
         self.pid: int | None = None
         self.cpu_pids: list[int] = []
         self.tail = bytearray()
-        self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.pid}", daemon=True)
+        self._stop = threading.Event()
+        self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.template_pid}", daemon=True)
         self.drain.start()
 
     def _drain(self) -> None:
-        out = self.proc.stdout
+        """Keep the last bytes of the domain's output. Never blocks anyone: a process the domain left
+        holding the pipe open costs this thread nothing but a poll, and it stops when told to."""
+        fd = self.proc.stdout_fd
         try:
-            while True:
-                chunk = out.read1(65536)
+            while not self._stop.is_set():
+                if not select.select([fd], [], [], 0.2)[0]:
+                    continue
+                chunk = os.read(fd, 65536)
                 if not chunk:
                     break
                 self.tail += chunk
@@ -206,6 +103,8 @@ class _Process:
                     del self.tail[:-OUTPUT_TAIL_BYTES]
         except (OSError, ValueError):
             pass
+        finally:
+            os.close(fd)
 
     def cpu_seconds(self, rescan: bool = False) -> float | None:
         """CPU time (user + system) used so far by the launched process and its descendants.
@@ -248,26 +147,10 @@ class _Process:
         return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
 
     def kill(self) -> None:
-        kill_tree = getattr(self.proc, "kill_tree", None)
-        targets = [kill_tree] if kill_tree else [lambda: os.killpg(self.proc.pid, signal.SIGKILL)]
-        if self.host_pids and not kill_tree:
-            targets.append(lambda: self.pid and os.kill(self.pid, signal.SIGKILL))
-        for target in targets:
-            try:
-                target()
-            except (ProcessLookupError, PermissionError, OSError):
-                pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        self.proc.end()
         self.sock.close()
+        self._stop.set()
         self.drain.join(timeout=0.5)
-        try:
-            self.proc.stdout.close()
-        except (OSError, ValueError):
-            pass
-        shutil.rmtree(self.root, ignore_errors=True)
 
     def exit_description(self) -> str:
         """``process exited with code 0`` / ``killed by signal 9 (memory limit?)``."""
@@ -275,11 +158,11 @@ class _Process:
             rc = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             return "closed the channel"
-        if rc > 128 and rc - 128 < signal.NSIG:  # the shell between us reports a signal as 128+N
+        if rc > 128 and rc - 128 < signal.NSIG:  # a domain's init reports its worker's signal as 128+N
             rc = -(rc - 128)
         if rc < 0:
             sig = -rc
-            hint = {signal.SIGKILL: " (memory limit? or its parent process was killed)",
+            hint = {signal.SIGKILL: " (memory limit?)",
                     signal.SIGSEGV: " (memory limit?)", signal.SIGABRT: " (memory limit?)",
                     signal.SIGBUS: " (memory limit?)"}.get(sig, "")
             return f"killed by signal {sig}{hint}"
@@ -290,15 +173,13 @@ class WorkerClient:
     """A worker for one submission; restarts it (from a fresh copy) after a failure."""
 
     def __init__(self, submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
-                 launcher: Launcher | None = None, substitutes: Mapping[str, Path] | None = None,
-                 module_groups: Mapping[str, str] | None = None, max_starts: int | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT):
+                 domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
-        self.memory_mb = memory_mb
-        self.launcher = launcher or Launcher()
+        self.own_domains = domains is None  # then this client starts (and closes) a template of its own
+        self.domains = domains or Domains(choose_isolation("auto"), memory_mb)
         self.substitutes = dict(substitutes or {})
-        self.module_groups = dict(module_groups or {})
         self.max_starts = max_starts
         self.startup_timeout = startup_timeout
         self.starts = 0
@@ -328,25 +209,25 @@ class WorkerClient:
         self.generation += 1
         self.imported = set()
         self._release = []
-        root = Path(tempfile.mkdtemp(prefix="kata-worker-", dir=self.launcher.work_root()))
-        copy_dir, scratch = root / "copy", root / "scratch"
-        scratch.mkdir()
-        self.copy_notes = make_private_copy(self.submission_dir, copy_dir, self.substitutes, self.module_groups)
+        files, self.copy_notes = read_module_files(self.submission_dir, self.substitutes)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        bundle = bundle_fd(files)
         try:
-            proc = self.launcher.start_process(copy_dir, scratch, theirs, self.memory_mb)
+            proc = self.domains.spawn(bundle, theirs)
         except BaseException:
             ours.close()
-            shutil.rmtree(root, ignore_errors=True)
             raise
         finally:
             theirs.close()
-        self._proc = _Process(self.generation, root, proc, ours, host_pids=self.launcher.isolation == "process")
+            os.close(bundle)
+        self._proc = _Process(self.generation, proc, ours)
 
     def close(self) -> None:
         with self._lock:
             self.closed = True
             self._kill()
+            if self.own_domains:
+                self.domains.close()
 
     def __enter__(self) -> WorkerClient:
         return self.start()
@@ -392,8 +273,7 @@ class WorkerClient:
                     ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
                     if not isinstance(ready, dict) or not isinstance(ready.get("ready"), dict):
                         raise wire.ProtocolError("the worker did not announce itself")
-                    pid = ready["ready"].get("pid")
-                    proc.pid = pid if type(pid) is int else None
+                    proc.pid = proc.proc.pid  # a host pid to read CPU time from (None in a pid namespace)
                     proc.ready = True
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
@@ -477,7 +357,7 @@ class WorkerClient:
 
     @staticmethod
     def _kill_keep_output(proc: _Process) -> None:
-        """Let a dying worker finish; the shell's status tells how it ended."""
+        """Let a dying worker finish; its exit status tells how it ended."""
         try:
             proc.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -540,9 +420,6 @@ def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
     raise TypeError(f"cannot send an object of type {tp.__module__}.{tp.__qualname__} to the worker")
 
 
-_NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
-
-
 def _from_wire(obj: Any, generation: int) -> Any:
     tp = type(obj)
     if tp is list:
@@ -553,17 +430,6 @@ def _from_wire(obj: Any, generation: int) -> Any:
         if "__ref__" in obj and type(obj["__ref__"]) is int:
             return Ref(generation, obj["__ref__"], str(obj.get("label", "object"))[:200],
                        str(obj.get("calls", "object"))[:200])
-        if "__namedtuple__" in obj:
-            fields = obj.get("fields")
-            name = obj["__namedtuple__"]
-            if (type(name) is str and name.isidentifier() and type(fields) is list and len(fields) < 64
-                    and all(type(f) is str and f.isidentifier() and not f.startswith("_") for f in fields)
-                    and len(set(fields)) == len(fields) and len(obj.get("values", ())) == len(fields)):
-                key = (name, tuple(fields))
-                if key not in _NAMEDTUPLES:
-                    _NAMEDTUPLES[key] = collections.namedtuple(name, fields)
-                return _NAMEDTUPLES[key](*(_from_wire(v, generation) for v in obj["values"]))
-            return tuple(_from_wire(v, generation) for v in obj.get("values", ()))
         return {k: _from_wire(v, generation) for k, v in obj.items()}
     return obj
 

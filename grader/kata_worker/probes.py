@@ -1,68 +1,35 @@
-"""The grader's worker: runs a student's code in its own process and answers with plain data.
+"""The requests the grader may make of a worker, and the values that go back.
 
-Self-contained on purpose (the standard library and torch only; nothing from ``grader/`` or
-``tests/``): the grader starts it as ``python -I -B worker.py --fd N --copy DIR --memory-mb M``
-with a clean environment, its cwd in a scratch directory and the protocol on the inherited socket
-``N``. Order matters: resource limits, then ``import torch``, then the four group folders of the
-submission copy go in front of ``sys.path`` (so a student's ``torch.py`` cannot shadow torch).
+Values are plain data (``codec``); anything else stays here in a ref table and travels as
+``{"__ref__": n, "label", "calls"}``. Tensors travel as detached plain ``torch.Tensor`` copies,
+tuples (namedtuples included) as tuples, iterators as lists. Errors travel as ``{"type", "base",
+"message", "where"}`` with paths made relative to the private copy.
 
-Protocol: 8-byte big-endian length + a payload each way, encoded by ``wire_codec.py`` (loaded
-by path from this file's folder: plain data only, no pickle; the grader's side is
-``grader/wire.py``). First frame from the worker: ``{"ready": {...}}``. Then one response per request ``{"op": ..., "release": [refs], "t":
-seconds}``: ``{"ok": value}`` or ``{"error": {"type", "base", "message", "where"}}``. Values are
-plain data; anything else stays here in a ref table and travels as ``{"__ref__": n, "label",
-"calls"}``. Tensors travel as detached plain-``torch.Tensor`` copies; iterators as lists.
+Nothing here decides a grade: the grader compares what comes back with the reference. The
+``device_run`` probe reports what it saw on a device (where tensors ended up, ops that mixed
+devices, the output); the grader judges it (grader/gpu_check.py).
 """
 
 import collections
 import collections.abc
-import faulthandler
-import gc
 import importlib
-import importlib.util
 import os
-import resource
 import signal
-import socket
 import sys
 import threading
 import time
 import traceback
 import types
 
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-FSIZE_LIMIT = 64 * 2**20
 MAX_DEPTH = 50
-CODEC_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wire_codec.py")
-_torch = _codec = None  # set in _prepare() once torch is imported
+_torch = None  # set by init() once torch is imported
 _SCALARS = ()
 
 
-def _vm_size() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def _set_limit(which, value):
-    try:
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
-    except (ValueError, OSError):
-        pass
-
-
-def _user_tasks() -> int:
-    uid, n = os.getuid(), 0
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    n += len(os.listdir(f"/proc/{name}/task"))
-            except OSError:
-                pass
-    return n
+def init(torch) -> None:
+    global _torch, _SCALARS
+    _torch = torch
+    _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
 
 
 class _Watchdog:
@@ -98,41 +65,13 @@ class _Watchdog:
 
 
 class Worker:
-    def __init__(self, sock, copy_dir):
-        self.sock = sock
+    def __init__(self, channel, copy_dir):
+        self.channel = channel
         self.copy_dir = copy_dir
         self.refs = {}
         self.next_ref = 1
         self.watchdog = _Watchdog()
         self.parent = os.getppid()
-
-    # ---- framing -------------------------------------------------------------------------
-    def recv(self):
-        head = self._recv_exact(_codec.HEADER.size)
-        if head is None:
-            return None
-        (size,) = _codec.HEADER.unpack(head)
-        if size > _codec.MAX_FRAME:
-            raise SystemExit(3)
-        return _codec.decode(self._recv_exact(size), allow_grad=True)
-
-    def _recv_exact(self, n):
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            k = self.sock.recv_into(view[got:], n - got)
-            if k == 0:
-                return None
-            got += k
-        return bytes(buf)
-
-    def send(self, obj):
-        data = _codec.encode(obj)
-        if len(data) > _codec.MAX_FRAME:
-            err = {"type": "ValueError", "base": "ValueError", "where": "",
-                   "message": f"the result is too large to send to the grader ({len(data)} bytes)"}
-            data = _codec.encode({"error": err})
-        self.sock.sendall(_codec.HEADER.pack(len(data)) + data)
 
     # ---- values going out ----------------------------------------------------------------
     def ref(self, obj):
@@ -153,9 +92,8 @@ class Worker:
             return self.ref(obj)
         if tp is list or tp is tuple:
             return tp(self.out(x, depth + 1) for x in obj)
-        if isinstance(obj, tuple) and _is_namedtuple(tp):
-            return {"__namedtuple__": str(tp.__name__), "fields": list(tp._fields),
-                    "values": [self.out(x, depth + 1) for x in tuple.__iter__(obj)]}
+        if isinstance(obj, tuple) and not isinstance(obj, torch.Size):
+            return tuple(self.out(x, depth + 1) for x in tuple.__iter__(obj))  # namedtuples too, as plain tuples
         if tp is dict or tp is collections.OrderedDict:
             if all(type(k) in (str, int) for k in obj):
                 return {k: self.out(v, depth + 1) for k, v in obj.items()}
@@ -235,7 +173,7 @@ class Worker:
 
     def serve(self):
         while True:
-            req = self.recv()
+            req = self.channel.recv()
             if req is None:
                 return
             for n in req.get("release", ()):
@@ -258,9 +196,9 @@ class Worker:
                 sys.__stderr__.flush()
                 os._exit(70)
             try:
-                self.send(response)
+                self.channel.send(response)
             except Exception as exc:  # e.g. a tensor that cannot be serialized
-                self.send({"error": self.error(exc)})
+                self.channel.send({"error": self.error(exc)})
 
     def error(self, exc):
         tp = type(exc)
@@ -319,11 +257,6 @@ def _parent_doomed(parent):
     return bool(pending & _FATAL_PENDING)
 
 
-def _is_namedtuple(tp):
-    fields = getattr(tp, "_fields", None)
-    return type(fields) is tuple and all(type(f) is str and f.isidentifier() for f in fields)
-
-
 def _snapshot(t):
     torch = _torch
     with torch._C.DisableTorchFunctionSubclass():
@@ -367,7 +300,7 @@ def _plain_tensor_attributes(module):
     return found
 
 
-def _mixed_device_mode(device):
+def mixed_device_mode(device):
     """A TorchFunctionMode recording ops that mix tensors on ``device`` with tensors elsewhere.
 
     Such an op fails on a real GPU (a CPU mask used with CUDA scores); the meta device lets some of
@@ -410,7 +343,7 @@ def _device_run(module, x, device):
     device = torch.device(device)
     report = {"plain_tensor_attributes": _plain_tensor_attributes(module), "stray_tensors": [],
               "mixed_device_ops": [], "output_device": None, "output": None, "error": None}
-    mode = _mixed_device_mode(device)
+    mode = mixed_device_mode(device)
     try:
         moved = module.to(device)
         report["stray_tensors"] = [
@@ -427,178 +360,3 @@ def _device_run(module, x, device):
     return report
 
 
-def main(argv):
-    opts = dict(zip(argv[1::2], argv[2::2]))
-    fd, memory = int(opts["--fd"]), int(opts["--memory-mb"]) * 2**20
-    _prepare()
-    if "--template" in opts:
-        _serve_template(fd, memory, sweep=opts["--template"] == "sweep")
-    else:
-        _serve_worker(fd, opts["--copy"], memory)
-
-
-def _prepare():
-    """Limits that hold for every worker, then torch (imported once, also for every forked worker)."""
-    global _torch, _codec, _SCALARS
-    faulthandler.enable()
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
-    _set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
-    _set_limit(resource.RLIMIT_NOFILE, 256)
-
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
-    import torch
-
-    spec = importlib.util.spec_from_file_location("kata_wire_codec", CODEC_PY)
-    codec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(codec)
-    _torch, _codec = torch, codec
-    _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
-    _warm_up(torch)
-
-
-def _warm_up(torch):
-    """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts and the
-    codec (their first use in a process costs about 0.1 s; a template pays it once for all its forks)."""
-    linear, dropout = torch.nn.Linear(3, 4), torch.nn.Dropout(0.5)
-    x = torch.rand(2, 5, 3, requires_grad=True)
-    scores = linear(x) @ linear(x).transpose(1, 2)
-    scores = scores.masked_fill(torch.triu(torch.ones(5, 5), diagonal=1).bool(), float("-inf"))
-    weights = dropout(torch.softmax(scores / 2.0, dim=-1))
-    torch.cat([weights, torch.tril(weights)], dim=-1).sum().backward()
-    torch.empty_like(x).bernoulli_(0.5)
-    linear.load_state_dict(linear.state_dict())
-    _codec.decode(_codec.encode({"x": x.detach(), "n": [1, "a", None]}))
-    gc.freeze()  # torch's objects live as long as we do: full collections need not walk them
-
-
-def _warm_up_meta(torch):
-    """The GPU-run check's simulation on the meta device: its first use imports torch._dynamo (sympy
-    and 800 modules, 1.3 s). A template pays it once, after its first fork (which does not wait for
-    it); a plain worker pays it in its first ``device_run``."""
-    on_meta = torch.nn.Linear(3, 4).to("meta")
-    with torch.no_grad(), _mixed_device_mode(torch.device("meta")):
-        on_meta(torch.rand(2, 5, 3, device="meta"))
-    gc.freeze()
-
-
-def _serve_worker(fd, copy_dir, memory):
-    """Serve one submission: the copy's group folders go on sys.path only now, after torch."""
-    torch = _torch
-    as_limit = _vm_size() + memory
-    # CUDA maps far more address space than any limit we could set: with CUDA, RLIMIT_AS stays off
-    # (the NVML-based check does not initialize CUDA in this process).
-    if not torch.cuda.is_available():
-        _set_limit(resource.RLIMIT_AS, as_limit)
-    _set_limit(resource.RLIMIT_NPROC, _user_tasks() + 64)  # no effect for root: a pid namespace is the real fence
-
-    sock = socket.socket(fileno=fd)
-    sys.path[:0] = [os.path.join(copy_dir, g) for g in GROUPS]
-    worker = Worker(sock, copy_dir)
-    worker.send({"ready": {"pid": os.getpid(), "as_limit": as_limit}})
-    worker.serve()
-
-
-def _serve_template(fd, memory, sweep):
-    """Template mode: torch is imported once here; every worker of every submission is a fork.
-
-    Control messages are JSON on a SOCK_SEQPACKET socket; ``spawn`` carries two descriptors (the
-    new worker's protocol socket, and the write end of its output pipe). With ``sweep`` (only
-    inside bubblewrap's pid namespace, where /proc lists nothing but the sandbox) every process
-    but this one and its ancestors is killed before the next fork, so nothing a previous
-    submission left running can touch the next one.
-    """
-    import json
-
-    ctl = socket.socket(fileno=fd)
-    ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
-    meta_ready = False
-    while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 2)
-        except OSError:
-            return
-        if not data:
-            return
-        msg = json.loads(data)
-        op = msg["op"]
-        if op == "spawn":
-            if sweep:
-                _kill_everyone_else()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    ctl.close()
-                    os.setsid()  # its own process group, killed as one
-                    os.dup2(fds[1], 1)
-                    os.dup2(fds[1], 2)
-                    os.close(fds[1])
-                    os.chdir(msg["scratch"])
-                    _serve_worker(fds[0], msg["copy"], memory)
-                except BaseException:
-                    traceback.print_exc()
-                finally:
-                    os._exit(0)
-            for f in fds:
-                os.close(f)
-            answer = {"pid": pid}
-        elif op == "kill":
-            for kill in (os.killpg, os.kill):
-                try:
-                    kill(msg["pid"], signal.SIGKILL)
-                except OSError:
-                    pass
-            answer = {}
-        elif op == "wait":
-            answer = {"rc": _wait(msg["pid"], msg["timeout"])}
-        else:
-            answer = {"error": f"unknown template operation {op!r}"}
-        ctl.sendall(json.dumps(answer).encode())
-        if op == "spawn" and not meta_ready:  # the first fork is already at work; later ones get this
-            _warm_up_meta(_torch)
-            meta_ready = True
-
-
-def _wait(pid, timeout):
-    """The child's exit status as subprocess reports it (-N for signal N), or None if still running."""
-    deadline, pause = time.monotonic() + timeout, 0.0005
-    while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return 0
-        if done:
-            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(pause)  # a killed fork is gone within milliseconds: poll fast, then back off
-        pause = min(2 * pause, 0.01)
-
-
-def _kill_everyone_else():
-    keep = {os.getpid()}
-    pid = os.getpid()
-    while pid > 1:  # our ancestors in the namespace (the shell, bubblewrap's init)
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            pid = int(f.read().rsplit(b")", 1)[1].split()[1])
-        keep.add(pid)
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in keep:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-    while True:  # reap them
-        try:
-            if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                break
-        except ChildProcessError:
-            break
-
-
-if __name__ == "__main__":
-    main(sys.argv)

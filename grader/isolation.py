@@ -1,0 +1,264 @@
+"""How student code is isolated here: the mode, the template's command line, and the clean-up.
+
+Three modes (``--sandbox bwrap|uid|none``; ``isolated`` takes the best of bwrap and uid or refuses,
+``auto`` the same or none with a warning; the report's ``isolation`` names the mode used):
+
+* ``bwrap``: the template runs as root inside bubblewrap (no network, its own pid namespace, a
+  read-only system in which this repository, ``solutions/`` and ``tests/`` included, does not exist).
+  Each domain then gets namespaces of its own and a uid of its own (kata_worker/domain.py).
+* ``uid``: root without user namespaces (Gradescope's and most CI containers: bubblewrap cannot
+  start). Each domain drops to a uid of this grading process alone, IP sockets are refused by a
+  seccomp filter, the reference, hidden tests and ``.git`` are made unreadable to other users
+  (``chmod o-rwx``, said in the report), and after every domain :func:`reap` kills every process of
+  that uid and removes its files; no result is written while one survives.
+* ``none``: a plain process of the grader's own user. A student grading their own work may use it
+  (``score`` falls back to it with a warning); ``score-all`` and the Gradescope autograder refuse
+  to unless it is asked for by name.
+
+What a mode cannot hold is said in docs and the report's warnings, not hidden: ``uid`` shares the
+machine's ``/tmp`` (emptied of the uid's files after each domain) and has no disk quota beyond the
+64 MB file-size limit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from grader.rubric import REPO_ROOT
+
+WORKER_LIB = Path(__file__).resolve().parent  # holds the kata_worker package
+WORKER_PACKAGE = WORKER_LIB / "kata_worker"
+SANDBOX_LIB = "/kata/lib"  # where bubblewrap shows the kata_worker package
+# A uid range no real account uses; each grading process gets its own (base + its pid).
+UID_BASE = 0x7E000000
+SECRETS = ("solutions", "tests", ".git")  # what student code must not read (relative to the repository)
+SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", "/etc/alternatives", "/etc/ld.so.cache",
+               "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/ssl")
+TEMPLATE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
+NO_SANDBOX_WARNING = "graded without isolation: the student's code ran as a plain process of this user"
+
+
+class SandboxUnavailable(Exception):
+    """The isolation asked for cannot be had here; one line says why (exit 2 at the command line)."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The chosen mode, and what the report must say about it."""
+
+    mode: str  # "bwrap" | "uid" | "none"
+    warnings: tuple[str, ...] = ()
+    uid: int | None = field(default=None)
+
+    def template_command(self, fd: int) -> list[str]:
+        python = sys.executable
+        if self.mode != "bwrap":
+            return [python, "-I", "-B", "-c", _boot(str(WORKER_LIB)), "--fd", str(fd)]
+        return [*_bwrap_argv(shutil.which("bwrap") or "bwrap"), "--", python, "-I", "-B", "-c", _boot(SANDBOX_LIB),
+                "--fd", str(fd)]
+
+    def env(self) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                # torch.cuda.is_available() without initializing CUDA (fork-safe, no driver context)
+                "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+
+
+def _boot(lib: str) -> str:
+    return f"import sys; sys.path.insert(0, {lib!r}); from kata_worker.main import main; main()"
+
+
+def _python_paths() -> list[str]:
+    paths = sysconfig.get_paths()
+    found = {sys.prefix, sys.base_prefix, sys.executable, os.path.realpath(sys.executable)}
+    found.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
+    existing = sorted({os.path.normpath(p) for p in found if os.path.exists(p)}, key=len)
+    # A path inside an already-bound directory is visible through it (and binding a symlink onto itself fails).
+    return [p for i, p in enumerate(existing) if not any(p.startswith(q + os.sep) for q in existing[:i])]
+
+
+def _bwrap_argv(bwrap: str) -> list[str]:
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for cap in TEMPLATE_CAPS:
+        argv += ["--cap-add", cap]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for dev in sorted(Path("/dev").glob("nvidia*")):  # the GPU-run check on CUDA needs the devices
+        argv += ["--dev-bind", str(dev), str(dev)]
+    if any(Path("/dev").glob("nvidia*")):
+        argv += ["--ro-bind-try", "/sys", "/sys", "--ro-bind-try", "/proc/driver/nvidia", "/proc/driver/nvidia"]
+    binds = [(p, p) for p in SYSTEM_DIRS] + [(p, p) for p in _python_paths()]
+    binds.append((str(WORKER_PACKAGE), f"{SANDBOX_LIB}/kata_worker"))
+    made: set[str] = set()
+    for _src, dest in binds:  # bubblewrap makes missing parents 0700: make them 0755 first
+        for parent in reversed(Path(dest).parents):
+            p = str(parent)
+            if p != "/" and p not in made and not any(p == d or p.startswith(d + "/") for d, _ in binds):
+                argv += ["--perms", "0755", "--dir", p]
+                made.add(p)
+    for src, dest in binds:
+        argv += ["--ro-bind-try" if src in SYSTEM_DIRS else "--ro-bind", src, dest]
+    for path in ("/kata", "/kata/copy", "/kata/scratch"):
+        argv += ["--perms", "0755", "--dir", path]
+    return argv + ["--chdir", "/"]
+
+
+@cache
+def bwrap_problem() -> str | None:
+    """None when bubblewrap can start the template's sandbox here; else why not, in a few words."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    if os.geteuid() != 0:
+        return "bubblewrap's sandbox needs root here (it gives each domain a uid of its own)"
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN",
+            "--ro-bind", "/", "/", "--", "/bin/true"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"bwrap cannot run: {err}"
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
+        return f"bwrap cannot create namespaces here ({reason})"
+    return None
+
+
+@cache
+def uid_problem() -> str | None:
+    """None when domains can run under a uid of their own here (root, and a Python that uid can read)."""
+    if os.geteuid() != 0:
+        return "dropping to another uid needs root"
+    probe = subprocess.run([sys.executable, "-I", "-S", "-c", "import os, sys; print('ok')"], capture_output=True,
+                           text=True, user=student_uid(), group=student_uid(), extra_groups=[], timeout=30,
+                           env={"PATH": "/usr/bin:/bin"})
+    if probe.stdout.strip() != "ok":
+        return (f"the Python at {sys.executable} is not readable by other users (check the modes of its "
+                f"folders, e.g. chmod o+x on {Path(sys.base_prefix).parents[-2]})")
+    return None
+
+
+def student_uid() -> int:
+    """The uid every domain of this grading process runs under: no other process on the machine has it."""
+    return UID_BASE + os.getpid()
+
+
+def choose_isolation(requested: str, *, for_class: bool = False) -> Isolation:
+    """The mode for ``--sandbox`` (see the module docstring); SandboxUnavailable when it cannot be had.
+
+    ``for_class``: grading other people's work (score-all, Gradescope), where ``auto`` must not fall
+    back to no isolation at all (``isolated`` never does).
+    """
+    for_class = for_class or requested == "isolated"
+    if requested == "none":
+        return Isolation("none", (f"{NO_SANDBOX_WARNING} (--sandbox none)",))
+    if requested in ("auto", "isolated", "bwrap") and bwrap_problem() is None:
+        return Isolation("bwrap", (), student_uid())
+    if requested == "bwrap":
+        raise SandboxUnavailable(f"--sandbox bwrap: {bwrap_problem()}")
+    problem = uid_problem()
+    if problem is None:
+        warnings = protect_secrets()
+        why = "" if requested == "uid" else f" (bubblewrap: {bwrap_problem()})"
+        return Isolation("uid", (f"isolated by uid only{why}: no network or pid namespace, "
+                                 "IP sockets refused, the uid's processes and files removed after each domain",
+                                 *warnings), student_uid())
+    if requested == "uid":
+        raise SandboxUnavailable(f"--sandbox uid: {problem}")
+    reasons = f"{bwrap_problem()}; {problem}"
+    if for_class:
+        raise SandboxUnavailable(f"no isolation is possible here ({reasons}): grading other people's code needs "
+                                 "it; pass --sandbox none to grade without it anyway")
+    return Isolation("none", (f"{NO_SANDBOX_WARNING} ({reasons})",))
+
+
+def protect_secrets() -> list[str]:
+    """Make the reference, hidden tests and history unreadable to other users (uid mode only)."""
+    notes = []
+    for name in SECRETS:
+        path = REPO_ROOT / name
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if mode & 0o007:
+            path.chmod(mode & ~0o007)
+            notes.append(f"made {path} unreadable to other users (chmod o-rwx) so the student's uid cannot read it")
+    return notes
+
+
+REAPER = r"""
+import os, signal, sys, time
+uid = int(sys.argv[1])
+os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+me = os.getpid()
+
+def alive():
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if str(uid) in fields.get("Uid", "").split() and fields.get("State", "").split()[:1] != ["Z"]:
+            found.append(int(name))
+    return found
+
+deadline = time.monotonic() + 5
+while True:
+    try:
+        os.kill(-1, signal.SIGKILL)  # every process this uid may signal: its own, and no other
+    except OSError:
+        pass
+    left = alive()
+    if not left or time.monotonic() > deadline:
+        break
+    time.sleep(0.01)
+
+def remove(path):
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if st.st_uid != uid:
+        return
+    if os.path.isdir(path) and not os.path.islink(path):
+        for entry in os.listdir(path):
+            remove(os.path.join(path, entry))
+        try: os.rmdir(path)
+        except OSError: pass
+    else:
+        try: os.unlink(path)
+        except OSError: pass
+
+for top in sys.argv[2:]:
+    for entry in (os.listdir(top) if os.path.isdir(top) else []):
+        remove(os.path.join(top, entry))
+print(len(left))
+"""
+
+
+class Survivors(Exception):
+    """Processes of the student's uid survived the clean-up: no result may be written."""
+
+
+def reap(uid: int, scratch_dirs: list[Path] = ()) -> None:
+    """Kill every process of ``uid`` and remove its files from the shared temporary folders and from
+    ``scratch_dirs``, all as ``uid`` itself (it can only touch what that uid owns)."""
+    tops = ["/tmp", "/var/tmp", "/run/lock", "/dev/shm", *map(str, scratch_dirs)]  # the world-writable places
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", REAPER, str(uid), *tops], capture_output=True,
+                              text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+    except subprocess.TimeoutExpired:
+        raise Survivors(f"the clean-up of uid {uid} did not finish") from None
+    if proc.returncode != 0 or proc.stdout.strip() != "0":
+        raise Survivors(f"processes of the student's uid {uid} survived the clean-up ({proc.stdout.strip() or proc.stderr.strip()[-200:]})")

@@ -1,0 +1,14 @@
+"""The worker side of the grader: the only code that shares a process with a student's code.
+
+Self-contained on purpose (the standard library and torch, nothing else of ``grader/``): the grader
+starts ``python -I -B -c "...; from kata_worker.main import main; main()"`` with only this folder's
+parent on ``sys.path`` (under bubblewrap, only this folder is visible at all). Before any student's
+code runs, every module here is imported, so a student's ``channel.py`` cannot take their place.
+
+    main.py      entry point: process-wide limits, ``import torch``, warm-up, then the template
+    template.py  the template: forks one isolation domain per request of the grader
+    domain.py    one domain: namespaces, its private copy and scratch, the unprivileged uid, limits
+    channel.py   framing and the plain-data codec on the domain's socket
+    probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
+    codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
+"""

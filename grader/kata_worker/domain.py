@@ -1,0 +1,236 @@
+"""One isolation domain: where one grading (or one re-grade) of one student runs.
+
+The template forks, and the fork calls :func:`run`. What it builds depends on the mode the grader
+chose (``spec["mode"]``); the grader's side is ``grader/isolation.py``.
+
+``bwrap`` (the template runs as root inside bubblewrap, with CAP_SYS_ADMIN/SETUID/SETGID):
+
+    keeper   the fork: unshares mount, pid, network and IPC namespaces, forks the init, waits for it
+    init     pid 1 of the new pid namespace, root, dies with the keeper (PR_SET_PDEATHSIG): mounts a
+             fresh /proc, a size-capped /tmp, /dev/shm and scratch, and a tmpfs for the private
+             copy which it fills from the grader's bundle and remounts read-only; forks the worker
+    worker   drops to the student's uid: no capabilities, no_new_privs, rlimits; serves the grader
+
+When the init exits (its worker ended, or the keeper was killed) the kernel kills every process
+left in the namespace, daemons included. Nothing of the domain outlives it; nothing it writes is
+seen by the next one.
+
+``uid`` (root without user namespaces, as in Gradescope's and most CI containers): no namespaces
+can be made, so the fork writes the copy into a fresh root-owned folder (read-only to the student),
+makes a scratch folder owned by the student's uid, then drops to that uid (a uid of this job
+alone), installs a seccomp filter that refuses IP sockets, and serves. The grader kills every
+process of that uid and removes its files after the grading (grader/isolation.py: ``reap``).
+
+``none``: the same as ``uid`` without changing uid and without the filter (a plain process).
+"""
+
+import ctypes
+import os
+import platform
+import re
+import resource
+import signal
+import struct
+
+from kata_worker import codec
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 16384, 1 << 18
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 38, 22, 2
+GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+_MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+
+
+class DomainError(Exception):
+    """The domain could not be set up (the worker never serves; the grader sees it die)."""
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise DomainError(f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None) -> None:
+    enc = (lambda s: None if s is None else s.encode())
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def read_bundle(fd: int) -> dict:
+    """The private copy's files from the grader's memfd: ``{"<group>/<name>.py": bytes}``, checked."""
+    with os.fdopen(fd, "rb") as f:
+        files = codec.decode(f.read(codec.MAX_FRAME + 1))
+    if type(files) is not dict:
+        raise DomainError("malformed bundle")
+    for rel, data in files.items():
+        group, _, name = str(rel).partition("/")
+        if group not in GROUPS or not _MODULE_FILE.match(name) or type(data) is not bytes:
+            raise DomainError(f"malformed bundle entry {rel!r}")
+    return files
+
+
+def write_copy(copy_dir: str, files: dict) -> None:
+    """Write the copy as root: folders 0555, files 0444, nothing the student's uid may change."""
+    for group in GROUPS:
+        os.mkdir(os.path.join(copy_dir, group), 0o755)
+    for rel, data in files.items():
+        fd = os.open(os.path.join(copy_dir, rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    for group in GROUPS:
+        os.chmod(os.path.join(copy_dir, group), 0o555)
+    os.chmod(copy_dir, 0o555)
+
+
+def close_other_fds(keep) -> None:
+    """Close every inherited descriptor but stdio and ``keep`` (the template's control socket,
+    other domains' sockets and bundles must not reach student code)."""
+    last = 2
+    for fd in sorted(keep) + [resource.getrlimit(resource.RLIMIT_NOFILE)[0]]:
+        if fd > last + 1:
+            os.closerange(last + 1, fd)
+        last = max(last, fd)
+
+
+def set_limit(which, value) -> None:
+    try:
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError):
+        pass
+
+
+def _vm_size() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid`` for good: no groups, no capabilities (a setuid from root clears them), and
+    no way back (no_new_privs). Verified, not assumed."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    with open("/proc/self/status") as f:
+        status = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    caps = [int(status[k].strip(), 16) for k in ("CapPrm", "CapEff", "CapAmb") if k in status]
+    if os.getuid() != uid or os.geteuid() != uid or any(caps):
+        raise DomainError("could not drop privileges")
+
+
+def deny_ip_sockets() -> None:
+    """A seccomp filter: socket() for anything but AF_UNIX fails with EACCES (x86-64 only; other
+    system-call ABIs are refused outright, so a 32-bit socketcall cannot go around it)."""
+    if platform.machine() != "x86_64":
+        return
+    deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
+    program = [  # (code, jt, jf, k)
+        (0x20, 0, 0, 4),  # A = arch
+        (0x15, 0, 6, 0xC000003E),  # A == AUDIT_ARCH_X86_64 ? next : deny
+        (0x20, 0, 0, 0),  # A = syscall number
+        (0x35, 4, 0, 0x40000000),  # x32 ABI ? deny : next
+        (0x15, 0, 2, 41),  # socket ? next : allow
+        (0x20, 0, 0, 16),  # A = args[0] (the address family)
+        (0x15, 0, 1, 1),  # AF_UNIX ? allow : deny
+        (0x06, 0, 0, allow),
+        (0x06, 0, 0, deny),
+    ]
+    filters = b"".join(struct.pack("HBBI", *insn) for insn in program)
+    buf = ctypes.create_string_buffer(filters)
+    prog = struct.pack("HxxxxxxP", len(program), ctypes.addressof(buf))
+    prog_buf = ctypes.create_string_buffer(prog)
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog_buf), 0, 0), "seccomp")
+
+
+def _enter_scratch(spec: dict, scratch: str) -> None:
+    """As the student's uid: work in the scratch folder, within the worker's limits."""
+    import torch
+
+    os.chdir(scratch)
+    os.environ.update(HOME=scratch, TMPDIR=scratch)
+
+    # CUDA maps far more address space than any limit we could set: with CUDA, RLIMIT_AS stays off
+    # (the NVML-based check does not initialize CUDA in the template).
+    if not torch.cuda.is_available():
+        set_limit(resource.RLIMIT_AS, _vm_size() + spec["memory_mb"] * 2**20)
+    set_limit(resource.RLIMIT_NPROC, spec["nproc"])
+
+
+def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve) -> None:
+    """The fork's life: build the domain of ``spec["mode"]``, then ``serve(sock_fd, copy_dir)``."""
+    os.setsid()
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    close_other_fds({sock_fd, bundle_fd})
+    files = read_bundle(bundle_fd)
+    if spec["mode"] == "bwrap":
+        _run_namespaced(spec, sock_fd, files, serve)
+    else:
+        _run_plain(spec, sock_fd, files, serve)
+
+
+def _run_plain(spec: dict, sock_fd: int, files: dict, serve) -> None:
+    root = spec["root"]  # a fresh folder the grader made for this domain alone (root-owned, 0711)
+    copy_dir, scratch = os.path.join(root, "copy"), os.path.join(root, "scratch")
+    os.mkdir(copy_dir, 0o755)
+    write_copy(copy_dir, files)
+    os.mkdir(scratch, 0o700)
+    uid = spec.get("uid")
+    if uid is not None:
+        os.chown(scratch, uid, uid)
+    if uid is not None:
+        drop_privileges(uid)
+        deny_ip_sockets()
+    _enter_scratch(spec, scratch)
+    serve(sock_fd, copy_dir)
+
+
+def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    init = os.fork()
+    if init:  # the keeper: the template waits for (and kills) this process; the init dies with it
+        os.close(sock_fd)
+        _, status = os.waitpid(init, 0)
+        os._exit(_exit_code(status))
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
+    if not _keeper_alive():
+        os._exit(1)
+    uid, mb = spec["uid"], spec["disk_mb"]
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=1777")
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={mb}m,mode=1777")
+    copy_dir, scratch = "/kata/copy", "/kata/scratch"
+    _mount("tmpfs", copy_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755")
+    write_copy(copy_dir, files)
+    _mount(None, copy_dir, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=0700,uid={uid},gid={uid}")
+    worker = os.fork()
+    if worker:  # pid 1: reap whatever the student's code leaves, until the worker itself ends
+        os.close(sock_fd)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == worker:
+                os._exit(_exit_code(status))
+    drop_privileges(uid)
+    _enter_scratch(spec, scratch)
+    serve(sock_fd, copy_dir)
+
+
+def _keeper_alive() -> bool:
+    """PR_SET_PDEATHSIG came after the fork: if the keeper died in between, nobody would kill us."""
+    try:
+        with open("/proc/self/status") as f:  # still the template's /proc here: PPid is the keeper's
+            return not any(line.split()[1:] == ["1"] for line in f if line.startswith("PPid:"))
+    except OSError:
+        return False
+
+
+def _exit_code(status: int) -> int:
+    """The worker's wait status, passed up as an exit code (a signal N as 128 + N, like a shell)."""
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)

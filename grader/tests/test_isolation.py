@@ -1,0 +1,251 @@
+"""Attacks on the trust model, through the launcher production uses, in every mode this machine runs.
+
+``bwrap`` needs bubblewrap and root; ``uid`` (root without user namespaces, as in Gradescope's and
+CI's containers) needs root and a Python that other users can read (CI makes /root searchable);
+``none`` runs anywhere. Attacks that would stop the test process itself are not run in ``none``
+(it isolates nothing: there the tests show that an attack works, so that they can fail).
+In CI every mode must run (test_every_mode_runs_in_ci).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.batch import csv_cell, csv_row
+from grader.domains import Domains
+from grader.engine import run_hidden_tests, score, start_worker
+from grader.grading import GradeOptions, grade
+from grader.isolation import (SandboxUnavailable, bwrap_problem, choose_isolation, student_uid, uid_problem)
+from grader.rubric import REPO_ROOT, load_rubric
+from grader.submission import SubmissionError, locate_submission
+from grader.worker_client import WorkerClient
+from test_engine import SOLUTIONS, build_submission
+
+pytestmark = pytest.mark.timeout(600)
+PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
+MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
+         for mode, problem in PROBLEMS.items()]
+ISOLATING = [m for m in MODES if m.values[0] != "none"]
+REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
+
+
+@pytest.fixture(scope="module", params=MODES)
+def domains(request):
+    """One template per mode for the module's tests: a class graded one student after another."""
+    with Domains(choose_isolation(request.param)) as d:
+        yield d
+
+
+@pytest.fixture(params=ISOLATING)
+def isolating(request):
+    with Domains(choose_isolation(request.param)) as d:
+        yield d
+
+
+def test_every_mode_runs_in_ci() -> None:
+    if os.environ.get("CI"):
+        assert PROBLEMS == {"bwrap": None, "uid": None, "none": None}, PROBLEMS
+
+
+def _uid_processes(uid: int) -> list[str]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if str(uid) in fields.get("Uid", "").split() and not fields.get("State", "").strip().startswith("Z"):
+            found.append(name)
+    return found
+
+
+def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) -> None:
+    """A student leaves a daemon that plants code in /tmp, stops and pokes every process it sees and
+    writes fake results; the next student only loads what was planted; then an honest student."""
+    rubric = load_rubric()
+    options = GradeOptions(gpu="skip")
+    t0 = time.perf_counter()
+    attacker = grade(build_submission("class_attacker", tmp_path / "a"), options, isolating)
+    assert attacker.score == pytest.approx(sum(ex.points for ex in rubric.exercises.values()))
+    assert not Path("/tmp/kata_planted").exists()
+    victim = grade(build_submission("class_victim", tmp_path / "b"), options, isolating)
+    assert victim.exercises["03_causal/causal_mask"].score == 0, victim.exercises["03_causal/causal_mask"].message
+    honest = grade(SOLUTIONS, options, isolating)
+    assert all(r.status == "passed" for r in honest.exercises.values()), {k: r.message for k, r in honest.exercises.items()}
+    assert time.perf_counter() - t0 < 180
+    assert not _uid_processes(isolating.isolation.uid)  # nothing of the students runs any more
+    assert not (REPO_ROOT / "results.json").exists() and not Path("/autograder/results/results.json").exists()
+
+
+def test_the_reference_never_reaches_a_report(domains: Domains, tmp_path: Path) -> None:
+    """The wrapper is re-graded with the reference CausalAttention beside it; it reads it and
+    pushes it out in every message and on stdout. Only pass/fail counts may come back."""
+    sub = build_submission("leak_reference", tmp_path)
+    (sub / "03_causal" / "causal_attention.py").write_text("raise ImportError('broken on purpose')\n")
+    report = grade(sub, GradeOptions(gpu="skip"), domains)
+    from grader.report import to_gradescope, to_json
+
+    text = json.dumps(to_json(report)) + json.dumps(to_gradescope(report))
+    assert REFERENCE_LINE not in text and "LEAK:" not in text
+    wrapper = report.exercises["04_multihead/multihead_wrapper"]
+    assert wrapper.score == 0 and wrapper.outcomes
+
+
+def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> None:
+    sub = build_submission("copy_reference", tmp_path)
+    path = REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py"
+    (sub / "03_causal" / "causal_mask.py").write_text(f"exec(open({str(path)!r}).read())\n")
+    earned = score(run_hidden_tests(start_worker(sub, domains=domains)))
+    points = load_rubric().exercises["03_causal/causal_mask"].points
+    if domains.isolation.mode == "none":
+        assert earned["03_causal/causal_mask"] == pytest.approx(points)  # the attack works bare
+    else:
+        assert earned.get("03_causal/causal_mask", 0.0) == 0.0
+
+
+def test_identity_modules_earn_no_gpu_points(domains: Domains, tmp_path: Path) -> None:
+    report = grade(build_submission("gpu_identity", tmp_path), GradeOptions(), domains)
+    assert report.gpu_check.max_score == 10
+    assert report.gpu_check.score <= 10 * 2 / 3 + 0.01, report.gpu_check.message  # CausalAttention's third is lost
+    assert "CausalAttention does not match the reference on the CPU" in report.gpu_check.message
+
+
+def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path: Path) -> None:
+    sub = build_submission("namedtuple_flood", tmp_path)
+    with WorkerClient(sub, domains=domains, call_timeout=20) as client:
+        flood = client.request({"op": "module_attr", "module": "attention_scores", "name": "_flood"}, "import")
+        from grader.remote_impl import RemoteImpl
+
+        fn = RemoteImpl(client, {})._kata_wrap(flood)
+        t0 = time.perf_counter()
+        for _ in range(3):
+            out = fn()
+            assert type(out[0]) is tuple and len(out) == 20000
+        assert time.perf_counter() - t0 < 20
+    import grader.worker_client as wc
+
+    assert not any(isinstance(v, dict) and len(v) > 1000 for v in vars(wc).values())
+
+
+def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    for group in load_rubric().module_groups.values():
+        (sub / group).mkdir(parents=True, exist_ok=True)
+    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+        "import os, time\n\n"
+        "def attention_scores():\n"
+        "    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
+        "    return 1\n")
+    client = WorkerClient(sub, domains=domains)
+    from grader.remote_impl import RemoteImpl
+
+    impl = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"})
+    assert impl.attention_scores() == 1
+    t0 = time.perf_counter()
+    client.close()
+    assert time.perf_counter() - t0 < 5
+
+
+def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    for group in load_rubric().module_groups.values():
+        (sub / group).mkdir(parents=True, exist_ok=True)
+    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+        "import os\n\n"
+        "def attention_scores():\n"
+        "    status = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)\n"
+        "    writable = [p for p in (os.getcwd(), os.path.dirname(__file__)) if os.access(p, os.W_OK)]\n"
+        "    return os.getuid(), status['CapEff'].strip(), status['NoNewPrivs'].strip(), writable, os.getcwd()\n")
+    with WorkerClient(sub, domains=isolating) as client:
+        from grader.remote_impl import RemoteImpl
+
+        uid, caps, nnp, writable, cwd = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+    assert uid == student_uid() and uid not in (0, os.getuid())
+    assert int(caps, 16) == 0 and nnp == "1"
+    assert writable == [cwd]  # its scratch, not its copy
+
+
+def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    for group in load_rubric().module_groups.values():
+        (sub / group).mkdir(parents=True, exist_ok=True)
+    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+        "import socket\n\n"
+        "def attention_scores():\n"
+        "    try:\n        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n        return 'socket made'\n"
+        "    except OSError as err:\n        return str(err)\n")
+    from grader.remote_impl import RemoteImpl
+
+    with WorkerClient(sub, domains=isolating) as client:
+        said = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+    if isolating.isolation.mode == "uid":
+        assert said != "socket made"  # seccomp: no IP socket at all
+    # under bwrap a socket can be made, but there is no network to reach (tested in test_sandbox)
+
+
+def test_choice_of_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("grader.isolation.bwrap_problem", lambda: "bwrap cannot create namespaces here (test)")
+    monkeypatch.setattr("grader.isolation.uid_problem", lambda: "dropping to another uid needs root")
+    assert choose_isolation("auto").mode == "none" and "without isolation" in choose_isolation("auto").warnings[0]
+    for requested, for_class in (("auto", True), ("isolated", False), ("bwrap", False), ("uid", False)):
+        with pytest.raises(SandboxUnavailable):
+            choose_isolation(requested, for_class=for_class)
+    assert choose_isolation("none", for_class=True).mode == "none"
+
+
+def test_score_all_and_the_autograder_refuse_without_isolation(tmp_path: Path) -> None:
+    """Root without user namespaces and without root: a bwrap that fails, and a non-root user."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}:{Path(sys.executable).parent}:/usr/bin:/bin"}
+    said = subprocess.run([sys.executable, "-m", "grader", "isolation"], capture_output=True, text=True, env=env,
+                          cwd=REPO_ROOT)
+    if os.geteuid() == 0 and uid_problem() is None:
+        assert said.returncode == 0 and said.stdout.strip() == "uid", said.stderr  # root without namespaces
+    code = ("import sys, os; from grader import isolation; isolation.uid_problem = lambda: 'not root (test)';"
+            "from grader.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, "score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv")],
+                          capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--sandbox none" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, "-c", code, "isolation"], capture_output=True, text=True, env=env,
+                          cwd=REPO_ROOT)
+    assert proc.returncode == 2 and "no isolation is possible here" in proc.stderr
+
+
+def test_unreadable_zips_are_one_line_errors(tmp_path: Path) -> None:
+    good = tmp_path / "good.zip"
+    with zipfile.ZipFile(good, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("03_causal/causal_mask.py", "x = 1\n" * 1000)
+    data = bytearray(good.read_bytes())
+    encrypted, corrupt = tmp_path / "encrypted.zip", tmp_path / "corrupt.zip"
+    flagged = bytearray(data)
+    flagged[6] |= 1  # the local header's "encrypted" flag
+    central = flagged.find(b"PK\x01\x02")
+    flagged[central + 8] |= 1  # and the central directory's
+    encrypted.write_bytes(bytes(flagged))
+    body = data.find(b"causal_mask.py") + len("causal_mask.py")
+    data[body + 5: body + 40] = b"\xff" * 35
+    corrupt.write_bytes(bytes(data))
+    for archive in (encrypted, corrupt):
+        with pytest.raises(SubmissionError, match="unreadable zip"):
+            locate_submission(archive, tmp_path / f"x-{archive.stem}")
+        proc = subprocess.run([sys.executable, "-m", "grader", "score", str(archive)], capture_output=True, text=True,
+                              cwd=REPO_ROOT)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_csv_cells_cannot_be_formulas() -> None:
+    assert csv_cell("=2+5") == "'=2+5" and csv_cell("@SUM(A1)") == "'@SUM(A1)" and csv_cell("alice") == "alice"
+    row = csv_row("=HYPERLINK(\"http://x\")", {"error": "-1+2"})
+    assert row["student"].startswith("'=") and row["message"].startswith("'-")
