@@ -1,19 +1,63 @@
-"""Make the exercises importable by bare module name, from wherever pytest is started.
+"""pytest settings for the exercises: bare-name imports and short reports.
 
-Exercises build on one another (``04_multihead/multihead_wrapper.py`` does
-``from causal_attention import CausalAttention``) and the public tests import the module under
-test the same way (``from causal_mask import causal_mask``). pytest loads this file before it
-collects any test below ``exercises/``, so ``pytest exercises/03_causal`` and ``pytest exercises``
-both work from the repository root. The grader's worker sets up the same path for your code.
+* Exercises build on one another (``04_multihead/multihead_wrapper.py`` does
+  ``from causal_attention import CausalAttention``) and the public tests load the module under test
+  by its bare name (``load("causal_mask")`` in ``kata_checks.py``). This file puts ``exercises/`` and
+  its four group folders on ``sys.path``, so ``pytest exercises/03_causal``, ``pytest exercises`` and
+  ``pytest exercises/03_causal/test_causal_mask.py`` all work from the repository root. The grader's
+  worker sets up the same path for your code.
+* One public test file per module, every test named after its module:
+  ``pytest exercises -k causal_mask`` runs exactly the tests of ``03_causal/causal_mask.py``.
+* Short reports: a function you have not written yet fails in one line
+  (``NotImplementedError: causal_mask: not written yet -- see ...``), a failed check shows its
+  message and the test line it came from, other errors a short traceback (``--tb=short``; pass
+  ``--tb=long`` yourself for the full one).
 """
+
+from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 
-for group in reversed(GROUPS):
-    path = str(HERE / group)
+for path in [str(HERE / group) for group in reversed(GROUPS)] + [str(HERE)]:
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "tbstyle", "auto") == "auto":
+        config.option.tbstyle = "short"
+
+
+def _short_report(item: pytest.Item, excinfo: pytest.ExceptionInfo) -> str | None:
+    """One line for NotImplementedError, the message and the test's line for a failed check; else None."""
+    from kata_checks import KataCheckFailed
+
+    if excinfo.errisinstance(NotImplementedError):
+        entry = excinfo.traceback[-1]
+        where = f"{Path(str(entry.path)).name}:{entry.lineno + 1}"
+        return f"NotImplementedError: {excinfo.value} ({where})"
+    if excinfo.errisinstance(KataCheckFailed):
+        lines = [e for e in excinfo.traceback if Path(str(e.path)) == Path(str(item.path))]
+        where = f"{Path(str(item.path)).name}:{lines[-1].lineno + 1}: " if lines else ""
+        return f"{where}{excinfo.value}"
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if call.excinfo is None or not report.failed:
+        return
+    try:
+        short = _short_report(item, call.excinfo)
+    except Exception:  # noqa: BLE001 - never hide the original failure behind a reporting bug
+        short = None
+    if short is not None:
+        report.longrepr = short

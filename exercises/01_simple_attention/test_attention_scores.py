@@ -1,0 +1,46 @@
+"""Public tests for attention_scores (01_simple_attention, section 3.3).
+
+Run ``pytest exercises/01_simple_attention/test_attention_scores.py`` or ``pytest exercises -k attention_scores``.
+Expected values are the tensors printed in exercises/documents/chapter_notes_3.1-3.6.txt (document
+paths in the kata are relative to the repository root), or computed here with plain torch ops.
+"""
+
+import torch
+
+from kata_checks import BATCH_DOT_T, SIZE_MISMATCH, assert_close, call_checked, journey_inputs, load
+
+# chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
+SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
+# chapter_notes_3.1-3.6.txt, section 3.3.2: inputs @ inputs.T
+SCORE_MATRIX = torch.tensor(
+    [
+        [0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310],
+        [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865],
+        [0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605],
+        [0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565],
+        [0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935],
+        [0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450],
+    ]
+)
+
+
+def test_attention_scores_of_journey_match_the_document():
+    m = load("attention_scores")
+    inputs = journey_inputs()
+    assert_close(m.attention_scores(inputs, inputs[1]), SCORES_2, atol=1e-4,
+                 call="attention_scores(inputs, inputs[1])  [chapter_notes_3.1-3.6.txt, 3.3.1]")
+
+
+def test_attention_scores_matrix_matches_the_document():
+    m = load("attention_scores")
+    assert_close(m.attention_score_matrix(journey_inputs()), SCORE_MATRIX, atol=1e-4,
+                 call="attention_score_matrix(inputs)  [chapter_notes_3.1-3.6.txt, 3.3.2]")
+
+
+def test_attention_scores_matrix_keeps_a_batch_dimension():
+    m = load("attention_scores")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(11))  # batch 2, 5 tokens, d 3
+    call = "attention_score_matrix(x) with x of shape (2, 5, 3)"
+    got = call_checked(m.attention_score_matrix, x, call=call, errors=[(SIZE_MISMATCH, BATCH_DOT_T)])
+    expected = torch.einsum("bid,bjd->bij", x, x)  # entry [b, i, j] = x[b, i] · x[b, j]
+    assert_close(got, expected, atol=1e-5, call=call)

@@ -1,0 +1,73 @@
+"""Public tests for self_attention (02_trainable_weights, section 3.4.2).
+
+Run ``pytest exercises/02_trainable_weights/test_self_attention.py`` or ``pytest exercises -k self_attention``.
+Expected values are the tensors printed in exercises/documents/chapter_notes_3.1-3.6.txt (document
+paths in the kata are relative to the repository root), or computed here from the module's own
+weights with torch.nn.functional.scaled_dot_product_attention. The seeded values depend on creating
+W_query, W_key, W_value in that order, right after the seed.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, call_checked, fail, journey_inputs,
+                         load, scale_diagnoses)
+
+
+def test_self_attention_v1_seed_123_matches_the_document():
+    m = load("self_attention")
+    # chapter_notes_3.1-3.6.txt, section 3.4.2: sa_v1(inputs) after torch.manual_seed(123)
+    expected = torch.tensor(
+        [[0.2996, 0.8053], [0.3061, 0.8210], [0.3058, 0.8203], [0.2948, 0.7939], [0.2927, 0.7891], [0.2990, 0.8040]]
+    )
+    torch.manual_seed(123)
+    sa_v1 = m.SelfAttention_v1(3, 2)
+    assert_close(sa_v1(journey_inputs()), expected, atol=1e-4, otherwise=CREATION_ORDER,
+                 call="torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)")
+
+
+def test_self_attention_v2_seed_789_matches_the_document():
+    m = load("self_attention")
+    # chapter_notes_3.1-3.6.txt, section 3.4.2: sa_v2(inputs) after torch.manual_seed(789)
+    expected = torch.tensor(
+        [[-0.0739, 0.0713], [-0.0748, 0.0703], [-0.0749, 0.0702], [-0.0760, 0.0685], [-0.0763, 0.0679], [-0.0754, 0.0693]]
+    )
+    torch.manual_seed(789)
+    sa_v2 = m.SelfAttention_v2(3, 2)
+    assert_close(sa_v2(journey_inputs()), expected, atol=1e-4, otherwise=CREATION_ORDER,
+                 call="torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)")
+
+
+def test_self_attention_parameters_have_the_documented_shapes():
+    m = load("self_attention")
+    got_v1 = {name: tuple(p.shape) for name, p in m.SelfAttention_v1(3, 4).named_parameters()}
+    want_v1 = {"W_query": (3, 4), "W_key": (3, 4), "W_value": (3, 4)}
+    if got_v1 != want_v1:
+        fail("SelfAttention_v1(3, 4).named_parameters()", f"returned {got_v1}", f"expected {want_v1}")
+    got_v2 = {name: tuple(p.shape) for name, p in m.SelfAttention_v2(3, 4).named_parameters()}
+    want_v2 = {"W_query.weight": (4, 3), "W_key.weight": (4, 3), "W_value.weight": (4, 3)}
+    if got_v2 != want_v2:
+        fail("SelfAttention_v2(3, 4).named_parameters()", f"returned {got_v2}",
+             f"expected {want_v2} (nn.Linear(d_in, d_out, bias=False) stores its weight as (d_out, d_in))")
+
+
+def _expected(x, W_query, W_key, W_value, scale):
+    """Self-attention computed with torch's own function from the given (d_in, d_out) weight matrices."""
+    return F.scaled_dot_product_attention(x @ W_query, x @ W_key, x @ W_value, scale=scale)
+
+
+def test_self_attention_v1_and_v2_keep_a_batch_dimension():
+    m = load("self_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(13))  # batch 2, 5 tokens, d_in 3; d_out 4
+    for cls in ("SelfAttention_v1", "SelfAttention_v2"):
+        module = getattr(m, cls)(3, 4)
+        if cls == "SelfAttention_v1":
+            weights = (module.W_query, module.W_key, module.W_value)
+        else:
+            weights = (module.W_query.weight.T, module.W_key.weight.T, module.W_value.weight.T)
+        call = f"{cls}(3, 4)(x) with x of shape (2, 5, 3)"
+        got = call_checked(module, x, call=call, errors=[(SIZE_MISMATCH, BATCH_DOT_T)])
+        with torch.no_grad():
+            expected = _expected(x, *weights, scale=None)
+            diagnoses = scale_diagnoses(lambda s: _expected(x, *weights, scale=s), 4, "d_out")
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=diagnoses)

@@ -1,0 +1,51 @@
+"""Public tests for attention_dropout (03_causal, section 3.5.2).
+
+Run ``pytest exercises/03_causal/test_attention_dropout.py`` or ``pytest exercises -k attention_dropout``.
+The documents (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.5.2; paths in the kata are
+relative to the repository root) print a dropout mask that differs between platforms, so the
+expected value is torch.nn.Dropout's on this machine under the same seed.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+
+from kata_checks import NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, fail, load
+
+
+def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
+    m = load("attention_dropout")
+    x = torch.ones(6, 6)
+    torch.manual_seed(123)
+    expected = nn.Dropout(0.5)(x)
+    torch.manual_seed(123)
+    assert_close(m.dropout(x, 0.5), expected, atol=1e-6, call="torch.manual_seed(123); dropout(torch.ones(6, 6), 0.5)",
+                 diagnoses=[(expected / 2, NOT_RESCALED)],
+                 otherwise="draw the keep-mask with torch.empty_like(x).bernoulli_(1 - p), as the docstring says")
+
+
+def test_attention_dropout_scales_survivors_and_is_identity_when_not_training():
+    m = load("attention_dropout")
+    x = torch.rand(50, 50, generator=torch.Generator().manual_seed(0)) + 0.5
+    got = m.dropout(x, 0.25)
+    kept = got != 0
+    assert_close(got[kept], x[kept] / 0.75, atol=1e-6, call="dropout(x, 0.25) at the kept positions",
+                 diagnoses=[(x[kept], NOT_RESCALED)])
+    assert_close(m.dropout(x, 0.25, training=False), x, atol=0.0, call="dropout(x, 0.25, training=False)")
+    assert_close(m.dropout(x, 0.0), x, atol=0.0, call="dropout(x, 0.0)")
+
+
+def test_attention_dropout_drops_everything_at_p_one():
+    m = load("attention_dropout")
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(1)) + 0.5
+    got = m.dropout(x, 1.0)
+    if isinstance(got, torch.Tensor) and torch.isnan(got).any():
+        fail("dropout(x, 1.0) with x of shape (4, 5)", f"returned NaN in {int(torch.isnan(got).sum())} of 20 places",
+             "expected all zeros", f"likely cause: {NAN_AT_P1}")
+    assert_close(got, torch.zeros(4, 5), atol=0.0, call="dropout(x, 1.0) with x of shape (4, 5)")
+
+
+@pytest.mark.parametrize("p", [1.5, -0.1])
+def test_attention_dropout_rejects_a_probability_outside_0_and_1(p):
+    m = load("attention_dropout")
+    assert_raises(ValueError, m.dropout, torch.ones(3), p, call=f"dropout(torch.ones(3), {p})", why=P_NOT_CHECKED)

@@ -1,0 +1,122 @@
+"""Public tests for causal_attention (03_causal, section 3.5.3).
+
+Run ``pytest exercises/03_causal/test_causal_attention.py`` or ``pytest exercises -k causal_attention``.
+Expected values are the tensors printed in exercises/documents/notebook_causal_self_attention.txt
+(document paths in the kata are relative to the repository root), or computed here from the
+module's own weights with torch.nn.functional.scaled_dot_product_attention.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from kata_checks import (CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SAME_DEVICE,
+                         SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_raises,
+                         call_checked, fail, journey_batch, load, scale_diagnoses)
+
+MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+
+
+def _projections(ca, x):
+    """Queries, keys, values made with the module's own nn.Linear layers (whatever their order)."""
+    return ca.W_query(x), ca.W_key(x), ca.W_value(x)
+
+
+def _attention(ca, x, scale=None, causal=True):
+    q, k, v = _projections(ca, x)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+
+def _diagnoses(ca, x):
+    """Known mistakes, recomputed from the module's own weights."""
+    with torch.no_grad():
+        d_out = ca.W_key.weight.shape[0]
+        return ([(_attention(ca, x, causal=False), UNMASKED)]
+                + scale_diagnoses(lambda s: _attention(ca, x, scale=s), d_out, "d_out"))
+
+
+def test_causal_attention_seed_123_matches_the_document():
+    m = load("causal_attention")
+    # notebook_causal_self_attention.txt: CausalAttentionV1(d_in=3, d_out=2, context_length=6, dropout=0.0), seed 123
+    row = torch.tensor(
+        [[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.6300, -0.0632], [-0.5675, -0.0843], [-0.5526, -0.0981], [-0.5299, -0.1081]]
+    )
+    batch = journey_batch()
+    torch.manual_seed(123)
+    ca = m.CausalAttention(3, 2, 6, 0.0)
+    call = "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)"
+    got = call_checked(ca, batch, call=call, errors=MASK_ERRORS)
+    assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(ca, batch), otherwise=CREATION_ORDER)
+
+
+def test_causal_attention_matches_attention_computed_from_its_own_weights():
+    m = load("causal_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(21))  # batch 2, 5 tokens < context_length 6
+    for bias in (False, True):
+        ca = m.CausalAttention(3, 4, 6, 0.0, qkv_bias=bias)
+        call = f"CausalAttention(3, 4, context_length=6, dropout=0.0, qkv_bias={bias})(x of shape (2, 5, 3))"
+        got = call_checked(ca, x, call=call, errors=MASK_ERRORS)
+        with torch.no_grad():
+            expected = _attention(ca, x)
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(ca, x))
+
+
+def test_causal_attention_mask_is_a_buffer():
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 5, 0.0)
+    assert_mask_buffer(ca, torch.ones(5, 5).triu(1), call="CausalAttention(3, 4, context_length=5, dropout=0.0)",
+                       diagnoses=[(torch.ones(5, 5).tril(), "stored the tril 'allowed' mask; the docstring asks for "
+                                                            "torch.triu(torch.ones(...), diagonal=1)")])
+
+
+def test_causal_attention_runs_on_any_device():
+    """The module and its input moved to PyTorch's ``meta`` device (shapes only, no values): a mask
+    that does not follow ``.to()``, or one made on the CPU in forward, fails here as on a GPU."""
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 6, 0.0).to("meta")
+    call = "CausalAttention(3, 4, 6, 0.0).to('meta')(x of shape (2, 5, 3) on device 'meta')"
+    got = call_checked(ca, torch.empty(2, 5, 3, device="meta"), call=call, errors=MASK_ERRORS)
+    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (2, 5, 4):
+        fail(call, f"returned {got!r:.200}; expected a tensor of shape (2, 5, 4) on device 'meta'", f"likely cause: {DEVICE_MIX}")
+
+
+def test_causal_attention_ignores_future_tokens():
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 6, 0.0)
+    g = torch.Generator().manual_seed(1)
+    x = torch.rand(2, 6, 3, generator=g)
+    changed = x.clone()
+    changed[:, 4:] = torch.rand(2, 2, 3, generator=g)  # change only tokens 4 and 5
+    call = "ca(x)[:, :4] vs ca(x with tokens 4 and 5 changed)[:, :4]"
+    first = call_checked(ca, x, call="ca(x)", errors=MASK_ERRORS)
+    assert_close(ca(changed)[:, :4], first[:, :4].detach(), atol=1e-6, call=call,
+                 note="tokens 0-3 must not see tokens 4 and 5: mask the future before the softmax")
+    fewer = call_checked(ca, x[:, :4], call="ca(x[:, :4]) (fewer tokens than context_length)", errors=MASK_ERRORS)
+    assert_close(fewer, first[:, :4].detach(), atol=1e-6, call="ca(x[:, :4]) vs ca(x)[:, :4]")
+
+
+def test_causal_attention_rejects_more_tokens_than_context_length():
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 2, 4, 0.0)
+    assert_raises(ValueError, ca, torch.rand(1, 5, 3), call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
+                  why="more tokens than context_length: raise ValueError naming both numbers")
+
+
+def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only():
+    m = load("causal_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(22))
+    ca = m.CausalAttention(3, 4, 6, 0.5)
+    call = "CausalAttention(3, 4, 6, dropout=0.5)"
+    with torch.no_grad():
+        no_dropout = _attention(ca, x)
+        q, k, v = _projections(ca, x)
+        weights = torch.softmax((q @ k.transpose(1, 2) / 2.0).masked_fill(torch.ones(5, 5).triu(1).bool(), -torch.inf), -1)
+        torch.manual_seed(5)
+        expected = F.dropout(weights, 0.5, training=True) @ v  # the same draws as nn.Dropout(0.5) under seed 5
+    torch.manual_seed(5)
+    got = ca(x)
+    assert_close(got, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
+                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED)],
+                 otherwise="apply self.dropout (nn.Dropout) once, to the attention weights, after the softmax")
+    ca.eval()
+    assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)],
+                 otherwise=DROPOUT_IN_EVAL)

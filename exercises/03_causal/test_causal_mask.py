@@ -1,0 +1,96 @@
+"""Public tests for causal_mask (03_causal, section 3.5.1).
+
+Run ``pytest exercises/03_causal/test_causal_mask.py`` or ``pytest exercises -k causal_mask``.
+Expected values are the tensors printed in exercises/documents/notebook_causal_self_attention.txt and
+exercises/documents/chapter_notes_3.1-3.6.txt (document paths in the kata are relative to the
+repository root). The seed-789 scores come from three ``nn.Linear(3, 2, bias=False)`` created after
+``torch.manual_seed(789)``, exactly as SelfAttention_v2 creates them, so these tests do not need
+your 02_trainable_weights code.
+"""
+
+import torch
+import torch.nn as nn
+
+from kata_checks import (DEVICE_MIX, SAME_DEVICE, WRONG_DEVICE, assert_close, assert_unchanged, call_checked, fail,
+                         journey_inputs, load)
+
+# notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
+CAUSAL_WEIGHTS = torch.tensor(
+    [
+        [1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+        [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],
+        [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],
+        [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],
+        [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],
+        [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529],
+    ]
+)
+
+
+def seed_789_scores() -> torch.Tensor:
+    """Unscaled scores Q Kᵀ of the seed-789 SelfAttention_v2 (notebook_causal_self_attention.txt)."""
+    inputs = journey_inputs()
+    torch.manual_seed(789)
+    W_query, W_key = nn.Linear(3, 2, bias=False), nn.Linear(3, 2, bias=False)
+    with torch.no_grad():
+        return W_query(inputs) @ W_key(inputs).T
+
+
+def test_causal_mask_is_lower_triangular_ones():
+    m = load("causal_mask")
+    # notebook_causal_self_attention.txt: torch.tril(torch.ones(context_length, context_length))
+    expected = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    assert_close(m.causal_mask(4), expected, atol=0, call="causal_mask(4)")
+
+
+def test_causal_mask_mask_and_renormalize_matches_the_document():
+    m = load("causal_mask")
+    weights = torch.softmax(seed_789_scores() / 2**0.5, dim=-1)
+    untouched = weights.clone()
+    call = "mask_and_renormalize(seed-789 attention weights)  [notebook_causal_self_attention.txt]"
+    got = m.mask_and_renormalize(weights)
+    assert_unchanged([untouched], [weights], call=call, names=["attn_weights"])
+    masked = weights * torch.tril(torch.ones(6, 6))
+    assert_close(got, CAUSAL_WEIGHTS, atol=1e-4, call=call,
+                 diagnoses=[(masked, "masked but not renormalized: divide every row by its sum after zeroing")])
+
+
+def test_causal_mask_mask_future_scores_puts_minus_infinity_above_the_diagonal():
+    m = load("causal_mask")
+    scores = seed_789_scores()
+    untouched = scores.clone()
+    # chapter_notes_3.1-3.6.txt, section 3.5.1: the first two rows of masked
+    expected = torch.tensor(
+        [[0.2899, -torch.inf, -torch.inf, -torch.inf, -torch.inf, -torch.inf],
+         [0.4656, 0.1723, -torch.inf, -torch.inf, -torch.inf, -torch.inf]]
+    )
+    call = "mask_future_scores(seed-789 scores)"
+    got = m.mask_future_scores(scores)
+    assert_unchanged([untouched], [scores], call=call, names=["attn_scores"])
+    assert_close(got[:2] if isinstance(got, torch.Tensor) and got.shape == (6, 6) else got, expected, atol=1e-4,
+                 call=call + "[:2]  [chapter_notes_3.1-3.6.txt, 3.5.1]")
+
+
+def test_causal_mask_weights_from_masked_scaled_scores_match_the_document():
+    m = load("causal_mask")
+    scores = seed_789_scores()
+    masked = scores.masked_fill(torch.ones(6, 6).triu(1).bool(), -torch.inf)
+    # notebook_causal_self_attention.txt: softmax of the -inf-masked scores divided by sqrt(2)
+    assert_close(m.causal_attention_weights(scores, 2), CAUSAL_WEIGHTS, atol=1e-4,
+                 call="causal_attention_weights(seed-789 scores, d_k=2)  [notebook_causal_self_attention.txt]",
+                 diagnoses=[(torch.softmax(masked, -1), "no scaling: divide the scores by √d_k before the softmax")])
+
+
+def test_causal_mask_functions_work_on_a_batch_on_any_device():
+    """A batch of (5, 5) scores on PyTorch's ``meta`` device (shapes only, no values): a mask made on
+    the CPU and mixed in fails here just as it would on a GPU."""
+    m = load("causal_mask")
+    scores = torch.empty(2, 5, 5, device="meta")
+    errors = [(WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+    for name, args in [("mask_future_scores", (scores,)), ("mask_and_renormalize", (scores,)),
+                       ("causal_attention_weights", (scores, 4))]:
+        call = f"{name}(scores of shape (2, 5, 5) on device 'meta'{', 4' if len(args) == 2 else ''})"
+        got = call_checked(getattr(m, name), *args, call=call, errors=errors)
+        if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (2, 5, 5):
+            where = f"a tensor of shape {tuple(got.shape)} on {got.device}" if isinstance(got, torch.Tensor) else repr(got)
+            fail(call, f"returned {where}; expected shape (2, 5, 5) on device 'meta'", f"likely cause: {DEVICE_MIX}")

@@ -1,0 +1,104 @@
+"""Public tests for multihead_attention (04_multihead, section 3.6.2).
+
+Run ``pytest exercises/04_multihead/test_multihead_attention.py`` or ``pytest exercises -k multihead_attention``.
+The documents' example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.2; document paths
+in the kata are relative to the repository root) has head_dim 1, where a wrong 1/√head_dim scale
+still matches: the test with head_dim 2 computes its expected value from the module's own weights,
+one head at a time, with torch.nn.functional.scaled_dot_product_attention.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from kata_checks import (CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
+                         SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer,
+                         call_checked, fail, journey_batch, load, no_scale, scaled_by_d_out)
+
+MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+
+
+def _attention(mha, x, num_heads, scale=None, causal=True, split="slices", merge="cat", out_proj=True):
+    """Multi-head attention from the module's own layers: head h uses features h*hd:(h+1)*hd of Q, K, V."""
+    b, t, _ = x.shape
+    q, k, v = mha.W_query(x), mha.W_key(x), mha.W_value(x)
+    hd = q.shape[-1] // num_heads
+
+    def heads(y):  # (b, T, d_out) -> (b, num_heads, T, hd)
+        return y.reshape(b, num_heads, t, hd) if split == "bare-view" else torch.stack(y.split(hd, dim=-1), dim=1)
+
+    ctx = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=causal, scale=scale)
+    ctx = ctx.reshape(b, t, num_heads * hd) if merge == "bare-reshape" else torch.cat(ctx.unbind(1), dim=-1)
+    return mha.out_proj(ctx) if out_proj else ctx
+
+
+def _diagnoses(mha, x, num_heads):
+    """Known mistakes, recomputed from the module's own weights."""
+    d_out = mha.out_proj.weight.shape[0]
+    hd = d_out // num_heads
+    with torch.no_grad():
+        out = [(_attention(mha, x, num_heads, scale=1.0), no_scale(hd, "head_dim")),
+               (_attention(mha, x, num_heads, causal=False), UNMASKED),
+               (_attention(mha, x, num_heads, out_proj=False), NO_OUT_PROJ),
+               (_attention(mha, x, num_heads, split="bare-view"), SPLIT_BARE_VIEW),
+               (_attention(mha, x, num_heads, merge="bare-reshape"), MERGE_BARE_RESHAPE)]
+        if d_out != hd:
+            out.insert(0, (_attention(mha, x, num_heads, scale=d_out**-0.5), scaled_by_d_out(d_out, hd)))
+    return out
+
+
+def test_multihead_attention_seed_123_matches_the_reference_values():
+    m = load("multihead_attention")
+    # chapter_notes_3.1-3.6.txt, section 3.6.2 runs this, but its listing has a bug (head_dim = d_out)
+    # and prints nothing; exercises/documents/README.md gives the first two rows of the correct class,
+    # the other rows are computed with the same class.
+    row = torch.tensor(
+        [[0.3190, 0.4858], [0.2943, 0.3897], [0.2856, 0.3593], [0.2693, 0.3873], [0.2639, 0.3928], [0.2575, 0.4028]]
+    )
+    batch = journey_batch()
+    torch.manual_seed(123)
+    mha = m.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    call = "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"
+    got = call_checked(mha, batch, call=call, errors=MASK_ERRORS)
+    assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(mha, batch, 2),
+                 otherwise=CREATION_ORDER)
+
+
+def test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights():
+    m = load("multihead_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(31))  # batch 2, 5 tokens < context_length 6
+    for bias in (False, True):
+        mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, qkv_bias=bias)  # head_dim 2, d_in != d_out
+        call = f"MultiHeadAttention(3, 4, context_length=6, dropout=0.0, num_heads=2, qkv_bias={bias})(x of shape (2, 5, 3))"
+        got = call_checked(mha, x, call=call, errors=MASK_ERRORS)
+        with torch.no_grad():
+            expected = _attention(mha, x, 2)
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x, 2))
+
+
+def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer():
+    m = load("multihead_attention")
+    mha = m.MultiHeadAttention(3, 6, 5, 0.0, num_heads=2)
+    got = getattr(mha, "head_dim", None)
+    if got != 3:
+        fail("MultiHeadAttention(3, 6, 5, 0.0, num_heads=2).head_dim", f"returned {got!r}", "expected 3 (d_out // num_heads)")
+    assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)")
+
+
+def test_multihead_attention_runs_on_any_device():
+    """The module and its input moved to PyTorch's ``meta`` device (shapes only, no values): a mask
+    that does not follow ``.to()``, or one made on the CPU in forward, fails here as on a GPU."""
+    m = load("multihead_attention")
+    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to("meta")
+    call = "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to('meta')(x of shape (2, 5, 3) on device 'meta')"
+    got = call_checked(mha, torch.empty(2, 5, 3, device="meta"), call=call, errors=MASK_ERRORS)
+    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (2, 5, 4):
+        fail(call, f"returned {got!r:.200}; expected a tensor of shape (2, 5, 4) on device 'meta'", f"likely cause: {DEVICE_MIX}")
+
+
+def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
+    m = load("multihead_attention")
+    # exercises/documents/README.md: MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
+    got = sum(p.numel() for p in m.gpt2_attention().parameters())
+    if got != 2_360_064:
+        fail("sum(p.numel() for p in gpt2_attention().parameters())", f"returned {got:,}", "expected 2,360,064",
+             "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias")

@@ -1,0 +1,57 @@
+"""Public tests for multihead_wrapper (04_multihead, section 3.6.1).
+
+Run ``pytest exercises/04_multihead/test_multihead_wrapper.py`` or ``pytest exercises -k multihead_wrapper``.
+Expected values are the tensors printed in exercises/documents/chapter_notes_3.1-3.6.txt or, where the
+documents print nothing, the reference values listed in exercises/documents/README.md (document paths
+in the kata are relative to the repository root). The wrapper builds on your
+03_causal/causal_attention.py: finish that one first.
+"""
+
+import torch
+
+from kata_checks import CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, fail, journey_batch, load
+
+
+def test_multihead_wrapper_seed_123_matches_the_document():
+    m = load("multihead_wrapper")
+    # chapter_notes_3.1-3.6.txt, section 3.6.1: context_vecs of MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    row = torch.tensor(
+        [[-0.4519, 0.2216, 0.4772, 0.1063], [-0.5874, 0.0058, 0.5891, 0.3257], [-0.6300, -0.0632, 0.6202, 0.3860],
+         [-0.5675, -0.0843, 0.5478, 0.3589], [-0.5526, -0.0981, 0.5321, 0.3428], [-0.5299, -0.1081, 0.5077, 0.3493]]
+    )
+    torch.manual_seed(123)
+    mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    assert_close(mha(journey_batch()), torch.stack((row, row)), atol=1e-4, otherwise=CREATION_ORDER,
+                 call="torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+def test_multihead_wrapper_holds_its_heads_in_a_module_list():
+    m = load("multihead_wrapper")
+    mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3)
+    heads = getattr(mha, "heads", None)
+    if not (isinstance(heads, torch.nn.ModuleList) and len(heads) == 3):
+        fail("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3).heads", f"returned {heads!r:.200}",
+             "expected an nn.ModuleList of 3 CausalAttention modules (a plain list hides them from .parameters() and .to())")
+
+
+def test_multihead_wrapper_passes_qkv_bias_to_every_head():
+    m = load("multihead_wrapper")
+    for bias in (True, False):
+        mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias=bias)
+        names = sorted(name for name, _ in mha.named_parameters())
+        biases = [name for name in names if name.endswith(".bias")]
+        if len(biases) != (6 if bias else 0):
+            fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias={bias}).named_parameters()",
+                 f"returned {names}", f"expected {'a bias for W_query, W_key, W_value of both heads' if bias else 'no bias'}",
+                 f"likely cause: {QKV_BIAS_IGNORED}")
+
+
+def test_multihead_wrapper_two_dim_wrapper_returns_two_dimensional_embeddings():
+    m = load("multihead_wrapper")
+    # Exercise 3.2 of chapter_notes_3.1-3.6.txt, section 3.6.1 ("d_out = 1"); values from exercises/documents/README.md
+    row = torch.tensor(
+        [[-0.5740, 0.2216], [-0.7320, 0.0155], [-0.7774, -0.0546], [-0.6979, -0.0817], [-0.6538, -0.0957], [-0.6424, -0.1065]]
+    )
+    torch.manual_seed(123)
+    mha = m.two_dim_wrapper(3, 6)
+    assert_close(mha(journey_batch()), torch.stack((row, row)), atol=1e-4, call="torch.manual_seed(123); two_dim_wrapper(3, 6)(batch)")

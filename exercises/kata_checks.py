@@ -1,0 +1,384 @@
+"""The checks behind every test of the kata, and the mistakes they recognise.
+
+The public tests next to your exercises (``exercises/<group>/test_<module>.py``) and the hidden tests
+the grader runs use this one module, so a mistake gets the same explanation in both. It holds no
+solution code and no expected values: those are in the tests, taken from the documents
+(``exercises/documents/``) or computed there with plain torch ops.
+
+Every failed check raises ``KataCheckFailed`` (an ``AssertionError``) with a message that stands
+alone::
+
+    called causal_mask(4):
+      expected shape (4, 4): [[1.0000, 0.0000, ...], ...]
+      got      shape (4, 4): [[1.0000, 1.0000, ...], ...]
+      largest absolute difference 1 (tolerance: atol 0.0001, rtol 0)
+      likely cause: matches the expected value transposed: looks transposed (rows and columns swapped)
+
+``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause:
+message`` when ``got`` matches an alternative, i.e. a known wrong computation. The messages of the
+known mistakes are the constants below (``WRONG_DIM``, ``NO_KEEPDIM``, ...): each is written once.
+
+(For the instructors: ``tests/diagnose.py``, which the hidden tests import, is a symbolic link to
+this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exercises/``, carries it.)
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+MAX_SHOWN = 36  # values shown per tensor in a message
+
+
+class KataCheckFailed(AssertionError):
+    """A check failed; the message says what was called, what came back, what was expected."""
+
+
+# --- the known mistakes: one message each --------------------------------------------------------
+
+WRONG_DIM = "softmax over the wrong dim (columns instead of rows): normalize along the last dim"
+DIM_IGNORED = "the dim argument is ignored: normalize along dim, not always along the last dim"
+WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=True), not over every element"
+NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
+              "(sum(dim=dim, keepdim=True) keeps it aligned)")
+NO_SOFTMAX = "no softmax: the raw scores were used as weights"
+SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
+BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
+               "swap only the last two with .transpose(-2, -1)")
+UNMASKED = "output matches the unmasked attention: apply the causal mask"
+MASK_NOT_CUT = ("the mask was not cut to T × T: with fewer tokens than context_length, "
+                "index the (context_length, context_length) mask with [:T, :T] (T = x.shape[1])")
+DEVICE_MIX = ("a tensor created on the CPU (no device=) was mixed with an input on another device: create masks "
+              "with device=<the input>.device, or keep them in a buffer (self.register_buffer) so that .to() moves them")
+MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): a plain attribute is not saved "
+                     "in state_dict and does not follow .to(device)")
+MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
+                       "drop persistent=False (the documents save it with the model)")
+CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "
+                  "W_query, W_key, W_value (then out_proj) in that order, right after super().__init__()")
+DROPOUT_NOT_APPLIED = ("dropout was never applied: with dropout=0.5 in training mode the output equals the output "
+                       "without dropout; apply self.dropout to the attention weights after the softmax, before @ values")
+DROPOUT_IN_EVAL = "dropout still acts after .eval(): use nn.Dropout (the identity in eval mode), not a hand-made one"
+NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every element is dropped: return zeros")
+P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
+NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
+COPY_ALIASES = ("the two modules share storage (aliases): assigning .data = or a view of the other module's tensor links "
+                "them; copy the values with param.copy_(...) under torch.no_grad()")
+COPY_REPLACES = ("the nn.Parameter was replaced by a new object: copy the values into the existing one "
+                 "(param.copy_(...) under torch.no_grad()), so optimizers and hooks holding it still see it")
+COPY_NOT_TRANSPOSED = ("copied without transposing: nn.Linear stores its weight as (d_out, d_in), SelfAttention_v1 "
+                       "as (d_in, d_out): copy the transpose (.T), not a reshape/view of the same numbers")
+BIAS_NOT_ZEROED = "v1 has no bias: set v2's biases to zero so that both compute the same output"
+BIAS_NOT_REFUSED = "SelfAttention_v1 has nowhere to put v2's biases: raise ValueError instead of dropping them"
+PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError half-way leaves the target "
+                "half-copied")
+QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
+NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
+SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
+                   "then transpose(1, 2)")
+MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
+                      "then reshape to (b, T, d_out)")
+
+
+def no_scale(d: int, name: str = "d_k") -> str:
+    return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"
+
+
+def scaled_by_d_out(d_out: int, head_dim: int) -> str:
+    return f"scaled by 1/√d_out = 1/√{d_out}: the scale is 1/√head_dim = 1/√{head_dim}"
+
+
+# --- the documents' input ---------------------------------------------------------------------------
+
+# "Your journey starts with one step": exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1
+# (paths in the kata are written relative to the repository root).
+JOURNEY = [
+    [0.43, 0.15, 0.89],  # Your
+    [0.55, 0.87, 0.66],  # journey
+    [0.57, 0.85, 0.64],  # starts
+    [0.22, 0.58, 0.33],  # with
+    [0.77, 0.25, 0.10],  # one
+    [0.05, 0.80, 0.55],  # step
+]
+
+
+def journey_inputs() -> torch.Tensor:
+    """A fresh (6, 3) tensor of the documents' six-token input."""
+    return torch.tensor(JOURNEY)
+
+
+def journey_batch() -> torch.Tensor:
+    """The documents' ``torch.stack((inputs, inputs), dim=0)``: shape (2, 6, 3), two identical rows."""
+    return torch.stack((journey_inputs(), journey_inputs()), dim=0)
+
+
+# --- importing the module under test ---------------------------------------------------------------
+
+
+def load(module: str):
+    """``import <module>``; a module that cannot be imported fails only the tests that use it, in one line."""
+    __tracebackhide__ = True
+    try:
+        return importlib.import_module(module)
+    except SyntaxError as err:
+        where = f"{Path(err.filename).name}, line {err.lineno}" if err.filename else "unknown place"
+        raise KataCheckFailed(f"cannot import {module}: SyntaxError in {where}: {err.msg}") from None
+    except Exception as err:  # noqa: BLE001 - ImportError, NameError, ... raised while importing
+        raise KataCheckFailed(f"cannot import {module}: {type(err).__name__}: {err}") from None
+
+
+# --- formatting -------------------------------------------------------------------------------------
+
+
+def describe(obj: Any) -> str:
+    """A short description of any returned object: tensors by shape/dtype, others by type."""
+    if isinstance(obj, torch.Tensor):
+        return f"a {obj.dtype} tensor of shape {tuple(obj.shape)}"
+    if isinstance(obj, (tuple, list)):
+        return f"a {type(obj).__name__} of {len(obj)} item(s): ({', '.join(describe(o) for o in obj[:3])})"
+    return f"{type(obj).__name__} {obj!r:.80}"
+
+
+def _num(v: float) -> str:
+    return "-inf" if v == -float("inf") else "inf" if v == float("inf") else "nan" if v != v else f"{v:.4f}"
+
+
+def _nested(x: Any) -> str:
+    return f"[{', '.join(_nested(v) for v in x)}]" if isinstance(x, list) else _num(x)
+
+
+def fmt(t: torch.Tensor) -> str:
+    """Shape first, then the values rounded to 4 decimals: nested when small, else the first rows."""
+    t = t.detach().to("cpu", torch.float64)
+    if t.numel() <= MAX_SHOWN:
+        return f"shape {tuple(t.shape)}: {_nested(t.tolist())}"
+    if t.dim() == 1:
+        return f"shape {tuple(t.shape)}: first {MAX_SHOWN} values [{', '.join(_num(v) for v in t[:MAX_SHOWN].tolist())}, ...]"
+    rows = t.reshape(-1, t.shape[-1])
+    n = max(1, MAX_SHOWN // rows.shape[1])
+    shown = [[_num(v) for v in r[:MAX_SHOWN]] for r in rows[:n].tolist()]
+    body = ", ".join(f"[{', '.join(r)}{', ...' if rows.shape[1] > MAX_SHOWN else ''}]" for r in shown)
+    return f"shape {tuple(t.shape)}: first {len(shown)} of {rows.shape[0]} rows (last dim): [{body}, ...]"
+
+
+def max_abs_diff(got: torch.Tensor, expected: torch.Tensor) -> float:
+    """Largest |got - expected|, where equal infinities count as 0 and NaN as inf."""
+    g, e = got.detach().to(torch.float64), expected.detach().to(torch.float64)
+    same = (g == e) | (torch.isnan(g) & torch.isnan(e))
+    diff = (g - e).abs().masked_fill(same, 0.0)
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    return float(diff.max()) if diff.numel() else 0.0
+
+
+def is_close(got: Any, expected: torch.Tensor, atol: float, rtol: float = 0.0) -> bool:
+    """Same shape and all elements within atol + rtol*|expected| (equal infinities are close)."""
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+        return False
+    g, e = got.detach().to(torch.float64), expected.detach().to(torch.float64)
+    return bool(torch.isclose(g, e, atol=atol, rtol=rtol).all())
+
+
+# --- the core assertion -----------------------------------------------------------------------------
+
+
+def fail(call: str, *lines: str) -> None:
+    """Raise KataCheckFailed: ``called <call>:`` then one indented line per non-empty item."""
+    __tracebackhide__ = True
+    raise KataCheckFailed("\n".join([f"called {call}:"] + [f"  {line}" for line in lines if line]))
+
+
+def check_tensor(got: Any, *, call: str, shape: Sequence[int] | None = None, dtype: torch.dtype | None = None,
+                 hint: str = "") -> None:
+    """The result is a tensor (of this shape and dtype)."""
+    __tracebackhide__ = True
+    want = "a tensor" + (f" of shape {tuple(shape)}" if shape is not None else "")
+    if not isinstance(got, torch.Tensor):
+        fail(call, f"returned {describe(got)}; expected {want}")
+    if shape is not None and tuple(got.shape) != tuple(shape):
+        if not hint and len(shape) >= 2 and tuple(got.shape) == tuple(shape[:-2]) + (shape[-1], shape[-2]):
+            hint = "the last two dimensions are swapped: looks transposed"
+        elif not hint and got.numel() == torch.Size(shape).numel():
+            hint = "same number of elements: a reshape/view with the wrong layout, or a missing squeeze/transpose?"
+        fail(call, f"returned a tensor of shape {tuple(got.shape)}; expected shape {tuple(shape)}",
+             f"likely cause: {hint}" if hint else "")
+    if dtype is not None and got.dtype != dtype:
+        fail(call, f"returned a {got.dtype} tensor; expected {dtype} (keep the input's dtype: no hard-coded float32)")
+
+
+def assert_close(
+    got: Any,
+    expected: torch.Tensor,
+    *,
+    call: str,
+    atol: float,
+    rtol: float = 0.0,
+    diagnoses: Iterable[tuple[torch.Tensor, str]] = (),
+    check_dtype: bool = True,
+    note: str = "",
+    otherwise: str = "",
+) -> None:
+    """``got`` equals ``expected`` within ``atol + rtol * |expected|``, else a teaching message.
+
+    diagnoses: ``(alternative, message)``; the message is shown if ``got`` matches ``alternative``
+    (at the same tolerance, or 1e-4 if larger), i.e. the result is a known mistake.
+    note: always shown on failure. otherwise: shown only when no likely cause was recognised.
+    """
+    __tracebackhide__ = True
+    check_tensor(got, call=call, shape=expected.shape, dtype=expected.dtype if check_dtype else None)
+    if is_close(got, expected, atol, rtol):
+        return
+    hints = []
+    g = got.detach()
+    if torch.isnan(g).any() and not torch.isnan(expected).any():
+        hints.append("NaN in the output: 0 × -inf (multiplying a masked -inf by 0), or a whole row of -inf before softmax?")
+    if torch.isinf(expected).any() or torch.isinf(g).any():
+        if not torch.equal(torch.isinf(g) & (g < 0), torch.isinf(expected) & (expected < 0)):
+            hints.append(f"the -inf entries are not where expected (expected -inf at {int((torch.isinf(expected) & (expected < 0)).sum())} positions, got {int((torch.isinf(g) & (g < 0)).sum())})")
+    tol = max(atol, 1e-4)
+    for alternative, message in diagnoses:
+        if alternative is not None and is_close(got, alternative.to(expected.dtype), tol, rtol) and message not in hints:
+            hints.append(message)
+    if expected.dim() >= 2 and expected.shape[-1] == expected.shape[-2]:
+        swapped = expected.transpose(-2, -1)
+        if not is_close(swapped, expected, tol) and is_close(got, swapped, tol):
+            hints.append("matches the expected value transposed: looks transposed (rows and columns swapped)")
+    fail(
+        call,
+        f"expected {fmt(expected)}",
+        f"got      {fmt(got)}",
+        f"largest absolute difference {max_abs_diff(got, expected):.3g} (tolerance: atol {atol:g}, rtol {rtol:g})",
+        note,
+        *[f"likely cause: {h}" for h in hints],
+        "" if hints else otherwise,
+    )
+
+
+def call_checked(fn: Callable[..., Any], *args: Any, call: str,
+                 errors: Sequence[tuple[str, str]] = (), **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; an exception whose text contains one of ``errors``' patterns fails the
+    check, naming the likely cause (``(pattern, message)`` pairs). Any other exception (among them the
+    stubs' NotImplementedError) passes through unchanged."""
+    __tracebackhide__ = True
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as err:  # noqa: BLE001 - matched below, else re-raised
+        text = f"{type(err).__name__}: {err}"
+        causes = [message for pattern, message in errors if pattern in text]
+        if not causes:
+            raise
+        fail(call, f"raised {text.strip()[:400]}", *[f"likely cause: {c}" for c in causes])
+
+
+# Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
+SIZE_MISMATCH = "must match the size of tensor"
+WRONG_DEVICE = "on the expected device"
+SAME_DEVICE = "on the same device"
+
+
+# --- properties ---------------------------------------------------------------------------------------
+
+
+def assert_rows_sum_to_one(got: torch.Tensor, *, call: str, dim: int = -1, atol: float = 1e-5, hint: str = "") -> None:
+    __tracebackhide__ = True
+    check_tensor(got, call=call)
+    sums = got.detach().to(torch.float64).sum(dim=dim)
+    if torch.isnan(sums).any():
+        fail(call, f"rows along dim {dim} contain NaN: {fmt(sums)}",
+             "likely cause: NaN in the output: 0 × -inf, or a whole row of -inf before softmax?")
+    if not torch.allclose(sums, torch.ones_like(sums), atol=atol, rtol=0):
+        fail(call, f"rows along dim {dim} do not sum to 1: sums {fmt(sums)}", hint or "renormalize after masking / softmax over the last dim")
+
+
+def assert_exactly_zero_above_diagonal(got: torch.Tensor, *, call: str) -> None:
+    __tracebackhide__ = True
+    t = got.shape[-1]
+    above = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+    vals = got.detach()[..., above]
+    if not (vals == 0).all():
+        fail(call, f"entries above the diagonal (future tokens) must be exactly 0; got {fmt(vals)}",
+             "mask before the softmax with -inf (or multiply by the 0/1 mask), not after renormalizing")
+
+
+def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, call: str, why: str, **kwargs: Any) -> None:
+    """``fn(*args)`` raises ``exc``; else say what happened instead."""
+    __tracebackhide__ = True
+    try:
+        result = fn(*args, **kwargs)
+    except exc:
+        return
+    except NotImplementedError:
+        raise
+    except Exception as other:  # noqa: BLE001 - reported
+        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", why)
+    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", why)
+
+
+def assert_unchanged(before: Sequence[torch.Tensor], after: Sequence[Any], *, call: str, names: Sequence[str]) -> None:
+    """The arguments after the call equal copies taken before it."""
+    __tracebackhide__ = True
+    for name, b, a in zip(names, before, after):
+        if isinstance(b, torch.Tensor) and not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)):
+            fail(call, f"modified its argument {name!r} in place", f"before {fmt(b)}", f"after  {fmt(a)}",
+                 "work on a new tensor: masked_fill (no underscore), x * mask, ... instead of masked_fill_ / x[...] = / +=")
+
+
+def assert_mask_buffer(module: Any, expected: torch.Tensor, *, call: str, diagnoses: Iterable[tuple[torch.Tensor, str]] = ()) -> None:
+    """``module`` keeps its causal mask as a registered, persistent buffer named 'mask' equal to ``expected``.
+
+    Works on a real module and on the grader's remote one (only ``state_dict``, ``named_buffers``,
+    ``named_parameters`` and ``.to`` are used)."""
+    __tracebackhide__ = True
+    sd = module.state_dict()
+    if "mask" not in sd:
+        buffers = dict(module.named_buffers())
+        if "mask" in buffers:
+            fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)}), but named_buffers() has one",
+                 f"likely cause: {MASK_NOT_PERSISTENT}")
+        if "mask" in dict(module.named_parameters()):
+            fail(call, "mask is an nn.Parameter: it is not trained; register it with self.register_buffer('mask', ...)")
+        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})", f"likely cause: {MASK_NOT_A_BUFFER}")
+    if "mask" in dict(module.named_parameters()):
+        fail(call, "mask is an nn.Parameter: it is not trained; register it with self.register_buffer('mask', ...)")
+    assert_close(sd["mask"], expected, atol=0, check_dtype=False, call=call + ".state_dict()['mask']",
+                 diagnoses=diagnoses)
+    moved = module.to(torch.float64)
+    if moved.mask.dtype != torch.float64:
+        fail(call + ".to(torch.float64).mask.dtype", f"is {moved.mask.dtype}; a registered buffer follows .to()",
+             f"likely cause: {MASK_NOT_A_BUFFER}")
+
+
+def scale_diagnoses(fn: Callable[[float], torch.Tensor], d_k: int, name: str = "d_k") -> list[tuple[torch.Tensor, str]]:
+    """Alternatives for a wrong 1/√d_k: ``fn(s)`` recomputes the result with the scores multiplied by s
+    (the right s is 1/√d_k)."""
+    root = d_k**0.5
+    out = [(fn(1.0), no_scale(d_k, name))]
+    if d_k > 1:
+        out.append((fn(1.0 / d_k), f"divided by {name} = {d_k} instead of √{name}"))
+        out.append((fn(root), f"multiplied by √{name} instead of dividing"))
+    return out
+
+
+def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:
+    """Load the reference module's PARAMETERS into the student's module (same names required).
+
+    Buffers (the causal mask) are left as the student made them: a mask that is not a registered
+    buffer is judged by its own test, not by every forward test.
+    """
+    __tracebackhide__ = True
+    params = {k: v.detach() for k, v in reference.named_parameters()}
+    try:
+        result = student.load_state_dict(params, strict=False)
+    except RuntimeError as err:  # shape mismatch
+        fail(call, f"could not load the reference's parameters: {str(err).strip()[:600]}",
+             "W_query/W_key/W_value are nn.Linear(d_in, d_out) (weight shape (d_out, d_in)); out_proj nn.Linear(d_out, d_out)")
+    missing, unexpected = (list(result[0]), list(result[1])) if result is not None else ([], [])
+    student_params = set(dict(student.named_parameters()))
+    missing = [k for k in missing if k in student_params]
+    if missing or unexpected:
+        fail(call, f"parameter names differ from the documents' layout: reference has {sorted(params)}",
+             f"yours lacks {sorted(unexpected)}" if unexpected else "", f"yours has extra {sorted(missing)}" if missing else "")
