@@ -60,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip")
     bundle.add_argument("out", type=Path, metavar="OUT.zip")
+
+    from grader import attention_view, progress  # students' commands: the standard library only at import
+
+    progress.add_arguments(commands.add_parser("check", help=progress.HELP))
+    attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
     return parser
 
 
@@ -184,8 +189,29 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from grader import progress
+    from grader.rubric import load_rubric
+
+    modules = progress.load_modules([(ex.group, ex.module) for ex in load_rubric().exercises.values()])
+    try:
+        return progress.run_command(args, modules)
+    except progress.ProgressError as err:
+        raise UsageError(str(err)) from None
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from grader import attention_view
+    from grader.rubric import SOLUTIONS_DIR
+
+    try:
+        return attention_view.run_command(args, reference=SOLUTIONS_DIR)
+    except attention_view.ViewError as err:
+        raise UsageError(str(err)) from None
+
+
 COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "release": cmd_release,
-            "gradescope-bundle": cmd_gradescope_bundle}
+            "gradescope-bundle": cmd_gradescope_bundle, "check": cmd_check, "view": cmd_view}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,482 @@
+"""Where am I in the kata? Run the public tests of all twelve modules once and show, in the order of
+the chapter, which modules are done, failing or not started, and what to do next.
+
+    python -m grader check [--watch]          (also: attention-kata check) in the full repository
+    python check_progress.py [--watch]        in the students' repository (the release)
+
+One source: the student release ships this very file as ``check_progress.py`` (grader/release.py
+copies it), so it uses the standard library only and nothing else of the grader. The order of the
+modules comes from the rubric (``grader.rubric.load_rubric``) when the command line passes it in,
+else from ``kata_modules.json`` beside this file, which grader/release.py writes from the rubric.
+
+How it stays cheap (about what ``pytest exercises`` costs, torch's import included): pytest runs once,
+in one subprocess, over the whole ``exercises/`` folder, with this module as a plugin (``-p``) that
+writes every test's outcome to a JSON file. Each test is then given to a module: by its file's name
+when that is ``test_<module>.py``; else by the module its name starts with (``test_causal_mask_...``),
+checked against the exercise modules that the test's body uses (through the file's
+``from <module> import ...`` lines), which also decide alone when the name says nothing.
+
+A module is *not started* while its tests fail only with its own ``NotImplementedError: ... not
+written yet``, *done* when they all pass, *failing* otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+MODULES_FILE = "kata_modules.json"
+OUT_ENV = "KATA_PROGRESS_OUT"
+NOT_WRITTEN = "not written yet"
+# Plugins of a developer's environment that the public tests do not need (hypothesis alone costs
+# about 0.4 s of import); blocking a plugin that is not installed does nothing.
+_BLOCKED_PLUGINS = ("no:cacheprovider", "no:hypothesispytest", "no:anyio")
+_IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".hypothesis"}
+
+
+class ProgressError(Exception):
+    """Unusable input (no exercises folder, no module list): one line, exit code 2."""
+
+
+# --- the pytest plugin: runs inside the pytest subprocess --------------------------------------------
+
+_records: list[dict] = []
+
+
+def _message(report) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return str(crash.message)
+    text = getattr(report, "longreprtext", "") or ""
+    errors = [line[2:].strip() for line in text.splitlines() if line.startswith("E ")]
+    if errors:
+        return errors[-1] if not errors[-1].startswith("^") else errors[0]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def pytest_collectreport(report) -> None:
+    if report.failed:
+        _records.append({"nodeid": report.nodeid, "when": "collect", "outcome": "failed",
+                         "message": _message(report)})
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.when == "call" or report.outcome != "passed":
+        _records.append({"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
+                         "message": _message(report) if report.outcome == "failed" else ""})
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    out = os.environ.get(OUT_ENV)
+    if out:
+        Path(out).write_text(json.dumps({"rootdir": str(session.config.rootpath),
+                                         "exitstatus": int(exitstatus), "records": _records}))
+
+
+# --- running the tests ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Module:
+    group: str  # "03_causal"
+    name: str  # "causal_mask"
+
+
+@dataclass
+class TestResult:
+    nodeid: str
+    path: Path  # the test file
+    function: str  # "test_causal_mask_is_lower_triangular"
+    outcome: str  # "passed" | "failed" | "skipped"
+    message: str = ""
+
+
+@dataclass
+class Run:
+    tests: list[TestResult]
+    collect_errors: dict[Path, str]  # test file -> its error
+    exitstatus: int
+    output: str
+    seconds: float
+
+
+def _plugin() -> tuple[str, Path]:
+    """The name under which the pytest subprocess can import this module, and the folder it needs on sys.path."""
+    name = __name__ if __name__ != "__main__" else Path(__file__).stem
+    return name, Path(__file__).resolve().parents[name.count(".")]
+
+
+def run_tests(exercises: Path) -> Run:
+    """Run pytest once over ``exercises`` in a subprocess; every test's outcome."""
+    name, root = _plugin()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kata-progress-") as tmp:
+        out = Path(tmp) / "outcomes.json"
+        env = dict(os.environ)
+        env[OUT_ENV] = str(out)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        command = [sys.executable, "-m", "pytest", str(exercises), "-q", "-p", name, "--continue-on-collection-errors"]
+        for blocked in _BLOCKED_PLUGINS:
+            command += ["-p", blocked]
+        proc = subprocess.run(command, cwd=exercises.parent, env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+        data = json.loads(out.read_text()) if out.is_file() else {"rootdir": str(exercises.parent),
+                                                                    "exitstatus": proc.returncode, "records": []}
+    rootdir = Path(data["rootdir"])
+    merged: dict[str, TestResult] = {}
+    errors: dict[Path, str] = {}
+    rank = {"passed": 0, "skipped": 1, "failed": 2}
+    for rec in data["records"]:
+        file_part, _, rest = rec["nodeid"].partition("::")
+        path = (rootdir / file_part).resolve()
+        if rec["when"] == "collect":
+            errors[path] = rec["message"]
+            continue
+        function = rest.split("::")[-1].split("[")[0]
+        test = merged.setdefault(rec["nodeid"], TestResult(rec["nodeid"], path, function, rec["outcome"], rec["message"]))
+        if rank[rec["outcome"]] > rank[test.outcome]:
+            test.outcome, test.message = rec["outcome"], rec["message"]
+    return Run(list(merged.values()), errors, data["exitstatus"], proc.stdout + proc.stderr,
+               time.perf_counter() - start)
+
+
+# --- which module a test belongs to -------------------------------------------------------------------
+
+
+class _TestFile:
+    """A public test file, parsed once: its imports of exercise modules and what each function uses."""
+
+    def __init__(self, path: Path, modules: set[str]):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            tree = ast.Module(body=[], type_ignores=[])
+        self.imported: dict[str, str] = {}  # local name -> exercise module
+        self.functions: dict[str, ast.AST] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in modules and node.level == 0:
+                for alias in node.names:
+                    self.imported[alias.asname or alias.name] = node.module
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules:
+                        self.imported[alias.asname or alias.name] = alias.name
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.functions.setdefault(item.name, item)
+
+    def modules_used(self, function: str) -> set[str]:
+        """Exercise modules that ``function`` uses, directly or through helpers/fixtures of this file."""
+        used: set[str] = set()
+        seen: set[str] = set()
+        todo = [function]
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.functions:
+                continue
+            seen.add(name)
+            node = self.functions[name]
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            names |= {a.arg for a in node.args.args}  # fixtures by parameter name
+            for ref in names:
+                if ref in self.imported:
+                    used.add(self.imported[ref])
+                elif ref in self.functions:
+                    todo.append(ref)
+        return used
+
+
+def assign_tests(tests: Iterable[TestResult], modules: Sequence[Module]) -> tuple[dict[str, list[TestResult]], list[TestResult]]:
+    """({module: its tests}, tests that belong to no module)."""
+    order = {m.name: i for i, m in enumerate(modules)}
+    by_module: dict[str, list[TestResult]] = {m.name: [] for m in modules}
+    unassigned: list[TestResult] = []
+    files: dict[Path, _TestFile] = {}
+    for test in tests:
+        module = _module_of(test, order, files)
+        (by_module[module] if module else unassigned).append(test)
+    return by_module, unassigned
+
+
+def _module_of(test: TestResult, order: dict[str, int], files: dict[Path, _TestFile]) -> str | None:
+    stem = test.path.stem
+    if stem.startswith("test_") and stem[5:] in order:
+        return stem[5:]
+    name = test.function.removeprefix("test_")
+    prefixes = [m for m in order if name == m or name.startswith(m + "_")]
+    prefix = max(prefixes, key=len) if prefixes else None
+    if test.path not in files:
+        files[test.path] = _TestFile(test.path, set(order))
+    used = files[test.path].modules_used(test.function)
+    if prefix and (prefix in used or not used):
+        return prefix
+    if used:  # a test that uses several modules checks the one that builds on the others: the latest
+        return max(used, key=order.__getitem__)
+    return prefix
+
+
+def _modules_of_file(path: Path, modules: Sequence[Module]) -> list[str]:
+    """The modules a test file that failed to collect would have tested."""
+    names = [m.name for m in modules]
+    if path.stem.startswith("test_") and path.stem[5:] in names:
+        return [path.stem[5:]]
+    parsed = _TestFile(path, set(names))
+    found = set(parsed.imported.values())
+    group = path.parent.name
+    return [m.name for m in modules if m.name in found or (not found and m.group == group)]
+
+
+# --- the verdict per module ---------------------------------------------------------------------------
+
+
+@dataclass
+class Status:
+    module: Module
+    state: str  # "done" | "failing" | "not started" | "no tests"
+    passed: int = 0
+    total: int = 0
+    detail: str = ""
+    failures: list[TestResult] = field(default_factory=list)
+
+
+_SECTION = re.compile(r"section '(\w+)'")
+
+
+def _not_written_by(message: str) -> str | None:
+    """The module whose stub raised this NotImplementedError ('' if it does not say), None if it is no such error."""
+    if not message.startswith("NotImplementedError") or NOT_WRITTEN not in message:
+        return None
+    found = _SECTION.search(message)
+    return found.group(1) if found else ""
+
+
+def _still_a_stub(exercises: Path | None, module: Module) -> bool:
+    """Does the module's file still raise its own 'not written yet' somewhere?"""
+    if exercises is None:
+        return False
+    try:
+        text = (exercises / module.group / f"{module.name}.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return NOT_WRITTEN in text and f"section '{module.name}'" in text
+
+
+def judge(modules: Sequence[Module], run: Run, exercises: Path | None = None) -> tuple[list[Status], list[TestResult]]:
+    """The state of every module; ``exercises`` lets a module whose file is still a stub count as not started
+    even when its tests first trip over another module's stub."""
+    by_module, unassigned = assign_tests(run.tests, modules)
+    broken: dict[str, str] = {}
+    for path, message in run.collect_errors.items():
+        for name in _modules_of_file(path, modules):
+            broken.setdefault(name, f"{path.name} could not be loaded: {message}")
+    statuses = []
+    for module in modules:
+        tests = by_module[module.name]
+        failed = [t for t in tests if t.outcome == "failed"]
+        passed = sum(t.outcome == "passed" for t in tests)
+        status = Status(module, "failing", passed, len(tests), failures=failed)
+        if module.name in broken:
+            status.detail = broken[module.name]
+        elif not tests:
+            status.state, status.detail = "no tests", "no public test of this module was found"
+        elif not failed:
+            status.state = "done"
+        else:
+            own = [t for t in failed if _not_written_by(t.message) in (module.name, "")]
+            others = sorted({m for t in failed if (m := _not_written_by(t.message)) not in (None, "", module.name)})
+            only_stubs = len(own) + sum(_not_written_by(t.message) in others for t in failed) == len(failed)
+            if len(own) == len(failed) and passed == 0:
+                status.state = "not started"
+            elif only_stubs and passed == 0 and _still_a_stub(exercises, module):
+                status.state, status.detail = "not started", f"its tests also need {', '.join(others)}"
+            elif others and only_stubs:
+                status.detail = f"needs {', '.join(others)} (not written yet)"
+            else:
+                wrong = [t for t in failed if t not in own]
+                status.detail = f"{wrong[0].function}: {wrong[0].message}" if wrong else f"{len(own)} test(s): not written yet"
+        statuses.append(status)
+    return statuses, unassigned
+
+
+# --- showing it ----------------------------------------------------------------------------------------
+
+
+def readme_section(exercises: Path, module: Module) -> str:
+    """The text of ``## <module>`` in the group's README (empty if there is none)."""
+    readme = exercises / module.group / "README.md"
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    found = re.search(rf"^## {re.escape(module.name)}[ \t]*\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return found.group(1).strip() if found else ""
+
+
+_COLOURS = {"done": "32", "failing": "31", "not started": "2", "no tests": "33"}
+_MARKS = {"done": "✔", "failing": "✘", "not started": "·", "no tests": "?"}
+
+
+def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path, run: Run, colour: bool = False) -> str:
+    def paint(text: str, state: str) -> str:
+        return f"\033[{_COLOURS[state]}m{text}\033[0m" if colour else text
+
+    shown = _display_path(exercises)
+    done = sum(s.state == "done" for s in statuses)
+    lines = [f"attention kata: {done}/{len(statuses)} modules done", ""]
+    width = max(len(f"{s.module.group}/{s.module.name}") for s in statuses)
+    for number, s in enumerate(statuses, start=1):
+        name = f"{s.module.group}/{s.module.name}".ljust(width)
+        tests = f"{s.passed}/{s.total} tests pass" if s.total else ""
+        lines.append(f"{number:>3}  {name}  {paint(f'{_MARKS[s.state]} {s.state:<11}', s.state)}  {tests}")
+        if s.detail:
+            lines.append(f"     {' ' * width}    {_shorten(s.detail, 100)}")
+    if unassigned:
+        lines += ["", f"{len(unassigned)} test(s) belong to no module: " + ", ".join(t.function for t in unassigned[:5])]
+    lines.append("")
+    todo = next((s for s in statuses if s.state != "done"), None)
+    if todo is None:
+        lines.append(f"All {len(statuses)} modules pass their public tests. The grader also runs hidden tests "
+                     "(other inputs, shapes and edge cases) and a GPU-run check.")
+    else:
+        m = todo.module
+        lines.append(f"Next: {m.name} ({todo.state}) -- {shown}/{m.group}/README.md, section '## {m.name}':")
+        section = readme_section(exercises, m)
+        if section:
+            lines += ["", *("    " + line if line else "" for line in section.splitlines()), ""]
+        own_file = exercises / m.group / f"test_{m.name}.py"
+        target = f"{shown}/{m.group}/{own_file.name}" if own_file.is_file() else f"{shown}/{m.group}"
+        for failure in todo.failures[:3]:
+            if todo.state == "failing":
+                lines.append(f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(failure.message, 110)}")
+        lines.append(f"Run its tests: pytest {target}    Hints: {shown}/{m.group}/hints.md, section '## {m.name}'")
+    if not run.tests and not run.collect_errors:
+        lines += ["", f"pytest ran no test (exit status {run.exitstatus}); its output ends with:",
+                  *run.output.strip().splitlines()[-15:]]
+    lines.append(f"(checked {time.strftime('%H:%M:%S')}, {run.seconds:.1f} s)")
+    return "\n".join(lines) + "\n"
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the command ---------------------------------------------------------------------------------------
+
+
+def load_modules(modules: Sequence[tuple[str, str]] | None = None) -> list[Module]:
+    """The modules in chapter order: the given (group, module) pairs, else ``kata_modules.json`` beside this file."""
+    if modules is None:
+        path = Path(__file__).resolve().parent / MODULES_FILE
+        try:
+            modules = [(m["group"], m["module"]) for m in json.loads(path.read_text())["modules"]]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ProgressError(f"cannot read the list of modules from {path}: {err}") from None
+    return [Module(group, name) for group, name in modules]
+
+
+HELP = ("your progress: run the public tests of all twelve modules once and show which are done, "
+        "failing or not started, and what to do next")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the command, shared by ``attention-kata check`` and the stand-alone script."""
+    parser.add_argument("--watch", action="store_true",
+                        help="check again whenever a file under the exercises folder changes (Ctrl-C stops)")
+    parser.add_argument("--exercises", type=Path, default=Path("exercises"), metavar="DIR",
+                        help="the exercises folder (default: ./exercises)")
+    parser.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)  # seconds between polls
+
+
+def check_once(exercises: Path, modules: list[Module], colour: bool) -> tuple[str, list[Status]]:
+    run = run_tests(exercises)
+    statuses, unassigned = judge(modules, run, exercises)
+    return render(statuses, unassigned, exercises, run, colour), statuses
+
+
+def snapshot(exercises: Path) -> dict[str, float]:
+    """mtime (and size) of every file under ``exercises``: a change in it means 'check again'."""
+    found = {}
+    for folder, dirs, files in os.walk(exercises):
+        dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            found[path] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def run_command(args: argparse.Namespace, modules: list[Module], out=None) -> int:
+    out = out or sys.stdout
+    exercises: Path = args.exercises
+    if not exercises.is_dir():
+        raise ProgressError(f"{exercises}: no such folder (run this from the folder that holds exercises/, or pass --exercises DIR)")
+    missing = [f"{m.group}/" for m in modules if not (exercises / m.group).is_dir()]
+    if missing:
+        raise ProgressError(f"{exercises} is not the exercises folder: it has no {', '.join(sorted(set(missing)))}")
+    if not 0.05 <= args.interval <= 60:
+        raise ProgressError(f"--interval must be between 0.05 and 60 seconds, got {args.interval}")
+    colour = out.isatty() and "NO_COLOR" not in os.environ
+    if not args.watch:
+        text, _ = check_once(exercises, modules, colour)
+        out.write(text)
+        return 0
+    try:
+        while True:
+            before = snapshot(exercises)
+            text, _ = check_once(exercises, modules, colour)
+            if out.isatty():
+                out.write("\033[2J\033[H")
+            out.write(text + "Watching for changes under " + _display_path(exercises) + "/ (Ctrl-C stops)\n")
+            out.flush()
+            while snapshot(exercises) == before:
+                time.sleep(args.interval)
+            time.sleep(min(args.interval, 0.2))  # let an editor finish writing
+    except KeyboardInterrupt:
+        out.write("\n")
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The stand-alone script of the student release: ``python check_progress.py [--watch]``."""
+    parser = _OneLineParser(prog=Path(sys.argv[0]).name, description=HELP)
+    add_arguments(parser)
+    try:
+        return run_command(parser.parse_args(argv), load_modules())
+    except ProgressError as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, not argparse's usage block
+        raise ProgressError(message)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
