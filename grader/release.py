@@ -19,15 +19,18 @@ of the read-only setup cell), self-contained, with their randomized checks betwe
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shutil
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
-import nbformat
-from nbformat.notebooknode import NotebookNode
-
+from grader import attention_view, progress
 from grader.rubric import GROUPS, REPO_ROOT, Exercise, load_rubric
+
+if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): imported where notebooks are made
+    from nbformat.notebooknode import NotebookNode
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NOTEBOOK_TESTS = TEMPLATES / "notebook_tests"
@@ -65,10 +68,21 @@ def build_release(out: Path) -> None:
 # --- the student repository ----------------------------------------------------------------------
 
 
+# The students' own tools, shipped as the very files the grader's `check` and `view` commands run.
+STUDENT_SCRIPTS = {"check_progress.py": progress.__file__, "view_attention.py": attention_view.__file__}
+
+
 def build_student_release(dest: Path) -> None:
-    """Copy ``exercises/`` and add the student README, pytest.ini and a GitHub Classroom workflow."""
+    """Copy ``exercises/`` (documents included) and add the student README, pytest.ini, a GitHub
+    Classroom workflow, and the progress and attention-view scripts with the module list they read."""
     rubric = load_rubric()
     shutil.copytree(EXERCISES_DIR, dest / "exercises", ignore=_IGNORE)
+    for name, source in STUDENT_SCRIPTS.items():
+        shutil.copy(source, dest / name)
+    modules = [{"group": ex.group, "module": ex.module} for ex in rubric.exercises.values()]
+    (dest / progress.MODULES_FILE).write_text(json.dumps(
+        {"about": "The modules in the order of the chapter (from the kata's rubric); check_progress.py reads it.",
+         "modules": modules}, indent=1) + "\n")
     lines = []
     for number, group in enumerate(GROUPS, start=1):
         modules = [ex.module for ex in rubric.exercises.values() if ex.group == group]
@@ -89,6 +103,8 @@ def build_student_release(dest: Path) -> None:
 
 def build_nbgrader_course(dest: Path) -> None:
     """Write ``nbgrader_config.py`` and one SOURCE notebook per group under ``source/attention-kata``."""
+    import nbformat
+
     source = dest / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     shutil.copy(TEMPLATES / "nbgrader_config.py", dest / "nbgrader_config.py")
@@ -103,6 +119,8 @@ def group_notebook(group: str) -> NotebookNode:
     ``from causal_attention import CausalAttention``) get that module as a read-only reference
     cell instead of the import.
     """
+    import nbformat
+
     rubric = load_rubric()
     exercises = [ex for ex in rubric.exercises.values() if ex.group == group]
     all_modules = {ex.module for ex in rubric.exercises.values()}
