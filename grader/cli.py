@@ -15,6 +15,9 @@ from typing import NoReturn, Sequence
 PROG = "attention-kata"
 
 
+SANDBOX_MODES = ("auto", "isolated", "bwrap", "uid", "none")  # see grader/isolation.py
+
+
 class UsageError(Exception):
     """Unusable command-line input: reported as one line, exit code 2."""
 
@@ -36,8 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="what to print on stdout (default: text)")
     score.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
                        help="time limit for each call into the student's code (default: 5)")
-    score.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-                       help="run the student's code under bubblewrap: auto (when it works here), bwrap (or exit 2), none")
+    score.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto",
+                       help="how to isolate the student's code: bwrap, uid (root without user namespaces), "
+                            "isolated (the best of those, or exit 2), auto (as isolated, else none with a warning), "
+                            "none (a plain process)")
     score.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto",
                        help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
                             "require CUDA (or exit 2); skip it")
@@ -50,13 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--force", action="store_true", help="grade again students already in the CSV")
     batch.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
                        help="time limit for each call into a student's code (default: 5)")
-    batch.add_argument("--sandbox", choices=("auto", "bwrap", "none"), default="auto", help="as for score")
+    batch.add_argument("--sandbox", choices=SANDBOX_MODES, default="isolated",
+                       help="as for score; default isolated: other people's code is never run without isolation "
+                            "unless --sandbox none says so")
     batch.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto", help="as for score")
     batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
     batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
 
     release = commands.add_parser("release", help="write the student release and an nbgrader course to OUT")
     release.add_argument("out", type=Path, help="a new (or empty) folder")
+
+    isolation = commands.add_parser("isolation", help="say which isolation grading gets here (exit 2: none possible)")
+    isolation.add_argument("--sandbox", choices=SANDBOX_MODES, default="isolated", help="as for score")
 
     bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip")
     bundle.add_argument("out", type=Path, metavar="OUT.zip")
@@ -95,7 +105,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from grader.grading import GradeOptions, grade
     from grader.report import dumps, to_gradescope, to_json, to_text
     from grader.gpu_check import GpuUnavailable
-    from grader.sandbox import SandboxUnavailable
+    from grader.isolation import SandboxUnavailable
     from grader.submission import SubmissionError
 
     _check_writable(args.json, "--json")
@@ -118,7 +128,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_score_all(args: argparse.Namespace) -> int:
     from grader.batch import BatchOptions, score_all
-    from grader.sandbox import SandboxUnavailable, choose_launcher
+    from grader.isolation import SandboxUnavailable, choose_isolation
 
     if not args.submissions.is_dir():
         raise UsageError(f"{args.submissions}: not a directory")
@@ -130,7 +140,7 @@ def cmd_score_all(args: argparse.Namespace) -> int:
     if args.gradebook is not None:
         _check_writable(args.gradebook, "--gradebook")
     try:
-        choose_launcher(args.sandbox)  # --sandbox bwrap where it cannot work: refuse before grading anyone
+        choose_isolation(args.sandbox, for_class=True)  # refuse before grading anyone
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
     options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu,
@@ -163,6 +173,19 @@ def _progress_printer():
         sys.stderr.flush()
 
     return show
+
+
+def cmd_isolation(args: argparse.Namespace) -> int:
+    from grader.isolation import SandboxUnavailable, choose_isolation
+
+    try:
+        isolation = choose_isolation(args.sandbox, for_class=True)
+    except SandboxUnavailable as err:
+        raise UsageError(str(err)) from None
+    print(isolation.mode)
+    for warning in isolation.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -211,7 +234,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "release": cmd_release,
-            "gradescope-bundle": cmd_gradescope_bundle, "check": cmd_check, "view": cmd_view}
+            "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

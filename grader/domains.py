@@ -90,7 +90,8 @@ class Domain:
         self.owner = owner
         self.template = template
         self.template_pid = template_pid  # as the template sees it
-        self.pid = template_pid if owner.isolation.mode != "bwrap" else None  # host pids without namespaces
+        # The host pid (to read CPU time from): the same without namespaces, looked up under bubblewrap.
+        self.pid = template_pid if owner.isolation.mode != "bwrap" else _host_pid(template.proc.pid, template_pid)
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None
@@ -131,6 +132,25 @@ class Domain:
         except subprocess.TimeoutExpired:
             pass
         self.owner.clean(self.root)
+
+
+def _host_pid(root: int, namespaced: int) -> int | None:
+    """The host pid of the process that ``root``'s pid namespace calls ``namespaced`` (via NSpid)."""
+    todo, seen = [root], set()
+    while todo and len(seen) < 64:
+        pid = todo.pop()
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+            if len(nspid) >= 2 and nspid[1] == str(namespaced):
+                return pid
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split() if int(c) not in seen)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 class Domains:

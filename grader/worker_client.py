@@ -112,7 +112,7 @@ class _Process:
         The process tree is walked once (and again with ``rescan``); later calls read only the
         ``stat`` files of the processes found then, which is cheap enough for every request.
         """
-        if self.proc.pid is None:  # a forked worker in a sandbox: no host pid to read
+        if self.proc.pid is None:  # no host pid found for the domain: wall-clock timeouts only
             return None
         if self.cpu_pids and not rescan:
             total = 0.0

@@ -46,7 +46,7 @@ HOSTILE = {
     "exit_in_call": ({"04_multihead/head_split"}, "not run: the worker died in 2 earlier tests of this exercise"),
     "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),
     "print_flood": (set(), ""),
-    "kill_parent": ({"04_multihead/multihead_attention"}, "parent process was killed"),
+    "kill_parent": ({"04_multihead/multihead_attention"}, ""),  # its parent is root's (EPERM) or dies with it
     "shadow_torch": (set(), ""),
     "syntax_error": ({"04_multihead/multihead_wrapper"}, "SyntaxError"),
     "binary_bytes": ({"01_simple_attention/attention_scores"}, ""),
@@ -317,10 +317,12 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path):
     sub = _toy(tmp_path / "sub", src)
     with WorkerClient(sub) as client:
         impl = RemoteImpl(client, WHERE)
-        assert impl.attention_scores(False) != os.getpid()  # the worker's parent is the launcher's shell
-        with pytest.raises(WorkerFailure, match="the worker.s parent process was killed"):
-            impl.attention_scores(True)  # kills that shell, not us; an orphaned worker stops
-        assert impl.attention_scores(False) != os.getpid()  # a fresh worker, under a fresh shell
+        assert impl.attention_scores(False) != os.getpid()  # the worker's parent is never the grader
+        try:
+            impl.attention_scores(True)  # EPERM (its parent is root's), or that parent dies and the worker stops
+        except (PermissionError, WorkerFailure):
+            pass
+        assert impl.attention_scores(False) != os.getpid()
     os.kill(os.getpid(), 0)
 
 
@@ -335,27 +337,16 @@ def test_output_flood_is_drained_and_bounded(tmp_path):
 
 
 def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
-    from grader.worker_client import make_private_copy
+    from grader.submission import read_module_files
 
     sub = _toy(tmp_path / "sub", "X = 1\n")
     (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
     (sub / "03_causal" / "link.py").symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
     (sub / "03_causal" / "dir.py").mkdir()
     (sub / "03_causal" / "notes.txt").write_text("x")
-    notes = make_private_copy(sub, tmp_path / "copy")
-    copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file())
-    assert copied == ["01_simple_attention/attention_scores.py"]
+    files, notes = read_module_files(sub)
+    assert sorted(files) == ["01_simple_attention/attention_scores.py"]
     assert len(notes) == 3
-
-
-def test_launch_needs_are_explicit(tmp_path):
-    from grader.worker_client import WORKER_PY, Launcher
-
-    paths = Launcher().visible_paths(WORKER_PY, tmp_path / "copy", tmp_path / "scratch")
-    assert str(WORKER_PY) in paths["read_only"] and sys.executable in paths["read_only"]
-    assert paths["writable"] == [str(tmp_path / "copy"), str(tmp_path / "scratch")]
-    assert "import grader" not in WORKER_PY.read_text() and "from grader" not in WORKER_PY.read_text()
-
 
 
 @needs_hidden

@@ -29,7 +29,10 @@ def submission(tmp_path: Path, old: str = "", new: str = "") -> Path:
     return sub
 
 
-def check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False):
+def check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None):
+    if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
+        monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+        monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
     client = start_worker(sub)
     try:
         impl = RemoteImpl(client, load_rubric().owner_of)
@@ -88,14 +91,14 @@ def test_data_dependent_ops_are_inconclusive_not_failed(tmp_path: Path) -> None:
     assert result.score == 10.0
 
 
-def test_cuda_branch_passes_and_names_the_device(tmp_path: Path) -> None:
-    result = check(submission(tmp_path), fake_cuda=True)
+def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = check(submission(tmp_path), fake_cuda=True, monkeypatch=monkeypatch)
     assert (result.status, result.device, result.score) == ("passed", "cuda:0 (Fake GPU)", 10.0)
 
 
-def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path) -> None:
-    result = check(submission(tmp_path), fake_cuda=True, corrupt=True)
-    assert result.status == "failed" and result.score == 0 and "differs from the CPU output" in result.message
+def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = check(submission(tmp_path), fake_cuda=True, corrupt=True, monkeypatch=monkeypatch)
+    assert result.status == "failed" and result.score == 0 and "differs from the reference output" in result.message
 
 
 def test_require_without_cuda_and_skip(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The bubblewrap sandbox: what a student's code can do as a plain process, and cannot do under bwrap.
 
 Each attack is also run without the sandbox where that is safe, to show the test can fail: there,
-copying the reference from disk works and a loopback connection gets through.
+a loopback connection gets through. (Reading the reference from disk: test_isolation.py.)
 """
 
 from __future__ import annotations
@@ -17,15 +17,12 @@ import pytest
 
 from grader.engine import run_hidden_tests, score, start_worker
 from grader.rubric import REPO_ROOT, load_rubric
-from grader.sandbox import BwrapLauncher, ProcessLauncher, SandboxUnavailable, bwrap_problem, choose_launcher
+from grader.domains import Domains
+from grader.isolation import bwrap_problem, choose_isolation
 from test_engine import build_submission
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
 pytestmark = pytest.mark.timeout(300)
-
-COPY_REFERENCE = f'''"""Attack: read the reference solution from the instructor's disk and run it as our own."""
-exec(open({str(REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py")!r}).read())
-'''
 
 PHONE_HOME = '''"""Attack: connect out (here: to a listener of the grader's tests on the host's loopback)."""
 import socket
@@ -36,8 +33,9 @@ except OSError:
 '''
 
 
-def grade(submission: Path, launcher) -> dict[str, float]:
-    return score(run_hidden_tests(start_worker(submission, launcher=launcher)))
+def grade(submission: Path, mode: str) -> dict[str, float]:
+    with Domains(choose_isolation(mode)) as domains:
+        return score(run_hidden_tests(start_worker(submission, domains=domains)))
 
 
 def test_sandbox_is_usable_where_ci_installs_it() -> None:
@@ -47,21 +45,9 @@ def test_sandbox_is_usable_where_ci_installs_it() -> None:
 
 
 @needs_bwrap
-def test_reference_on_disk_is_invisible_under_bwrap(tmp_path: Path) -> None:
-    sub = build_submission("copy_reference", tmp_path)
-    (sub / "03_causal" / "causal_mask.py").write_text(COPY_REFERENCE)
-    points = load_rubric().exercises["03_causal/causal_mask"].points
-    assert grade(sub, ProcessLauncher())["03_causal/causal_mask"] == pytest.approx(points)  # the attack works bare
-    under_bwrap = grade(sub, BwrapLauncher("bwrap"))
-    assert under_bwrap.get("03_causal/causal_mask", 0.0) == 0.0
-    assert under_bwrap["03_causal/causal_attention"] == pytest.approx(load_rubric().exercises["03_causal/causal_attention"].points)
-
-
-@needs_bwrap
 def test_killing_the_parent_leaves_grading_complete(tmp_path: Path) -> None:
     sub = build_submission("kill_parent", tmp_path)
-    outcomes = run_hidden_tests(start_worker(sub, launcher=BwrapLauncher("bwrap")))
-    earned = score(outcomes)
+    earned = grade(sub, "bwrap")
     rubric = load_rubric()
     untouched = [ex for ex in rubric.exercises if ex != "04_multihead/multihead_attention"]
     assert all(earned[ex] == pytest.approx(rubric.exercises[ex].points) for ex in untouched)
@@ -90,24 +76,14 @@ def test_no_network_under_bwrap(tmp_path: Path) -> None:
         sub = build_submission("phone_home", tmp_path)
         path = sub / "01_simple_attention" / "attention_scores.py"
         path.write_text(PHONE_HOME.format(port=listener.getsockname()[1]) + path.read_text())
-        grade(sub, BwrapLauncher("bwrap"))
+        grade(sub, "bwrap")
         assert received == []
-        grade(sub, ProcessLauncher())  # the same code as a plain process does get through
+        grade(sub, "none")  # the same code as a plain process does get through
         assert received == [b"leaked"]
     finally:
         stop.set()
         thread.join()
         listener.close()
-
-
-def test_launcher_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    launcher, warnings = choose_launcher("none")
-    assert launcher.isolation == "process" and "without a sandbox" in warnings[0]
-    monkeypatch.setattr("grader.sandbox.bwrap_problem", lambda: "bwrap cannot create namespaces here (test)")
-    launcher, warnings = choose_launcher("auto")
-    assert launcher.isolation == "process" and "cannot create namespaces" in warnings[0]
-    with pytest.raises(SandboxUnavailable, match="--sandbox bwrap: bwrap cannot create namespaces"):
-        choose_launcher("bwrap")
 
 
 def test_cli_sandbox_bwrap_without_bubblewrap_exits_2(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader import wire, wire_codec
+from grader import wire
+from grader.kata_worker import codec as wire_codec
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
@@ -147,9 +148,16 @@ def test_oversize_frames_are_refused_both_ways(tmp_path):
 
 
 def test_the_worker_uses_this_codec():
-    """worker.py loads wire_codec.py from beside itself (it cannot import the grader package)."""
-    from grader.worker_client import CODEC_PY, WORKER_PY
+    """The worker package imports nothing of the grader (it runs alone in the sandbox) and unpickles nothing."""
+    from grader.isolation import WORKER_PACKAGE
 
-    text = WORKER_PY.read_text()
-    assert CODEC_PY.parent == WORKER_PY.parent and '"wire_codec.py"' in text
-    assert "torch.load(" not in text and "import pickle" not in text
+    import ast
+
+    for path in WORKER_PACKAGE.glob("*.py"):
+        text = path.read_text()
+        assert "import grader" not in text and "from grader" not in text, path
+        calls = {f"{n.value.id}.{n.attr}" for n in ast.walk(ast.parse(text))
+                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+        assert not calls & {"torch.load", "pickle.loads", "pickle.load", "marshal.loads"}, path
+        assert "import pickle" not in text, path
+    assert "from kata_worker import channel, codec" in (WORKER_PACKAGE / "main.py").read_text()
