@@ -276,6 +276,7 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
 
 # Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
 SIZE_MISMATCH = "must match the size of tensor"
+BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"
 WRONG_DEVICE = "on the expected device"
 SAME_DEVICE = "on the same device"
 

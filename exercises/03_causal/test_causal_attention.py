@@ -9,11 +9,11 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SAME_DEVICE,
+from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SAME_DEVICE,
                          SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_raises,
                          call_checked, fail, journey_batch, load, scale_diagnoses)
 
-MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
 
 def _projections(ca, x):

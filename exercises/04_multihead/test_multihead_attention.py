@@ -10,11 +10,11 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
+from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
                          SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer,
                          call_checked, fail, journey_batch, load, no_scale, scaled_by_d_out)
 
-MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
 
 def _attention(mha, x, num_heads, scale=None, causal=True, split="slices", merge="cat", out_proj=True):

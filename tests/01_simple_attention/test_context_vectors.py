@@ -11,7 +11,7 @@ intermediates: exact [0.3990, 0.3854, 0.8610]); random vs reference atol 1e-5 / 
 import pytest
 import torch
 
-from diagnose import assert_close, assert_unchanged
+from diagnose import NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, assert_close, assert_unchanged
 from reference import printed, ref
 
 P = printed()
@@ -52,7 +52,7 @@ def test_context_vectors_printed(impl, case):
     call = f"context_vectors(inputs)[{sl.start}:{sl.stop}]  [{P.PRINTED[key]['doc']}]"
     assert_close(got[sl] if isinstance(got, torch.Tensor) and got.shape == inputs.shape else got,
                  P.value(key).reshape(sl.stop - sl.start, 3), call=call, atol=P.atol(key),
-                 diagnoses=[((inputs @ inputs.T @ inputs)[sl], "no softmax: the raw scores were used as weights")])
+                 diagnoses=[((inputs @ inputs.T @ inputs)[sl], NO_SOFTMAX)])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -81,6 +81,6 @@ def test_context_vectors_batched_against_reference(impl, dtype):
         assert_unchanged([inputs], after, call=call, names=["inputs"])
         scores = inputs @ inputs.transpose(-2, -1)
         assert_close(got, REF.context_vectors(inputs), call=call, atol=atol,
-                     diagnoses=[(torch.softmax(scores, dim=-2) @ inputs, "softmax over the wrong dim (columns instead of rows)"),
+                     diagnoses=[(torch.softmax(scores, dim=-2) @ inputs, WRONG_DIM),
                                 (torch.softmax(scores / inputs.shape[-1] ** 0.5, -1) @ inputs,
-                                 "scaled the scores by 1/√d: simple self-attention has no scaling")])
+                                 SIMPLE_NOT_SCALED)])

@@ -11,7 +11,7 @@ Tolerances: printed values atol 1e-4; random vs reference atol 1e-6 (float32) / 
 import pytest
 import torch
 
-from diagnose import assert_close, assert_unchanged, fail
+from diagnose import DIM_IGNORED, assert_close, assert_unchanged, fail
 from reference import printed, ref
 
 P = printed()
@@ -74,7 +74,7 @@ def test_every_dim_and_dtype_against_reference(impl, name):
             got, after = impl.call_and_inputs(getattr(impl, name), scores.clone(), *args)
             assert_unchanged([scores], after[:1], call=call, names=["scores"])
             d = -1 if dim is None else dim
-            wrong = [(getattr(REF, name)(scores, other), f"normalized along dim {other} instead of dim {d}: matches softmax over the wrong dim")
+            wrong = [(getattr(REF, name)(scores, other), f"normalized along dim {other} instead of dim {d}: {DIM_IGNORED}")
                      for other in range(3) if other != d % 3]
             assert_close(got, getattr(REF, name)(scores, d), call=call, atol=atol, diagnoses=wrong)
 

@@ -11,7 +11,7 @@ Tolerances: printed atol 1e-4; random vs reference atol 1e-5 (float32) / 1e-10 (
 import pytest
 import torch
 
-from diagnose import assert_close, assert_rows_sum_to_one, assert_unchanged, describe, fail, scale_diagnoses
+from diagnose import WRONG_DIM, no_scale, assert_close, assert_rows_sum_to_one, assert_unchanged, describe, fail, scale_diagnoses
 from reference import printed, ref
 
 P = printed()
@@ -40,7 +40,7 @@ def _check(got, q, k, v, call, atol):
     d_k = k.shape[-1]
     w_diag = scale_diagnoses(lambda s: with_scale(s)[1], d_k)
     if wrong_dim is not None:
-        w_diag.append((wrong_dim, "matches softmax over the wrong dim (dim=-2: columns instead of rows)"))
+        w_diag.append((wrong_dim, WRONG_DIM))
     assert_close(weights, exp_weights, call=call + " -> attn_weights", atol=atol, diagnoses=w_diag)
     assert_close(context, exp_context, call=call + " -> context", atol=atol,
                  diagnoses=scale_diagnoses(lambda s: with_scale(s)[0], d_k))
@@ -54,7 +54,7 @@ def test_printed_seed123_rand_query2(impl):
     call = "scaled_dot_product(inputs[1:2] @ W_query, inputs @ W_key, inputs @ W_value)  [000 3.4.1, 004; seed 123 torch.rand]"
     context, weights = _unpack(impl.scaled_dot_product(inputs[1:2] @ wq, keys, values), call)
     assert_close(weights, P.value("000/3.4.1/weights_query2").reshape(1, 6), call=call + " -> attn_weights", atol=1e-4,
-                 diagnoses=[(torch.softmax(inputs[1:2] @ wq @ keys.T, -1), "no scaling: off by a factor √d_k in the scores")])
+                 diagnoses=[(torch.softmax(inputs[1:2] @ wq @ keys.T, -1), no_scale(2))])
     assert_close(context, P.value("000/3.4.1/context_query2").reshape(1, 2), call=call + " -> context", atol=1e-4)
     call = "scaled_dot_product(inputs @ W_query, inputs @ W_key, inputs @ W_value)[.][1]  [004; all six queries]"
     context, weights = _unpack(impl.scaled_dot_product(inputs @ wq, keys, values), call)

@@ -12,7 +12,7 @@ Tolerances: copied parameters exact (atol 0); outputs atol 1e-6; rtol 0.
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, fail
+from diagnose import BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, assert_close, assert_raises, fail
 from reference import ref
 
 REF = ref("self_attention")
@@ -31,7 +31,7 @@ def _outputs_equal(v1, v2, d_in, d_out, bias, call):
     x = torch.randn(2, 5, d_in, generator=torch.Generator().manual_seed(61))
     with torch.no_grad():
         assert_close(r1(x), r2(x), atol=1e-6, call=call + ": SelfAttention_v1(x) vs SelfAttention_v2(x) after the copy",
-                     note="nn.Linear stores its weight as (d_out, d_in): copy the transpose")
+                     otherwise=COPY_NOT_TRANSPOSED)
 
 
 def test_v2_to_v1_copies_transposed_values(impl):
@@ -42,7 +42,8 @@ def test_v2_to_v1_copies_transposed_values(impl):
     impl.copy_weights_v2_to_v1(v2, v1)
     p1, p2 = _params(v1), _params(v2)
     for n in NAMES:
-        assert_close(p1.get(n), p2[f"{n}.weight"].T, atol=0, call=call + f" -> sa_v1.{n}")
+        assert_close(p1.get(n), p2[f"{n}.weight"].T, atol=0, call=call + f" -> sa_v1.{n}",
+                     diagnoses=[(p2[f"{n}.weight"].reshape(4, 3), COPY_NOT_TRANSPOSED)])
     _outputs_equal(v1, v2, 4, 3, False, call)
 
 
@@ -58,7 +59,7 @@ def test_v1_to_v2_copies_transposed_values(impl, bias):
         assert_close(p2.get(f"{n}.weight"), p1[n].T, atol=0, call=call + f" -> sa_v2.{n}.weight")
         if bias:
             assert_close(p2.get(f"{n}.bias"), torch.zeros(3), atol=0, call=call + f" -> sa_v2.{n}.bias",
-                         note="v1 has no bias: set v2's biases to zero so that both compute the same output")
+                         note=BIAS_NOT_ZEROED)
     _outputs_equal(v1, v2, 4, 3, bias, call)
 
 
@@ -72,16 +73,14 @@ def test_copy_is_by_value(impl):
     for k, v in v1.state_dict().items():
         if not torch.equal(v, before[k]):
             fail("copy_weights_v2_to_v1(sa_v2, sa_v1), then changing sa_v2's weights",
-                 f"sa_v1.{k} changed too: it shares storage with sa_v2's weight",
-                 "copy the values (param.copy_(...) under torch.no_grad()) instead of assigning sa_v2's tensor or a view of it")
+                 f"sa_v1.{k} changed too: it shares storage with sa_v2's weight", f"likely cause: {COPY_ALIASES}")
     impl.copy_weights_v1_to_v2(v1, v2)
     before = {k: v.clone() for k, v in v2.state_dict().items()}
     v1.load_state_dict({k: torch.full_like(v, -3.0) for k, v in v1.state_dict().items()})
     for k, v in v2.state_dict().items():
         if not torch.equal(v, before[k]):
             fail("copy_weights_v1_to_v2(sa_v1, sa_v2), then changing sa_v1's weights",
-                 f"sa_v2.{k} changed too: it shares storage with sa_v1's parameter",
-                 "copy the values (weight.copy_(...) under torch.no_grad())")
+                 f"sa_v2.{k} changed too: it shares storage with sa_v1's parameter", f"likely cause: {COPY_ALIASES}")
 
 
 def test_v1_keeps_its_parameters(impl):

@@ -15,7 +15,7 @@ import platform
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, assert_unchanged, check_tensor, fail
+from diagnose import NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, assert_unchanged, check_tensor, fail
 from reference import printed, seed_reference
 
 P = printed()
@@ -52,7 +52,7 @@ def test_documents_seed123(impl, expected_from):
     assert_close(got, expected, atol=1e-4, call=f"torch.manual_seed(123); dropout(seed-789 causal weights, p=0.5)  [{expected_from}]",
                  note="draw the keep-mask with torch.empty_like(x).bernoulli_(1 - p) (one draw, nothing else from the generator)",
                  diagnoses=[(weights, "nothing was dropped: is training=True the default?"),
-                            (_nn_dropout(weights, 0.5, 123) * 0.5, "survivors were not scaled by 1/(1-p)")])
+                            (_nn_dropout(weights, 0.5, 123) * 0.5, NOT_RESCALED)])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -83,8 +83,10 @@ def test_p1_gives_zeros(impl):
     x = torch.rand(4, 6, generator=torch.Generator().manual_seed(83)) + 0.5
     impl.manual_seed(0)
     got = impl.dropout(x, 1.0)
-    assert_close(got, torch.zeros_like(x), atol=0, call="dropout(x of shape (4, 6), p=1.0)",
-                 note="p == 1: return zeros (do not divide by 1 - p = 0)")
+    if isinstance(got, torch.Tensor) and torch.isnan(got).any():
+        fail("dropout(x of shape (4, 6), p=1.0)", f"returned NaN in {int(torch.isnan(got).sum())} of 24 places; expected all zeros",
+             f"likely cause: {NAN_AT_P1}")
+    assert_close(got, torch.zeros_like(x), atol=0, call="dropout(x of shape (4, 6), p=1.0)", note=NAN_AT_P1)
 
 
 def test_survivors_are_scaled(impl):
@@ -123,7 +125,7 @@ def test_p_outside_unit_interval_raises(impl):
     """p = -0.1, 1.5 and 2: ValueError."""
     x = torch.ones(3, 3)
     for p in (-0.1, 1.5, 2.0):
-        assert_raises(ValueError, impl.dropout, x, p, call=f"dropout(x, p={p})", why="p must be in [0, 1]: raise ValueError")
+        assert_raises(ValueError, impl.dropout, x, p, call=f"dropout(x, p={p})", why=P_NOT_CHECKED)
 
 
 def test_input_not_modified(impl):

@@ -14,7 +14,8 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, assert_unchanged, fail, load_reference_parameters, scale_diagnoses
+from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SIZE_MISMATCH, UNMASKED, assert_close, assert_mask_buffer, assert_raises,
+                      assert_unchanged, call_checked, fail, load_reference_parameters, scale_diagnoses)
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
 
@@ -36,8 +37,13 @@ def _diagnoses(reference, x):
     t = x.shape[-2]
     scores = q @ k.transpose(-2, -1)
     masked = scores.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), -torch.inf)
-    diag = [(torch.softmax(scores / k.shape[-1] ** 0.5, -1) @ v, "output matches the unmasked attention: apply the causal mask")]
-    return diag + scale_diagnoses(lambda s: torch.softmax(masked * s, -1) @ v, k.shape[-1])
+    diag = [(torch.softmax(scores / k.shape[-1] ** 0.5, -1) @ v, UNMASKED)]
+    return diag + scale_diagnoses(lambda s: torch.softmax(masked * s, -1) @ v, k.shape[-1], "d_out")
+
+
+def _forward(student, x, call):
+    """student(x); PyTorch's size-mismatch error of a mask not cut to T x T is named."""
+    return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
 
 
 def test_printed_seed123(impl):
@@ -45,10 +51,13 @@ def test_printed_seed123(impl):
     impl.manual_seed(123)
     m = impl.CausalAttention(3, 2, 6, 0.0)
     expected = P.value("001/In832/causal_attention_seed123")
-    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
-                 call="torch.manual_seed(123); CausalAttention(3, 2, context_length=6, dropout=0.0)(batch)  [001 In[832]]",
-                 note="if only this seeded test fails (the tests with loaded weights pass): create W_query, W_key, "
-                      "W_value (nn.Linear) in that order right after super().__init__()")
+    call = "torch.manual_seed(123); CausalAttention(3, 2, context_length=6, dropout=0.0)(batch)  [001 In[832]]"
+    got = _forward(m, P.journey_batch(), call)
+    seed_reference(123)
+    reference = REF.CausalAttention(3, 2, 6, 0.0)
+    with torch.no_grad():
+        diag = _diagnoses(reference, P.journey_batch())
+    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
 
 
 CASES = {  # id: (d_in, d_out, context_length, T, qkv_bias, dtype)
@@ -69,25 +78,16 @@ def test_random_against_reference(impl, case):
     with torch.no_grad():
         expected = reference(x)
         diag = _diagnoses(reference, x)
-    assert_close(student(x), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag,
-                 call=f"CausalAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, qkv_bias={bias})(x of shape (3, {t}, {d_in})) [{dtype}]")
+    call = f"CausalAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, qkv_bias={bias})(x of shape (3, {t}, {d_in})) [{dtype}]"
+    assert_close(_forward(student, x, call), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag, call=call)
 
 
 def test_mask_is_a_registered_buffer(impl):
     """'mask' is in state_dict (not a parameter), equals triu(ones(cl, cl), 1), and follows .to(torch.float64)."""
     m = impl.CausalAttention(3, 2, 5, 0.0)
     call = "CausalAttention(3, 2, context_length=5, dropout=0.0)"
-    sd = m.state_dict()
-    if "mask" not in sd:
-        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})",
-             "register the mask with self.register_buffer('mask', ...): a plain attribute is not saved and does not follow .to(device)")
-    if "mask" in dict(m.named_parameters()):
-        fail(call, "mask is a parameter: use register_buffer, it is not trained")
-    assert_close(sd["mask"], torch.triu(torch.ones(5, 5), diagonal=1), atol=0, check_dtype=False, call=call + ".state_dict()['mask']",
-                 diagnoses=[(torch.tril(torch.ones(5, 5)), "stored the tril 'allowed' mask; the docstring asks for triu(…, diagonal=1)")])
-    m64 = m.to(torch.float64)
-    if m64.mask.dtype != torch.float64:
-        fail(call + ".to(torch.float64).mask.dtype", f"is {m64.mask.dtype}; a registered buffer would have followed .to() to float64")
+    assert_mask_buffer(m, torch.triu(torch.ones(5, 5), diagonal=1), call=call,
+                       diagnoses=[(torch.tril(torch.ones(5, 5)), "stored the tril 'allowed' mask; the docstring asks for triu(…, diagonal=1)")])
 
 
 def test_too_many_tokens_raises(impl):
@@ -119,8 +119,10 @@ def test_dropout_on_weights_in_training_mode(impl):
     seed_reference(108)
     with torch.no_grad():
         expected = reference(x)
+        without_dropout = reference.eval()(x)
+    reference.train()
     impl.manual_seed(108)
-    assert_close(student(x), expected, atol=1e-5,
+    assert_close(student(x), expected, atol=1e-5, diagnoses=[(without_dropout, DROPOUT_NOT_APPLIED)],
                  call="CausalAttention(4, 3, 6, dropout=0.5) in training mode, torch.manual_seed(108) before the forward",
                  note="apply self.dropout (nn.Dropout) to the attention weights after the softmax, before @ values")
 
@@ -141,5 +143,6 @@ def test_input_not_modified(impl):
     """The forward leaves its input unchanged."""
     m = impl.CausalAttention(3, 2, 6, 0.0)
     x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(111))
-    _, after = impl.call_and_inputs(m, x.clone())
+    _, after = call_checked(impl.call_and_inputs, m, x.clone(), call="CausalAttention(3, 2, 6, 0.0)(x of shape (2, 4, 3))",
+                            errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
     assert_unchanged([x], after, call="CausalAttention(3, 2, 6, 0.0)(x)", names=["x"])

@@ -13,7 +13,9 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, fail, load_reference_parameters
+from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED,
+                      assert_close, assert_mask_buffer, assert_raises, call_checked, fail, load_reference_parameters,
+                      no_scale, scaled_by_d_out)
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
 
@@ -34,7 +36,7 @@ def _diagnoses(reference, x):
     b, t, _ = x.shape
     h, hd = reference.num_heads, reference.head_dim
 
-    def run(scale, split="right", mask=True, merge="right"):
+    def run(scale, split="right", mask=True, merge="right", proj=True):
         def heads(y):
             if split == "bare-view":
                 return y.reshape(b, h, t, hd)
@@ -45,18 +47,22 @@ def _diagnoses(reference, x):
             s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), -torch.inf)
         ctx = torch.softmax(s * scale, -1) @ v
         ctx = ctx.reshape(b, t, h * hd) if merge == "bare-reshape" else ctx.transpose(1, 2).reshape(b, t, h * hd)
-        return reference.out_proj(ctx)
+        return reference.out_proj(ctx) if proj else ctx
 
     d_out = h * hd
     return [
-        (run(1 / d_out**0.5), f"scaled by 1/√d_out = 1/√{d_out}: the scale is 1/√head_dim = 1/√{hd}"),
-        (run(1.0), "no scaling: off by a factor √head_dim in the scores"),
-        (run(1 / hd**0.5, split="bare-view"), "split the heads with a bare .view(b, num_heads, T, head_dim): "
-                                              "view as (b, T, num_heads, head_dim), then transpose(1, 2)"),
-        (run(1 / hd**0.5, mask=False), "output matches the unmasked attention: apply the causal mask"),
-        (run(1 / hd**0.5, merge="bare-reshape"), "merged the heads with a bare reshape: transpose(1, 2) back to "
-                                                 "(b, T, num_heads, head_dim) first, then reshape to (b, T, d_out)"),
+        (run(1 / d_out**0.5), scaled_by_d_out(d_out, hd)),
+        (run(1.0), no_scale(hd, "head_dim")),
+        (run(1 / hd**0.5, split="bare-view"), SPLIT_BARE_VIEW),
+        (run(1 / hd**0.5, mask=False), UNMASKED),
+        (run(1 / hd**0.5, merge="bare-reshape"), MERGE_BARE_RESHAPE),
+        (run(1 / hd**0.5, proj=False), NO_OUT_PROJ),
     ]
+
+
+def _forward(student, x, call):
+    """student(x); PyTorch's size-mismatch error of a mask not cut to T x T is named."""
+    return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
 
 
 def test_printed_seed123(impl):
@@ -64,10 +70,14 @@ def test_printed_seed123(impl):
     impl.manual_seed(123)
     m = impl.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
     expected = P.value("README/mha_seed123")
-    assert_close(m(P.journey_batch()), torch.stack([expected, expected]), atol=1e-4,
-                 call="torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]",
-                 note="if only the seeded tests fail (the tests with loaded weights pass): create W_query, W_key, W_value, "
-                      "then out_proj, in that order, right after super().__init__()")
+    call = "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]"
+    got = _forward(m, P.journey_batch(), call)
+    seed_reference(123)
+    reference = REF.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    with torch.no_grad():
+        diag = _diagnoses(reference, P.journey_batch())
+    # head_dim is 1 here: a missing scale is invisible, a wrong 1/√d_out is not (diagnosed before creation order)
+    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
 
 
 CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
@@ -88,9 +98,9 @@ def test_random_against_reference(impl, case):
     with torch.no_grad():
         expected = reference(x)
         diag = _diagnoses(reference, x)
-    assert_close(student(x), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag,
-                 call=f"MultiHeadAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, num_heads={h}, qkv_bias={bias})"
-                      f"(x of shape (3, {t}, {d_in})) [{dtype}]")
+    call = (f"MultiHeadAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, num_heads={h}, qkv_bias={bias})"
+            f"(x of shape (3, {t}, {d_in})) [{dtype}]")
+    assert_close(_forward(student, x, call), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag, call=call)
 
 
 def test_gpt2_attention_parameter_count(impl):
@@ -114,12 +124,7 @@ def test_mask_buffer_and_context_length(impl):
     """'mask' in state_dict, follows .to(torch.float64); T > context_length raises ValueError."""
     m = impl.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
     call = "MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
-    sd = m.state_dict()
-    if "mask" not in sd:
-        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})", "register the mask with self.register_buffer('mask', ...)")
-    assert_close(sd["mask"], torch.triu(torch.ones(5, 5), 1), atol=0, check_dtype=False, call=call + ".state_dict()['mask']")
-    if m.to(torch.float64).mask.dtype != torch.float64:
-        fail(call + ".to(torch.float64).mask.dtype", "did not follow .to(): register the mask as a buffer")
+    assert_mask_buffer(m, torch.triu(torch.ones(5, 5), 1), call=call)
     x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(143), dtype=torch.float64)
     assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why="more tokens than context_length: raise ValueError")
 
@@ -145,8 +150,10 @@ def test_dropout_on_weights_in_training_mode(impl):
     seed_reference(148)
     with torch.no_grad():
         expected = reference(x)
+        without_dropout = reference.eval()(x)
+    reference.train()
     impl.manual_seed(148)
-    assert_close(student(x), expected, atol=1e-5,
+    assert_close(student(x), expected, atol=1e-5, diagnoses=[(without_dropout, DROPOUT_NOT_APPLIED)],
                  call="MultiHeadAttention(4, 6, 5, dropout=0.5, num_heads=3) in training mode, torch.manual_seed(148) before the forward",
                  note="apply self.dropout to the attention weights (b, num_heads, T, T) after the softmax, before @ values")
     student, reference = student.eval(), reference.eval()

@@ -13,7 +13,7 @@ Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / 1e-10 (float64
 import pytest
 import torch
 
-from diagnose import assert_close, check_tensor, fail, load_reference_parameters
+from diagnose import QKV_BIAS_IGNORED, assert_close, check_tensor, fail, load_reference_parameters
 from reference import printed, ref, seed_reference
 
 P = printed()
@@ -79,6 +79,10 @@ def test_random_against_reference(impl, dtype):
     seed_reference(133)
     reference = REF.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True).to(dtype)
     student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)
+    names = sorted(dict(student.named_parameters()))
+    if not any(name.endswith(".bias") for name in names):
+        fail("MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True).named_parameters()",
+             f"has no bias: {names}", f"likely cause: {QKV_BIAS_IGNORED}")
     load_reference_parameters(student, reference, call="MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=True)")
     if dtype != torch.float32:
         student = student.to(dtype)
