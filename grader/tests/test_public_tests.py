@@ -6,6 +6,8 @@
 * one public test file per exercise module, every test named after its module, so that
   ``pytest exercises -k <module>`` selects exactly that module's tests;
 * the shared checks (``exercises/kata_checks.py``) and the public tests quote no solution line;
+* the ``>>>`` examples in the solutions' docstrings run (``pytest --doctest-modules solutions``, with the
+  documents' tensors from ``solutions/conftest.py``).
 
 That every public test fails on the stubs and passes on the solutions is proved in test_exercises.py.
 """
@@ -17,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,16 @@ def test_shared_checks_and_public_tests_quote_no_solution_line():
     leaks = [f"{p.relative_to(REPO_ROOT)}: {line!r} ({ex_id})" for p in files for line, ex_id in forbidden.items()
              if line in p.read_text()]
     assert not leaks, "\n".join(leaks)
+
+
+@pytest.mark.timeout(120)
+def test_solution_docstring_examples_run_as_doctests(tmp_path: Path):
+    report = tmp_path / "doctest.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--doctest-modules", "solutions", "-q", "-p", "no:cacheprovider",
+         f"--junitxml={report}"],
+        cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=110,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    cases = [c.get("name") for c in ET.parse(report).getroot().iter("testcase")]
+    assert len(cases) >= 20, cases  # every exercise's functions and classes carry an example
