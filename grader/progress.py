@@ -18,6 +18,9 @@ checked against the exercise modules that the test's body uses (through the file
 
 A module is *not started* while its tests fail only with its own ``NotImplementedError: ... not
 written yet``, *done* when they all pass, *failing* otherwise.
+
+Exit status: 0 when the tests ran (whatever they say), 1 when pytest could not run any (its output is
+shown), 2 for unusable input (one line on stderr).
 """
 
 from __future__ import annotations
@@ -336,6 +339,9 @@ def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path
         return f"\033[{_COLOURS[state]}m{text}\033[0m" if colour else text
 
     shown = _display_path(exercises)
+    if not run.tests and not run.collect_errors:  # pytest itself could not run (not installed, bad config)
+        return "\n".join([f"attention kata: pytest ran no test (exit status {run.exitstatus}); its output ends with:",
+                          *run.output.strip().splitlines()[-15:], ""])
     done = sum(s.state == "done" for s in statuses)
     lines = [f"attention kata: {done}/{len(statuses)} modules done", ""]
     width = max(len(f"{s.module.group}/{s.module.name}") for s in statuses)
@@ -364,9 +370,6 @@ def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path
             if todo.state == "failing":
                 lines.append(f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(failure.message, 110)}")
         lines.append(f"Run its tests: pytest {target}    Hints: {shown}/{m.group}/hints.md, section '## {m.name}'")
-    if not run.tests and not run.collect_errors:
-        lines += ["", f"pytest ran no test (exit status {run.exitstatus}); its output ends with:",
-                  *run.output.strip().splitlines()[-15:]]
     lines.append(f"(checked {time.strftime('%H:%M:%S')}, {run.seconds:.1f} s)")
     return "\n".join(lines) + "\n"
 
@@ -410,10 +413,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)  # seconds between polls
 
 
-def check_once(exercises: Path, modules: list[Module], colour: bool) -> tuple[str, list[Status]]:
+def check_once(exercises: Path, modules: list[Module], colour: bool) -> tuple[str, bool]:
+    """(the report, whether pytest ran any test at all)."""
     run = run_tests(exercises)
     statuses, unassigned = judge(modules, run, exercises)
-    return render(statuses, unassigned, exercises, run, colour), statuses
+    return render(statuses, unassigned, exercises, run, colour), bool(run.tests or run.collect_errors)
 
 
 def snapshot(exercises: Path) -> dict[str, float]:
@@ -443,9 +447,9 @@ def run_command(args: argparse.Namespace, modules: list[Module], out=None) -> in
         raise ProgressError(f"--interval must be between 0.05 and 60 seconds, got {args.interval}")
     colour = out.isatty() and "NO_COLOR" not in os.environ
     if not args.watch:
-        text, _ = check_once(exercises, modules, colour)
+        text, ran = check_once(exercises, modules, colour)
         out.write(text)
-        return 0
+        return 0 if ran else 1
     try:
         while True:
             before = snapshot(exercises)

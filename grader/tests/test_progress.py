@@ -7,6 +7,8 @@ runs the real public tests on a copy of ``exercises/`` with some reference solut
 
 from __future__ import annotations
 
+import argparse
+import io
 import os
 import shutil
 import subprocess
@@ -185,6 +187,14 @@ def _read_until(proc: subprocess.Popen, marker: str, timeout: float = 60) -> str
         if marker in line:
             return "".join(lines)
     raise AssertionError("no '" + marker + "' in:\n" + "".join(lines))
+
+
+def test_when_pytest_cannot_run_its_output_is_shown_and_the_exit_status_is_1(tree: Path):
+    (tree.parent / "pytest.ini").write_text("[pytest]\nrequired_plugins = pytest-no-such-plugin\n")
+    out = io.StringIO()
+    args = argparse.Namespace(exercises=tree, watch=False, interval=1.0)
+    assert progress.run_command(args, MODULES, out=out) == 1
+    assert "pytest ran no test" in out.getvalue() and "pytest-no-such-plugin" in out.getvalue(), out.getvalue()
 
 
 # --- the command line ------------------------------------------------------------------------------
