@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from grader.isolation import Isolation, Survivors, reap
+from grader.isolation import Isolation, Survivors, reap, wait_gone
 
 STARTUP_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 10.0
@@ -203,13 +203,16 @@ class Domains:
         return Domain(self, template, pid, read_end, root)
 
     def clean(self, root: Path | None) -> None:
-        """Without a pid namespace, the student's uid may have left processes and files: remove them
-        (as that uid), then the domain's own folder. A process that outlives it is noted in ``survivors``."""
-        if self.isolation.mode == "uid":
-            try:
+        """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's
+        processes and remove its files (as that uid); with one, wait for the kernel's teardown. Then
+        remove the domain's own folder. A process that outlives it is noted in ``survivors``."""
+        try:
+            if self.isolation.mode == "uid":
                 reap(self.isolation.uid, [root / "scratch"] if root else [])
-            except Survivors as err:
-                self.survivors.append(str(err))
+            elif self.isolation.mode == "bwrap":  # the next domain shares the uid (and its process limit)
+                wait_gone(self.isolation.uid)
+        except Survivors as err:
+            self.survivors.append(str(err))
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
 

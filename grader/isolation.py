@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -245,6 +246,33 @@ for top in sys.argv[2:]:
         remove(os.path.join(top, entry))
 print(len(left))
 """
+
+
+def running_as(uid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose real, effective or saved uid is ``uid``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if str(uid) in fields.get("Uid", "").split()[:3] and not fields.get("State", "").strip().startswith("Z"):
+            found.append(int(name))
+    return found
+
+
+def wait_gone(uid: int, timeout: float = 10.0) -> None:
+    """Wait until no process of ``uid`` is left (a pid namespace's teardown takes the kernel a moment);
+    Survivors if one still runs after ``timeout``."""
+    deadline, pause = time.monotonic() + timeout, 0.001
+    while running_as(uid):
+        if time.monotonic() > deadline:
+            raise Survivors(f"processes of the student's uid {uid} outlived their domain")
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
 
 
 class Survivors(Exception):

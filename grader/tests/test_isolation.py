@@ -55,17 +55,10 @@ def test_every_mode_runs_in_ci() -> None:
         assert PROBLEMS == {"bwrap": None, "uid": None, "none": None}, PROBLEMS
 
 
-def _uid_processes(uid: int) -> list[str]:
-    found = []
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except (OSError, ValueError):
-            continue
-        if str(uid) in fields.get("Uid", "").split() and not fields.get("State", "").strip().startswith("Z"):
-            found.append(name)
-    return found
+def _uid_processes(uid: int) -> list[int]:
+    from grader.isolation import running_as
+
+    return running_as(uid)
 
 
 def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) -> None:
@@ -73,6 +66,9 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
     writes fake results; the next student only loads what was planted; then an honest student."""
     rubric = load_rubric()
     options = GradeOptions(gpu="skip")
+    decoy = Path("/tmp/kata-results-decoy/results.json")  # the grader's results, where a student could look
+    decoy.parent.mkdir(mode=0o755, exist_ok=True)
+    decoy.write_text('{"score": 0}')
     t0 = time.perf_counter()
     attacker = grade(build_submission("class_attacker", tmp_path / "a"), options, isolating)
     assert attacker.score == pytest.approx(sum(ex.points for ex in rubric.exercises.values()))
@@ -84,6 +80,36 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
     assert time.perf_counter() - t0 < 180
     assert not _uid_processes(isolating.isolation.uid)  # nothing of the students runs any more
     assert not (REPO_ROOT / "results.json").exists() and not Path("/autograder/results/results.json").exists()
+    assert decoy.read_text() == '{"score": 0}'
+    decoy.unlink()
+
+
+def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    for group in load_rubric().module_groups.values():
+        (sub / group).mkdir(parents=True, exist_ok=True)
+    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+        "import os, time\n\n"
+        "def attention_scores():\n"
+        "    written = 0\n"
+        "    try:\n"
+        "        with open('/tmp/kata-fill', 'wb') as f:\n"
+        "            for _ in range(200):\n                f.write(b'0' * 2**20); f.flush(); written += 1\n"
+        "    except OSError:\n        pass\n"
+        "    os.unlink('/tmp/kata-fill')\n"
+        "    forked = 0\n"
+        "    try:\n"
+        "        for _ in range(300):\n"
+        "            if os.fork() == 0:\n                time.sleep(30); os._exit(0)\n"
+        "            forked += 1\n"
+        "    except OSError:\n        pass\n"
+        "    return written, forked\n")
+    from grader.remote_impl import RemoteImpl
+
+    with WorkerClient(sub, domains=isolating, call_timeout=20) as client:
+        written, forked = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+    assert written <= 64 and forked < 100, (written, forked)
+    assert not _uid_processes(isolating.isolation.uid)  # the client's close waited for the domain to be gone
 
 
 def test_the_reference_never_reaches_a_report(domains: Domains, tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ set -euo pipefail
 
 apt-get update -qq
 # python3-pip for the installs below; bubblewrap for the grader's sandbox (where the container allows
-# user namespaces: otherwise the grader falls back to process isolation and says so in its report).
+# namespaces; Gradescope's usually does not, and the grader then isolates each student by a uid of
+# its own, as root without user namespaces, and says so in its report: grader/isolation.py).
 apt-get install -y -qq python3 python3-pip bubblewrap >/dev/null
 
 # Newer Ubuntu images mark the system Python as externally managed; this image is ours alone.
