@@ -1,7 +1,9 @@
 """Section 3.3.1: attention scores are dot products between a query and every input token.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -24,7 +26,7 @@ def attention_scores(inputs: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
     Returns:
         (T,) where entry i is the dot product ``inputs[i] · query``.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.1, query = "journey", the 2nd token)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1, query = "journey", the 2nd token)::
 
         >>> attention_scores(inputs, inputs[1])
         tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -45,7 +47,7 @@ def attention_score_matrix(inputs: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, T) where entry [i, j] is ``inputs[i] · inputs[j]``.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.2)::
 
         >>> attention_score_matrix(inputs)[0]
         tensor([0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310])

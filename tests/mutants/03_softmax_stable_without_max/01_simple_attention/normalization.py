@@ -1,4 +1,7 @@
-"""Section 3.3.1: turning attention scores into weights that sum to 1."""
+"""Section 3.3.1: turning attention scores into weights that sum to 1.
+
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+"""
 
 import torch
 
@@ -12,7 +15,7 @@ def normalize_by_sum(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Returns:
         Same shape as ``scores``; sums to 1 along ``dim``.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.1)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
         >>> normalize_by_sum(torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]))
         tensor([0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656])
@@ -33,7 +36,7 @@ def softmax_naive(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Returns:
         Same shape as ``scores``; sums to 1 along ``dim``.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.1)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
         >>> softmax_naive(torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]))
         tensor([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])

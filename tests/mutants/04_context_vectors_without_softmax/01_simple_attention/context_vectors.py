@@ -1,7 +1,9 @@
 """Sections 3.3.1-3.3.2: context vectors are attention-weighted sums of the inputs.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -24,7 +26,7 @@ def context_vector(inputs: torch.Tensor, attn_weights: torch.Tensor) -> torch.Te
     Returns:
         (d,) the weighted sum of the rows of ``inputs``.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.1, query = "journey")::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1, query = "journey")::
 
         >>> context_vector(inputs, torch.softmax(inputs @ inputs[1], dim=0))
         tensor([0.4419, 0.6515, 0.5683])
@@ -43,7 +45,7 @@ def context_vectors(inputs: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, d) one context vector per token.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.3.2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.2)::
 
         >>> context_vectors(inputs)[1]
         tensor([0.4419, 0.6515, 0.5683])

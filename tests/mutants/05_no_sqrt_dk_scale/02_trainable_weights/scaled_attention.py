@@ -1,7 +1,9 @@
 """Section 3.4.1: scaled dot-product attention with queries, keys and values.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -29,7 +31,7 @@ def scaled_dot_product(
         ``(context, attn_weights)``: context (..., T_q, d_v) and attn_weights (..., T_q, T_k),
         whose rows sum to 1.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.4.1; seed-123 torch.rand projections, d_k = 2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.4.1; seed-123 torch.rand projections, d_k = 2)::
 
         >>> context, weights = scaled_dot_product(queries, keys, values)
         >>> weights[1]

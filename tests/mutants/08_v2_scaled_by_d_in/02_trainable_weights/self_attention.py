@@ -1,7 +1,9 @@
 """Section 3.4.2: a compact self-attention class, first with nn.Parameter, then with nn.Linear.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -23,9 +25,9 @@ class SelfAttention_v1(nn.Module):
 
     forward: x (..., T, d_in) -> (..., T, d_out), softmax(Q Kᵀ / √d_out) V with Q = x @ W_query.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.4.2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.4.2)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> SelfAttention_v1(3, 2)(inputs)[0]
         tensor([0.2996, 0.8053], grad_fn=...)
     """
@@ -59,9 +61,9 @@ class SelfAttention_v2(nn.Module):
 
     forward: x (..., T, d_in) -> (..., T, d_out).
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.4.2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.4.2)::
 
-        >>> torch.manual_seed(789)
+        >>> _ = torch.manual_seed(789)
         >>> SelfAttention_v2(3, 2)(inputs)[0]
         tensor([-0.0739,  0.0713], grad_fn=...)
     """

@@ -1,7 +1,9 @@
 """Section 3.4.2, exercise: make SelfAttention_v1 and SelfAttention_v2 compute the same thing.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -35,7 +37,7 @@ def copy_weights_v2_to_v1(sa_v2: nn.Module, sa_v1: nn.Module) -> None:
         ValueError: if v2 has biases (v1 has nowhere to put them) or the shapes do not match.
             Nothing is copied in that case.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.4.2, the v2-to-v1 transfer exercise)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.4.2, the v2-to-v1 transfer exercise)::
 
         >>> sa_v2, sa_v1 = SelfAttention_v2(3, 2), SelfAttention_v1(3, 2)
         >>> copy_weights_v2_to_v1(sa_v2, sa_v1)
@@ -71,7 +73,7 @@ def copy_weights_v1_to_v2(sa_v1: nn.Module, sa_v2: nn.Module) -> None:
     Returns:
         None.
 
-    Example (the reverse of 000_7ebab5a40414ec2e.txt, section 3.4.2)::
+    Example (the reverse of exercises/documents/chapter_notes_3.1-3.6.txt, section 3.4.2)::
 
         >>> copy_weights_v1_to_v2(sa_v1, sa_v2)
         >>> torch.allclose(sa_v2(inputs), sa_v1(inputs))

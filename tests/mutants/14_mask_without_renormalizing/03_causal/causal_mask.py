@@ -1,7 +1,9 @@
 """Section 3.5.1: hiding future words with a causal attention mask.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -23,7 +25,7 @@ def causal_mask(num_tokens: int) -> torch.Tensor:
     Returns:
         (T, T) float tensor of ones on and below the diagonal, zeros above.
 
-    Example (001_1e5e282f5721c1c1.txt, the ``torch.tril`` mask, cut to 3 tokens)::
+    Example (exercises/documents/notebook_causal_self_attention.txt, the ``torch.tril`` mask, cut to 3 tokens)::
 
         >>> causal_mask(3)
         tensor([[1., 0., 0.],
@@ -44,7 +46,7 @@ def mask_and_renormalize(attn_weights: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, T) a new tensor: exactly 0 above the diagonal, rows summing to 1.
 
-    Example (001_1e5e282f5721c1c1.txt, the seed-789 weights masked and renormalized; ``attn_weights`` is the softmax of the scaled seed-789 scores)::
+    Example (exercises/documents/notebook_causal_self_attention.txt, the seed-789 weights masked and renormalized; ``attn_weights`` is the softmax of the scaled seed-789 scores)::
 
         >>> mask_and_renormalize(attn_weights)[1]
         tensor([0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000])
@@ -65,7 +67,7 @@ def mask_future_scores(attn_scores: torch.Tensor) -> torch.Tensor:
     Returns:
         (..., T, T) a new tensor, -inf wherever j > i.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.5.1; ``attn_scores`` = Q Kᵀ of the seed-789 SelfAttention_v2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.5.1; ``attn_scores`` = Q Kᵀ of the seed-789 SelfAttention_v2)::
 
         >>> mask_future_scores(attn_scores)[0]
         tensor([0.2899,   -inf,   -inf,   -inf,   -inf,   -inf])
@@ -87,7 +89,7 @@ def causal_attention_weights(attn_scores: torch.Tensor, d_k: int) -> torch.Tenso
     Returns:
         (..., T, T) weights, 0 above the diagonal, rows summing to 1.
 
-    Example (001_1e5e282f5721c1c1.txt, softmax of the scaled, -inf-masked seed-789 scores, d_k = 2)::
+    Example (exercises/documents/notebook_causal_self_attention.txt, softmax of the scaled, -inf-masked seed-789 scores, d_k = 2)::
 
         >>> causal_attention_weights(attn_scores, 2)[1]
         tensor([0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000])

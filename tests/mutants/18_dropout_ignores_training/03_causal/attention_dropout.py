@@ -1,4 +1,7 @@
-"""Section 3.5.2: masking additional attention weights with dropout."""
+"""Section 3.5.2: masking additional attention weights with dropout.
+
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+"""
 
 import torch
 
@@ -20,12 +23,12 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     Raises:
         ValueError: if p is outside [0, 1].
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.5.2 applies ``torch.nn.Dropout(0.5)`` the same way; CPU, PyTorch >= 2.7)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.5.2 applies ``torch.nn.Dropout(0.5)`` the same way; CPU, PyTorch >= 2.7)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> dropout(torch.ones(6, 6), 0.5)[0]
         tensor([2., 2., 0., 2., 2., 0.])
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> torch.nn.Dropout(0.5)(torch.ones(6, 6))[0]     # the same mask
         tensor([2., 2., 0., 2., 2., 0.])
     """

@@ -1,7 +1,9 @@
 """Section 3.5.3: a compact causal self-attention class.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -29,9 +31,9 @@ class CausalAttention(nn.Module):
     forward: x (b, T, d_in) -> (b, T, d_out) for any T <= context_length (cut the mask to T x T);
     T > context_length raises ValueError naming both numbers.
 
-    Example (001_1e5e282f5721c1c1.txt, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0; 000_7ebab5a40414ec2e.txt, section 3.5.3 builds the same class)::
+    Example (exercises/documents/notebook_causal_self_attention.txt, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0; exercises/documents/chapter_notes_3.1-3.6.txt, section 3.5.3 builds the same class)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> CausalAttention(3, 2, 6, 0.0)(batch)[0, 0]
         tensor([-0.4519,  0.2216], grad_fn=...)
     """

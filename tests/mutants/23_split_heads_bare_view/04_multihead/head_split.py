@@ -1,4 +1,7 @@
-"""Section 3.6.2: splitting one projection into heads, and putting the heads back together."""
+"""Section 3.6.2: splitting one projection into heads, and putting the heads back together.
+
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+"""
 
 import torch
 
@@ -22,11 +25,12 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
     Example::
 
-        >>> split_heads(torch.arange(8.).reshape(1, 2, 4), 2)
-        tensor([[[[0., 1.],
-                  [4., 5.]],
-                 [[2., 3.],
-                  [6., 7.]]]])
+        >>> x = torch.arange(8.).reshape(1, 2, 4)  # 1 sequence, 2 tokens, 4 features
+        >>> split_heads(x, 2).shape
+        torch.Size([1, 2, 2, 2])
+        >>> split_heads(x, 2)[0, 1]  # head 1: features 2 and 3 of each token
+        tensor([[2., 3.],
+                [6., 7.]])
     """
     ### BEGIN SOLUTION
     b, num_tokens, d_out = x.shape
@@ -64,7 +68,7 @@ def per_head_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     Returns:
         (b, num_heads, T, T): entry [b, h, i, j] is queries[b, h, i] · keys[b, h, j].
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, ``a @ a.transpose(2, 3)`` with the (1, 2, 3, 4) tensor ``a`` printed there)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.2, ``a @ a.transpose(2, 3)`` with the (1, 2, 3, 4) tensor ``a`` printed there)::
 
         >>> per_head_scores(a, a)[0, 0, 0]
         tensor([1.3208, 1.1631, 1.2879])

@@ -1,7 +1,9 @@
 """Section 3.6.1: stacking single-head causal attention modules.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -27,9 +29,9 @@ class MultiHeadAttentionWrapper(nn.Module):
 
     forward: x (b, T, d_in) -> (b, T, num_heads * d_out), the heads concatenated on the last dim.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.1, d_out=2, num_heads=2)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.1, d_out=2, num_heads=2)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0]
         tensor([-0.4519,  0.2216,  0.4772,  0.1063], grad_fn=...)
     """
@@ -57,9 +59,9 @@ def two_dim_wrapper(d_in: int, context_length: int, dropout: float = 0.0) -> Mul
     Returns:
         A MultiHeadAttentionWrapper that maps (b, T, d_in) -> (b, T, 2).
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.1, Exercise 3.2 "d_out = 1"; seed 123; value from ../shared/docs/README.md)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.1, Exercise 3.2 "d_out = 1"; seed 123; value from exercises/documents/README.md)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> two_dim_wrapper(3, 6)(batch)[0, 0]
         tensor([-0.5740,  0.2216], grad_fn=...)
     """

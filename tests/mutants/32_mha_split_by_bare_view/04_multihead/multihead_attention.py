@@ -1,7 +1,9 @@
 """Section 3.6.2: multi-head attention with weight splits.
 
+Document paths in the kata (``exercises/documents/...``) are relative to the repository root.
+
 The examples use the documents' six-token input "Your journey starts with one step"
-(../shared/docs/000_7ebab5a40414ec2e.txt, section 3.3.1)::
+(exercises/documents/chapter_notes_3.1-3.6.txt, section 3.3.1)::
 
     inputs = torch.tensor([[0.43, 0.15, 0.89],   # Your
                            [0.55, 0.87, 0.66],   # journey
@@ -29,9 +31,9 @@ class MultiHeadAttention(nn.Module):
     forward: x (b, T, d_in) -> (b, T, d_out): split Q, K, V into (b, num_heads, T, head_dim),
     causal softmax(Q Kᵀ / √head_dim) per head, dropout, weights @ V, merge the heads, out_proj.
 
-    Example (000_7ebab5a40414ec2e.txt, section 3.6.2, d_in=3, d_out=2, num_heads=2, with head_dim = d_out // num_heads; the listing there sets head_dim = d_out, a bug, and prints nothing: the value is from ../shared/docs/README.md)::
+    Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.2, d_in=3, d_out=2, num_heads=2, with head_dim = d_out // num_heads; the listing there sets head_dim = d_out, a bug, and prints nothing: the value is from exercises/documents/README.md)::
 
-        >>> torch.manual_seed(123)
+        >>> _ = torch.manual_seed(123)
         >>> MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0]
         tensor([0.3190, 0.4858], grad_fn=...)
     """
@@ -77,8 +79,8 @@ def gpt2_attention() -> MultiHeadAttention:
     """The GPT-2 (124M) sized attention: 768 -> 768, 12 heads, context 1024, dropout 0.0.
 
     Returns:
-        A MultiHeadAttention with 2,360,064 parameters (../shared/docs/README.md; the GPT-2
-        sizes follow 000_7ebab5a40414ec2e.txt, section 3.6.2).
+        A MultiHeadAttention with 2,360,064 parameters (exercises/documents/README.md; the GPT-2
+        sizes follow exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.2).
     """
     ### BEGIN SOLUTION
     return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
