@@ -125,7 +125,7 @@ def test_solutions_pass_everything():
 @needs_hidden
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_hostile_submission(name, tmp_path, capfd):
+def test_hostile_submission(name, domains, tmp_path, capfd):
     targets, expected_text = HOSTILE[name]
     sub = build_submission(name, tmp_path)
     before = tree_digest(sub)
@@ -136,7 +136,7 @@ def test_hostile_submission(name, tmp_path, capfd):
     results_before = {p: p.exists() for p in results_files}
 
     t0 = time.perf_counter()
-    outcomes = run_hidden_tests(start_worker(sub))
+    outcomes = run_hidden_tests(start_worker(sub, domains=domains))
     elapsed = time.perf_counter() - t0
 
     assert outcomes

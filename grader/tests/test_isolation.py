@@ -23,31 +23,15 @@ from grader.batch import csv_cell, csv_row
 from grader.domains import Domains
 from grader.engine import run_hidden_tests, score, start_worker
 from grader.grading import GradeOptions, grade
-from grader.isolation import (SandboxUnavailable, bwrap_problem, choose_isolation, student_uid, uid_problem)
+from grader.isolation import SandboxUnavailable, choose_isolation, student_uid, uid_problem
 from grader.rubric import REPO_ROOT, load_rubric
 from grader.submission import SubmissionError, locate_submission
 from grader.worker_client import WorkerClient
+from conftest import PROBLEMS
 from test_engine import SOLUTIONS, build_submission
 
 pytestmark = pytest.mark.timeout(600)
-PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
-MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
-         for mode, problem in PROBLEMS.items()]
-ISOLATING = [m for m in MODES if m.values[0] != "none"]
 REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
-
-
-@pytest.fixture(scope="module", params=MODES)
-def domains(request):
-    """One template per mode for the module's tests: a class graded one student after another."""
-    with Domains(choose_isolation(request.param)) as d:
-        yield d
-
-
-@pytest.fixture(params=ISOLATING)
-def isolating(request):
-    with Domains(choose_isolation(request.param)) as d:
-        yield d
 
 
 def test_every_mode_runs_in_ci() -> None:

@@ -1,0 +1,31 @@
+"""Fixtures of the grader's own tests: the isolation modes this machine can run.
+
+``domains`` (one template per mode and test module: a class graded one student after another) runs
+a test once per mode: ``bwrap`` (bubblewrap, as root), ``uid`` (root without user namespaces, as
+in Gradescope's and CI's containers) and ``none``; ``isolating`` leaves ``none`` out. A mode that
+cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grader.domains import Domains
+from grader.isolation import bwrap_problem, choose_isolation, uid_problem
+
+PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
+MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
+         for mode, problem in PROBLEMS.items()]
+ISOLATING = [m for m in MODES if m.values[0] != "none"]
+
+
+@pytest.fixture(scope="module", params=MODES)
+def domains(request):
+    with Domains(choose_isolation(request.param)) as d:
+        yield d
+
+
+@pytest.fixture(params=ISOLATING)
+def isolating(request):
+    with Domains(choose_isolation(request.param)) as d:
+        yield d
