@@ -102,12 +102,18 @@ def build_student_release(dest: Path) -> None:
 
 
 def build_nbgrader_course(dest: Path) -> None:
-    """Write ``nbgrader_config.py`` and one SOURCE notebook per group under ``source/attention-kata``."""
+    """Write ``nbgrader_config.py``, one SOURCE notebook per group under ``source/attention-kata``, and the
+    documents and hints beside them (``documents/``, ``hints/<group>.md``: nbgrader releases the assignment
+    folder's other files too)."""
     import nbformat
 
     source = dest / "source" / ASSIGNMENT
     source.mkdir(parents=True)
     shutil.copy(TEMPLATES / "nbgrader_config.py", dest / "nbgrader_config.py")
+    shutil.copytree(EXERCISES_DIR / "documents", source / "documents", ignore=_IGNORE)
+    (source / "hints").mkdir()
+    for group in GROUPS:
+        shutil.copy(EXERCISES_DIR / group / "hints.md", source / "hints" / f"{group}.md")
     for group in GROUPS:
         nbformat.write(group_notebook(group), source / f"{group}.ipynb")
 
@@ -157,6 +163,8 @@ def group_notebook(group: str) -> NotebookNode:
 def _intro(group: str, exercises: list[Exercise]) -> str:
     readme = EXERCISES_DIR / group / "README.md"
     text = readme.read_text().strip() if readme.is_file() else f"# {group}: {_GROUP_TITLES.get(group, group)}"
+    # The README's links are relative to exercises/<group>/; the notebooks sit next to documents/ and hints/.
+    text = text.replace("](../documents/", "](documents/").replace("](hints.md)", f"](hints/{group}.md)")
     modules = ", ".join(f"`{ex.module}`" for ex in exercises)
     return (f"{text}\n\n---\n\nThis notebook holds the exercises {modules}. Run the setup cell first; "
             "after each exercise, run its test cell: it checks the worked examples of the documents. "

@@ -217,6 +217,14 @@ def test_the_documents_travel_with_the_exercises(release: Path):
         assert readme.count(old) == 1, f"documents/README.md names {old} once, beside {new}"
         assert f"[{new}]({new})" in readme
     assert (release / "student" / "exercises" / "documents" / "README.md").read_text() == readme
+    # the nbgrader course: the documents beside the notebooks, the intro's links pointing there
+    source = release / "nbgrader" / "source" / ASSIGNMENT
+    for new in DOCUMENTS.values():
+        assert (source / "documents" / new).is_file(), new
+    for group in GROUPS:
+        intro = nbformat.read(source / f"{group}.ipynb", as_version=4).cells[0].source
+        links = LINK.findall(intro)
+        assert links and all((source / link).is_file() for link in links if not link.startswith("http")), (group, links)
     assert "0.1766" in (REPO_ROOT / "exercises" / "03_causal" / "README.md").read_text(), \
         "03_causal/README.md warns about the unseeded 0.1766... values"
     broken = [line for path in _markdown_files(release / "student") for line in broken_paths(path)]
@@ -313,6 +321,8 @@ def test_nbgrader_generate_assignment_strips_solutions_and_autograde_gives_full_
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     generated = sorted((course / "release" / ASSIGNMENT).glob("*.ipynb"))
     assert [p.stem for p in generated] == list(GROUPS)
+    for shipped in ("documents/README.md", "documents/chapter_notes_3.1-3.6.txt", "hints/03_causal.md"):
+        assert (course / "release" / ASSIGNMENT / shipped).is_file(), f"nbgrader did not release {shipped}"
     for path in generated:
         text = path.read_text()
         assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text, path
