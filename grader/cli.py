@@ -140,9 +140,13 @@ def cmd_score_all(args: argparse.Namespace) -> int:
     if args.gradebook is not None:
         _check_writable(args.gradebook, "--gradebook")
     try:
-        choose_isolation(args.sandbox, for_class=True)  # refuse before grading anyone
+        isolation = choose_isolation(args.sandbox, for_class=True)  # refuse before grading anyone
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
+    if isolation.mode == "uid" and args.submissions.resolve().stat().st_mode & 0o005:
+        # Without a mount namespace, every student's code could read the others' submissions.
+        raise UsageError(f"{args.submissions}: readable by other users, so by the students' code under uid "
+                         f"isolation; run chmod o-rwx {args.submissions} first")
     options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu,
                            force=args.force, json_dir=args.json_dir)
     summary = score_all(args.submissions, args.csv, options, progress=_progress_printer())

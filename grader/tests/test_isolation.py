@@ -223,6 +223,12 @@ def test_score_all_and_the_autograder_refuse_without_isolation(tmp_path: Path) -
                           cwd=REPO_ROOT)
     if os.geteuid() == 0 and uid_problem() is None:
         assert said.returncode == 0 and said.stdout.strip() == "uid", said.stderr  # root without namespaces
+        klass = tmp_path / "class"
+        klass.mkdir(mode=0o755)
+        klass.chmod(0o755)
+        open_class = subprocess.run([sys.executable, "-m", "grader", "score-all", str(klass), "--csv",
+                                     str(tmp_path / "g.csv")], capture_output=True, text=True, env=env, cwd=REPO_ROOT)
+        assert open_class.returncode == 2 and "chmod o-rwx" in open_class.stderr, open_class.stderr
     code = ("import sys, os; from grader import isolation; isolation.uid_problem = lambda: 'not root (test)';"
             "from grader.cli import main; sys.exit(main(sys.argv[1:]))")
     proc = subprocess.run([sys.executable, "-c", code, "score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv")],
