@@ -345,6 +345,7 @@ def draw(rows: list[tuple[str, dict[str, object]]], out: Path, subtitle: str = "
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the command, shared by ``attention-kata view`` and the stand-alone script."""
+    parser.description = DESCRIPTION
     parser.add_argument("--out", type=Path, default=Path("attention.png"), metavar="FILE.png",
                         help="the picture to write (default: attention.png)")
     parser.add_argument("--exercises", type=Path, default=Path("exercises"), metavar="DIR",
@@ -353,6 +354,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 HELP = ("draw your attention weights next to the reference's as a PNG (runs YOUR code in this process: "
         "for your own code on your own machine)")
+DESCRIPTION = ('Draw the attention weights your code computes for "Your journey starts with one step" (plain, '
+               "scaled, causal, with dropout, per head) as a PNG, next to the reference's (full repository) or the "
+               "documents' printed tensors (student release). Your code runs in this process, not isolated: that "
+               "is fine for your own code on your own machine; grade anyone else's work with `score`. Needs "
+               "matplotlib (python -m pip install matplotlib).")
 
 
 def run_command(args: argparse.Namespace, reference: Path | None = None, out=None) -> int:
@@ -387,7 +393,7 @@ def run_command(args: argparse.Namespace, reference: Path | None = None, out=Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The stand-alone script of the student release: ``python view_attention.py [--out FILE.png]``."""
-    parser = _OneLineParser(prog=Path(sys.argv[0]).name, description=HELP)
+    parser = _OneLineParser(prog=Path(sys.argv[0]).name)
     add_arguments(parser)
     try:
         return run_command(parser.parse_args(argv))
