@@ -65,6 +65,10 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
     assert not _uid_processes(isolating.isolation.uid)  # nothing of the students runs any more
     assert not (REPO_ROOT / "results.json").exists() and not Path("/autograder/results/results.json").exists()
     assert decoy.read_text() == '{"score": 0}'
+    import site
+
+    assert not any((Path(p) / "sitecustomize.py").exists() for p in [*site.getsitepackages(), *sys.path]
+                   if "kata" not in p and p), "a planted sitecustomize.py"
     decoy.unlink()
 
 
