@@ -1,7 +1,7 @@
 """Run the hidden tests against an untrusted submission without importing it here.
 
-    client = start_worker(submission_dir)        # as early as possible: torch loads meanwhile
-    outcomes = run_hidden_tests(client)          # pytest in this process, the student's code in the worker
+    client = start_worker(submission_dir, domains=domains)  # a domain forked from the warm template
+    outcomes = run_hidden_tests(client)  # pytest in this process, the student's code in the domain
 
 The hidden tests (``tests/``) run in-process under ``pytest.main`` with a plugin that sets
 ``config.kata_impl_factory`` (see ``tests/conftest.py``), so every ``impl`` is a

@@ -64,8 +64,8 @@ class RemoteImpl:
     """The seam's ``impl`` over a :class:`WorkerClient` (one per test; cheap to make).
 
     ``where`` maps public names to exercise ids (``CausalAttention`` -> ``03_causal/causal_attention``).
-    ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer(failure, module)``
-    with the module being imported, or None), may refuse imports (``observer.check_import``) and
+    ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer.on_failure(failure,
+    module)`` with the module being imported, or None), may refuse imports (``observer.check_import``) and
     sets each call's timeout (``observer.call_timeout(client)``).
     """
 
