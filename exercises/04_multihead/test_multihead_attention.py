@@ -32,7 +32,14 @@ def _attention(mha, x, num_heads, scale=None, causal=True, split="slices", merge
 
 
 def _diagnoses(mha, x, num_heads):
-    """Known mistakes, recomputed from the module's own weights."""
+    """Known mistakes, recomputed from the module's own weights (none if its layers are named otherwise)."""
+    try:
+        return _mistakes(mha, x, num_heads)
+    except (AttributeError, RuntimeError):
+        return []
+
+
+def _mistakes(mha, x, num_heads):
     d_out = mha.out_proj.weight.shape[0]
     hd = d_out // num_heads
     with torch.no_grad():
