@@ -185,9 +185,12 @@ class Domains:
         template = self._template
         self._count += 1
         root = None
-        if self.base is not None:
+        if self.base is not None:  # reachable by this domain's uid alone (other jobs share the machine)
             root = self.base / f"d{self._count}"
-            root.mkdir(mode=0o711)
+            root.mkdir(mode=0o700)
+            if self.isolation.uid is not None:
+                os.chown(root, 0, self.isolation.uid)
+                root.chmod(0o710)
         spec = {"mode": self.isolation.mode, "uid": self.isolation.uid, "root": str(root) if root else None,
                 "memory_mb": self.memory_mb, "disk_mb": DISK_MB, "nproc": NPROC}
         read_end, write_end = os.pipe()

@@ -71,17 +71,26 @@ def read_bundle(fd: int) -> dict:
     return files
 
 
-def write_copy(copy_dir: str, files: dict) -> None:
-    """Write the copy as root: folders 0555, files 0444, nothing the student's uid may change."""
-    for group in GROUPS:
-        os.mkdir(os.path.join(copy_dir, group), 0o755)
+def write_copy(copy_dir: str, files: dict, group=None) -> None:
+    """Write the copy as root: nothing in it the student's uid may change. With ``group`` (the
+    student's gid, where no mount namespace hides the copy) only that group may read it."""
+    dir_mode, file_mode = (0o550, 0o440) if group is not None else (0o555, 0o444)
+    paths = [copy_dir]
+    for group_dir in GROUPS:
+        os.mkdir(os.path.join(copy_dir, group_dir), 0o700)
+        paths.append(os.path.join(copy_dir, group_dir))
     for rel, data in files.items():
-        fd = os.open(os.path.join(copy_dir, rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        path = os.path.join(copy_dir, rel)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-    for group in GROUPS:
-        os.chmod(os.path.join(copy_dir, group), 0o555)
-    os.chmod(copy_dir, 0o555)
+        os.chmod(path, file_mode)
+        if group is not None:
+            os.chown(path, 0, group)
+    for path in reversed(paths):
+        os.chmod(path, dir_mode)
+        if group is not None:
+            os.chown(path, 0, group)
 
 
 def close_other_fds(keep) -> None:
@@ -123,23 +132,38 @@ def drop_privileges(uid: int) -> None:
         raise DomainError("could not drop privileges")
 
 
-def deny_ip_sockets() -> None:
-    """A seccomp filter: socket() for anything but AF_UNIX fails with EACCES (x86-64 only; other
-    system-call ABIs are refused outright, so a 32-bit socketcall cannot go around it)."""
+# System calls no student code needs, refused with EACCES: the kernel keyrings (kept per uid, they
+# would outlive a domain), ptrace and cross-process memory access (x86-64 numbers).
+_DENIED_SYSCALLS = {"keyctl": 250, "add_key": 248, "request_key": 249, "ptrace": 101,
+                    "process_vm_readv": 310, "process_vm_writev": 311}
+_SOCKET = 41
+
+
+def deny_syscalls(ip_sockets: bool) -> None:
+    """A seccomp filter (x86-64 only; other system-call ABIs are refused outright, so a 32-bit
+    socketcall cannot go around it): the calls above fail with EACCES, and with ``ip_sockets``
+    socket() for anything but AF_UNIX does too (the uid mode has no network namespace)."""
     if platform.machine() != "x86_64":
         return
     deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
-    program = [  # (code, jt, jf, k)
-        (0x20, 0, 0, 4),  # A = arch
-        (0x15, 0, 6, 0xC000003E),  # A == AUDIT_ARCH_X86_64 ? next : deny
-        (0x20, 0, 0, 0),  # A = syscall number
-        (0x35, 4, 0, 0x40000000),  # x32 ABI ? deny : next
-        (0x15, 0, 2, 41),  # socket ? next : allow
-        (0x20, 0, 0, 16),  # A = args[0] (the address family)
-        (0x15, 0, 1, 1),  # AF_UNIX ? allow : deny
-        (0x06, 0, 0, allow),
-        (0x06, 0, 0, deny),
-    ]
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    denied = sorted(_DENIED_SYSCALLS.values())
+    # Layout: [arch check] [number: x32?, denied?..., socket family check] ALLOW DENY; jumps are relative.
+    checks = [(jeq, 0, 0, nr) for nr in denied]
+    if ip_sockets:
+        checks += [(jeq, 0, 2, _SOCKET),  # socket ? check its family : allow
+                   (ld, 0, 0, 16),  # A = args[0], the address family
+                   (jeq, 0, 1, 1)]  # AF_UNIX ? allow : deny
+    # a denied number jumps over the checks after it and ALLOW, to DENY
+    checks = [(c, len(checks) - i, f, k) if i < len(denied) else (c, t, f, k) for i, (c, t, f, k) in enumerate(checks)]
+    program = [(ld, 0, 0, 4),  # A = arch
+               (jeq, 1, 0, 0xC000003E),  # x86-64 ? go on : deny
+               (ret, 0, 0, deny),
+               (ld, 0, 0, 0),  # A = the system call's number
+               (jge, len(checks) + 1, 0, 0x40000000),  # the x32 ABI ? deny
+               *checks,
+               (ret, 0, 0, allow),
+               (ret, 0, 0, deny)]
     filters = b"".join(struct.pack("HBBI", *insn) for insn in program)
     buf = ctypes.create_string_buffer(filters)
     prog = struct.pack("HxxxxxxP", len(program), ctypes.addressof(buf))
@@ -177,15 +201,15 @@ def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve) -> None:
 def _run_plain(spec: dict, sock_fd: int, files: dict, serve) -> None:
     root = spec["root"]  # a fresh folder the grader made for this domain alone (root-owned, 0711)
     copy_dir, scratch = os.path.join(root, "copy"), os.path.join(root, "scratch")
-    os.mkdir(copy_dir, 0o755)
-    write_copy(copy_dir, files)
-    os.mkdir(scratch, 0o700)
     uid = spec.get("uid")
+    os.mkdir(copy_dir, 0o700)
+    write_copy(copy_dir, files, group=uid)
+    os.mkdir(scratch, 0o700)
     if uid is not None:
         os.chown(scratch, uid, uid)
     if uid is not None:
         drop_privileges(uid)
-        deny_ip_sockets()
+        deny_syscalls(ip_sockets=True)
     _enter_scratch(spec, scratch)
     serve(sock_fd, copy_dir)
 
@@ -218,6 +242,7 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
             if pid == worker:
                 os._exit(_exit_code(status))
     drop_privileges(uid)
+    deny_syscalls(ip_sockets=False)
     _enter_scratch(spec, scratch)
     serve(sock_fd, copy_dir)
 

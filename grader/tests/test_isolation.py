@@ -178,14 +178,26 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
         "def attention_scores():\n"
         "    status = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)\n"
         "    writable = [p for p in (os.getcwd(), os.path.dirname(__file__)) if os.access(p, os.W_OK)]\n"
-        "    return os.getuid(), status['CapEff'].strip(), status['NoNewPrivs'].strip(), writable, os.getcwd()\n")
+        "    import ctypes\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    refused = []\n"
+        "    for nr in (250, 248, 101):  # keyctl, add_key, ptrace\n"
+        "        libc.syscall(nr, 0, 0, 0, 0)\n"
+        "        refused.append(ctypes.get_errno())\n"
+        "    copy_mode = os.stat(os.path.dirname(__file__)).st_mode & 0o7\n"
+        "    return (os.getuid(), status['CapEff'].strip(), status['NoNewPrivs'].strip(), writable, os.getcwd(),\n"
+        "            refused, copy_mode)\n")
     with WorkerClient(sub, domains=isolating) as client:
         from grader.remote_impl import RemoteImpl
 
-        uid, caps, nnp, writable, cwd = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+        uid, caps, nnp, writable, cwd, refused, copy_mode = RemoteImpl(
+            client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
     assert uid == student_uid() and uid not in (0, os.getuid())
     assert int(caps, 16) == 0 and nnp == "1"
     assert writable == [cwd]  # its scratch, not its copy
+    assert refused == [13, 13, 13]  # EACCES from the seccomp filter: keyrings outlive a domain
+    if isolating.isolation.mode == "uid":
+        assert copy_mode == 0  # other jobs' students (other uids) cannot read this copy
 
 
 def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
