@@ -12,8 +12,9 @@ message must name the function it sits in (``CausalAttention.forward``) and the 
 to read. The stub therefore carries ``__KATA_WHERE__``; afterwards ``ast`` finds the ``def``
 enclosing each placeholder and fills in its qualified name.
 
-Only the modules listed in ``tests/rubric.json`` are generated; READMEs, hints, public tests and
-``exercises/conftest.py`` are hand-written and left alone.
+Only the modules listed in ``tests/rubric.json`` are generated; READMEs, hints, public tests,
+``exercises/conftest.py`` and ``exercises/kata_checks.py`` (the checks and diagnoses shared with the
+hidden tests) are hand-written and left alone.
 """
 
 from __future__ import annotations

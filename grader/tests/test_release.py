@@ -191,9 +191,6 @@ def test_every_relative_path_in_the_exercises_and_the_students_readme_sections_r
     assert broken == [], "\n".join(broken)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the README's instructor sections still name files that 868f332 and b1f27e2 moved (grader/worker.py, "
-    "grader/wire_codec.py, the four per-group public test files); whoever updates those lines removes this mark"))
 def test_every_relative_path_in_the_whole_top_readme_resolves():
     broken = broken_paths(REPO_ROOT / "README.md")
     assert broken == [], "\n".join(broken)

@@ -1,4 +1,4 @@
-# Tests for MultiHeadAttention and gpt2_attention (000_7ebab5a40414ec2e.txt, section 3.6.2; ../shared/docs/README.md)
+# Tests for MultiHeadAttention and gpt2_attention (chapter_notes_3.1-3.6.txt, section 3.6.2; documents/README.md)
 torch.manual_seed(123)
 mha = MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
 check_close("torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0]",
