@@ -274,6 +274,62 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
         fail(call, f"raised {text.strip()[:400]}", *[f"likely cause: {c}" for c in causes])
 
 
+# Tensor factories: what they make stays on the CPU unless given device=.
+_FACTORIES = {"ones", "zeros", "full", "empty", "rand", "randn", "randint", "arange", "eye", "tensor", "as_tensor",
+              "linspace"}
+
+
+def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Sequence[tuple[str, str]] = ()) -> Any:
+    """``fn(*args)`` on the CPU, failing where the same code would fail with its input on a GPU: a
+    tensor made by a factory without ``device=`` (``torch.ones(T, T)``) and used with the input.
+
+    Cheaper than running on PyTorch's ``meta`` device (its first use imports torch._dynamo, more
+    than a second): every torch call is watched, and what a device-less factory made (and what is
+    computed from it alone) is followed until it meets the input's tensors, or is moved with
+    ``.to(device)``. 0-dim tensors mix with any device, as on a GPU.
+    """
+    __tracebackhide__ = True
+    from torch.overrides import TorchFunctionMode
+
+    made_on_cpu: dict[int, Any] = {}  # id -> the tensor (kept alive so that ids are not reused)
+    mixed: list[str] = []
+
+    def flat(obj: Any):
+        if isinstance(obj, (list, tuple)):
+            for item in obj:
+                yield from flat(item)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                yield from flat(item)
+        else:
+            yield obj
+
+    class Follow(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = getattr(func, "__name__", "")
+            given = list(flat((args, kwargs)))
+            tensors = [t for t in given if isinstance(t, torch.Tensor) and t.dim() > 0]
+            from_cpu = [t for t in tensors if id(t) in made_on_cpu]
+            moved = name in ("to", "cuda", "type_as") and any(
+                isinstance(a, (torch.device, str)) or (isinstance(a, torch.Tensor) and a is not given[0]) for a in given[1:])
+            follows = (name in _FACTORIES and "device" not in kwargs) or (from_cpu and len(from_cpu) == len(tensors) and not moved)
+            if from_cpu and len(from_cpu) < len(tensors) and not mixed:
+                mixed.append(f"{name} got a tensor made without device= together with the input's")
+            if follows:
+                for t in flat(out):
+                    if isinstance(t, torch.Tensor) and t.dim() > 0:
+                        made_on_cpu[id(t)] = t
+            return out
+
+    with Follow():
+        got = call_checked(fn, *args, call=call, errors=errors)
+    if mixed:
+        fail(call, f"on a GPU this fails: {mixed[0]}", f"likely cause: {DEVICE_MIX}")
+    return got
+
+
 # Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
 SIZE_MISMATCH = "must match the size of tensor"
 BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SAME_DEVICE,
                          SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_raises,
-                         call_checked, fail, journey_batch, load, scale_diagnoses)
+                         call_checked, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -72,14 +72,14 @@ def test_causal_attention_mask_is_a_buffer():
 
 
 def test_causal_attention_runs_on_any_device():
-    """The module and its input moved to PyTorch's ``meta`` device (shapes only, no values): a mask
-    that does not follow ``.to()``, or one made on the CPU in forward, fails here as on a GPU."""
+    """A mask made in forward without ``device=`` and mixed with the scores fails here as it would on
+    a GPU (kata_checks.call_on_any_device); a mask kept as a plain attribute fails
+    test_causal_attention_mask_is_a_buffer."""
     m = load("causal_attention")
-    ca = m.CausalAttention(3, 4, 6, 0.0).to("meta")
-    call = "CausalAttention(3, 4, 6, 0.0).to('meta')(x of shape (2, 5, 3) on device 'meta')"
-    got = call_checked(ca, torch.empty(2, 5, 3, device="meta"), call=call, errors=MASK_ERRORS)
-    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (2, 5, 4):
-        fail(call, f"returned {got!r:.200}; expected a tensor of shape (2, 5, 4) on device 'meta'", f"likely cause: {DEVICE_MIX}")
+    ca = m.CausalAttention(3, 4, 6, 0.0)
+    call = "CausalAttention(3, 4, 6, 0.0)(x of shape (2, 5, 3))"
+    got = call_on_any_device(ca, torch.rand(2, 5, 3), call=call, errors=MASK_ERRORS)
+    check_tensor(got, call=call, shape=(2, 5, 4))
 
 
 def test_causal_attention_ignores_future_tokens():

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
                          SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer,
-                         call_checked, fail, journey_batch, load, no_scale, scaled_by_d_out)
+                         call_checked, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -92,14 +92,13 @@ def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer
 
 
 def test_multihead_attention_runs_on_any_device():
-    """The module and its input moved to PyTorch's ``meta`` device (shapes only, no values): a mask
-    that does not follow ``.to()``, or one made on the CPU in forward, fails here as on a GPU."""
+    """A mask made in forward without ``device=`` and mixed with the scores fails here as it would on
+    a GPU (kata_checks.call_on_any_device)."""
     m = load("multihead_attention")
-    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to("meta")
-    call = "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to('meta')(x of shape (2, 5, 3) on device 'meta')"
-    got = call_checked(mha, torch.empty(2, 5, 3, device="meta"), call=call, errors=MASK_ERRORS)
-    if not isinstance(got, torch.Tensor) or got.device.type != "meta" or got.shape != (2, 5, 4):
-        fail(call, f"returned {got!r:.200}; expected a tensor of shape (2, 5, 4) on device 'meta'", f"likely cause: {DEVICE_MIX}")
+    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    call = "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(x of shape (2, 5, 3))"
+    got = call_on_any_device(mha, torch.rand(2, 5, 3), call=call, errors=MASK_ERRORS)
+    check_tensor(got, call=call, shape=(2, 5, 4))
 
 
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
