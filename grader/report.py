@@ -8,6 +8,8 @@ per-test fields), ``exercises`` (keyed by the 12 exercise ids) and ``gpu_check``
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,18 +107,124 @@ def to_json(report: GradeReport) -> dict[str, Any]:
     }
 
 
-def to_gradescope(report: GradeReport) -> dict[str, Any]:
-    """Exactly the keys Gradescope's ``results.json`` specification accepts."""
+# --- what students see: --visibility full | messages | scores -------------------------------------
+
+VISIBILITIES = ("full", "messages", "scores")
+WRAP_WIDTH = 100
+
+_CALL_LINE = re.compile(r"\bcalled ([A-Za-z_][\w.]*)(?:\(.*)?:\s*$")
+_DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])")
+_VALUES_ONLY = re.compile(r"^[\d\s.,+\-eE\[\]]*$")
+_KEPT_LINE = "largest absolute difference"
+
+
+def redact(text: str, visibility: str) -> str:
+    """A hidden test's message as students may see it at ``visibility``.
+
+    ``full``: unchanged. ``scores``: nothing (only scores and statuses are shown). ``messages``: the
+    message without the hidden test's inputs and values:
+      1. a ``called NAME(ARGS) [source]:`` line becomes ``called NAME(…):`` (which call, not its inputs);
+      2. every bracketed list of numbers (a tensor's values, nested or cut with ``...``) becomes ``[…]``;
+      3. every decimal number (``0.4921``, ``-1.5e-3``, ``inf`` is not one) becomes ``…``, except on the
+         ``largest absolute difference ... (tolerance ...)`` line.
+    Kept: shapes, dtypes, whole numbers (counts, sizes), ``likely cause:`` lines, and the text of
+    errors the student's own code raised.
+    """
+    if visibility == "full":
+        return text
+    if visibility == "scores":
+        return ""
+    if visibility != "messages":
+        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    lines = []
+    for line in text.splitlines():
+        line = _CALL_LINE.sub(lambda m: f"called {m.group(1)}(…):", line)
+        line = _redact_value_lists(line)
+        if _KEPT_LINE not in line:
+            line = _DECIMAL.sub("…", line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _redact_value_lists(line: str) -> str:
+    """Every outermost ``[...]`` that holds only numbers (``inf``, ``nan``, ``...`` included) -> ``[…]``."""
+    out, i = [], 0
+    while i < len(line):
+        if line[i] != "[":
+            out.append(line[i])
+            i += 1
+            continue
+        depth, j = 0, i
+        while j < len(line):
+            depth += {"[": 1, "]": -1}.get(line[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        inner = line[i + 1:j]
+        numbers = re.sub(r"\b(?:inf|nan|-inf)\b|\.\.\.|…", "0", inner)
+        if j < len(line) and inner.strip() and _VALUES_ONLY.match(numbers) and re.search(r"\d", numbers):
+            out.append("[…]")
+            i = j + 1
+        else:
+            out.append("[")
+            i += 1
+    return "".join(out)
+
+
+def wrap(text: str, width: int = WRAP_WIDTH) -> str:
+    """Long lines (a tensor's values) wrapped at spaces, continued with the line's indent + 4 spaces."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        lines.extend(textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "    ",
+                                   break_long_words=True, break_on_hyphens=False, drop_whitespace=True)
+                     if line.strip() else [line])
+    return "\n".join(lines)
+
+
+def gpu_line(gpu: dict[str, Any], visibility: str) -> str:
+    """The GPU-run check in one line, from the JSON report's ``gpu_check``."""
+    head = f"GPU-run check: {gpu['score']:g} / {gpu['max_score']:g} ({gpu['status']}"
+    if visibility == "scores":
+        return head + ")"
+    message = redact(gpu.get("message", ""), visibility)
+    return f"{head}, {gpu.get('device', 'unknown')})" + (f": {message}" if message else "")
+
+
+def to_gradescope(report: GradeReport, visibility: str = "full") -> dict[str, Any]:
+    """Exactly the keys Gradescope's ``results.json`` specification accepts.
+
+    ``visibility`` (full | messages | scores) decides how much of each hidden test's message its
+    ``output`` holds (see :func:`redact`); every test is ``visible``: its name, score and status
+    are the student's at once.
+    """
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r}")
     summary = [f"{ex_id}: {r.score:g}/{r.max_score:g} ({r.status})" for ex_id, r in report.exercises.items()]
     summary.append(f"gpu_check: {report.gpu_check.score:g}/{report.gpu_check.max_score:g} ({report.gpu_check.status})")
     summary.extend(f"warning: {w}" for w in report.warnings)
+    tests = []
+    for entry in _test_entries(report):
+        entry = {**entry, "visibility": "visible"}
+        if entry["name"] == "gpu_check":
+            gpu = to_json(report)["gpu_check"]
+            entry["output"] = gpu_line(gpu, visibility)
+        else:
+            entry["output"] = wrap(redact(entry["output"], visibility))
+        if not entry["output"]:
+            del entry["output"]
+        tests.append(entry)
     return {
         "score": report.score,
         "execution_time": round(report.execution_time, 3),
         "output": "\n".join(summary),
+        "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": [{**entry, "visibility": "visible"} for entry in _test_entries(report)],
+        "tests": tests,
     }
 
 

@@ -1,0 +1,109 @@
+"""grader.feedback and the --visibility levels (grader.report.redact), also in Gradescope's results.json."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from grader.feedback import feedback_filename, feedback_text, write_feedback
+from grader.report import redact, to_gradescope
+from grader.rubric import load_rubric
+
+MASK = "03_causal/causal_mask"
+VALUES = ", ".join(f"0.{1000 + i}" for i in range(36))
+FIRST = ("called mask_future_scores(scores of shape (6, 6), seed 1234)  [004_seeded.txt]:\n"
+         f"  expected shape (6, 6): first 6 of 6 rows (last dim): [[{VALUES}], ...]\n"
+         "  got      shape (6, 6): [[0.5311, -inf, 1.25e-3], [nan, inf, 0.0]]\n"
+         "  largest absolute difference 0.882 (tolerance: atol 0.0001, rtol 0)\n"
+         "  likely cause: the -inf entries are not where expected (expected -inf at 15 positions, got 0)")
+SECOND = "RuntimeError: The size of tensor a (4) must match the size of tensor b (6)"
+
+
+def report() -> dict:
+    rubric = load_rubric()
+    exercises = {ex_id: {"score": ex.points, "max_score": ex.points, "status": "passed",
+                         "message": f"all 3 tests passed"} for ex_id, ex in rubric.exercises.items()}
+    exercises[MASK] = {"score": 4.0, "max_score": 8.0, "status": "partial",
+                       "message": f"2 of 4 tests failed; first: {FIRST}"}
+    tests = [{"name": f"{MASK}: test_printed", "score": 0.0, "max_score": 2.0, "status": "failed", "output": FIRST},
+             {"name": f"{MASK}: test_batched", "score": 0.0, "max_score": 2.0, "status": "failed", "output": SECOND},
+             {"name": f"{MASK}: test_ok", "score": 2.0, "max_score": 2.0, "status": "passed", "output": ""},
+             {"name": "gpu_check", "score": 0.0, "max_score": 10.0, "status": "failed",
+              "output": "[simulated_failed, meta] CausalAttention: the mask is a plain attribute"}]
+    return {"submission": "s", "score": 86.0, "max_score": 100.0, "execution_time": 2.0, "isolation": "bwrap",
+            "warnings": ["a note for the instructor only"], "tests": tests, "exercises": exercises,
+            "gpu_check": {"score": 0.0, "max_score": 10.0, "status": "simulated_failed", "device": "meta",
+                          "message": "CausalAttention: the mask is a plain attribute (self.mask = 0.25)"}}
+
+
+def test_messages_hides_inputs_and_values_and_keeps_the_diagnosis():
+    text = redact(FIRST, "messages")
+    assert text.splitlines()[0] == "called mask_future_scores(…):"
+    assert "seed 1234" not in text and "004_seeded" not in text
+    assert "0.1000" not in text and "0.5311" not in text and "1.25e-3" not in text and "[…]" in text
+    assert "expected shape (6, 6)" in text and "largest absolute difference 0.882 (tolerance: atol 0.0001" in text
+    assert "likely cause: the -inf entries are not where expected (expected -inf at 15 positions, got 0)" in text
+    assert redact(SECOND, "messages") == SECOND
+    assert redact(FIRST, "full") == FIRST and redact(FIRST, "scores") == ""
+    with pytest.raises(ValueError):
+        redact(FIRST, "everything")
+
+
+@pytest.mark.parametrize("visibility", ["full", "messages", "scores"])
+def test_feedback_lists_every_failing_test_at_each_visibility(visibility):
+    text = feedback_text("alice", report(), visibility)
+    assert "Total: 86 / 100" in text and f"| `{MASK}` | 4 / 8 | partly passed |" in text
+    assert "`test_printed`" in text and "`test_batched`" in text and "`test_ok`" not in text
+    assert "GPU-run check: 0 / 10 (simulated_failed" in text
+    assert "a note for the instructor only" not in text  # warnings are the instructor's
+    if visibility == "full":
+        assert "0.1000" in text and "seed 1234" in text and SECOND in text
+        assert max(len(line) for line in text.splitlines()) <= 110, "long tensors are wrapped"
+        assert "0.1035" in text  # ... and nothing of them is lost
+    elif visibility == "messages":
+        assert "0.1000" not in text and "seed 1234" not in text and "0.25" not in text and SECOND in text
+        assert "likely cause:" in text and "called mask_future_scores(…):" in text
+    else:
+        assert "called" not in text and "RuntimeError" not in text and "plain attribute" not in text
+
+
+def test_gradescope_results_follow_the_visibility():
+    from grader.tests.test_intake_and_reports import _report
+
+    full = to_gradescope(_report())
+    messages = to_gradescope(_report(), "messages")
+    scores = to_gradescope(_report(), "scores")
+    failed = [t for t in full["tests"] if t["status"] == "failed" and t["name"] != "gpu_check"]
+    assert failed and all(t["output"] == "boom" for t in failed)
+    assert all("output" not in t for t in scores["tests"] if t["name"] != "gpu_check")
+    assert [t["score"] for t in scores["tests"]] == [t["score"] for t in full["tests"]]
+    assert all(t["visibility"] == "visible" for t in messages["tests"]) and messages["score"] == full["score"]
+    with pytest.raises(ValueError):
+        to_gradescope(_report(), "secret")
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path", ".hidden", "a/b", "..", "", "x" * 300,
+                                  "Jane Doe", "élève", "a\nb", "con.md"])
+def test_untrusted_names_stay_in_the_folder(tmp_path: Path, name: str):
+    out = tmp_path / "feedback"
+    out.mkdir()
+    path = write_feedback(name, report(), out, "scores")
+    assert path.parent == out and path.is_file() and not path.name.startswith(".")
+    assert len(path.name) < 120 and "/" not in path.name
+    assert sorted(p.name for p in out.iterdir()) == [path.name]  # no temporary file left
+
+
+def test_plain_names_are_kept_and_distinct_names_never_collide():
+    assert feedback_filename("alice") == "alice.md" and feedback_filename("bob-2.x") == "bob-2.x.md"
+    assert feedback_filename("a b") != feedback_filename("a_b") and feedback_filename("a_b") == "a_b.md"
+
+
+def test_a_planted_symlink_is_replaced_not_followed(tmp_path: Path):
+    out, victim = tmp_path / "feedback", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("keep me")
+    os.symlink(victim, out / "alice.md")
+    write_feedback("alice", report(), out, "full")
+    assert victim.read_text() == "keep me" and not (out / "alice.md").is_symlink()
