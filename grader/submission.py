@@ -1,7 +1,10 @@
 """Submission intake: turn what the instructor points at into a directory of the four group folders.
 
 Accepted: a directory laid out like ``exercises/``, a repository root that contains ``exercises/``,
-or a ``.zip`` of either (possibly wrapped in one top folder). Nothing here imports or runs the
+a flat folder of the module files (``causal_mask.py``, ... with no group folders: how Gradescope
+receives files dragged in one by one), or a ``.zip`` of any of these (possibly wrapped in one top
+folder). A flat submission's module files are copied into group folders in the grader's scratch
+directory, placed by the rubric's module names; its other files are left out. Nothing here imports or runs the
 student's code, and nothing writes into the student's files: a zip is extracted into the
 grader's own temporary directory, with every member checked first.
 """
@@ -40,11 +43,44 @@ def locate_submission(path: Path, scratch: Path) -> Path:
         path = extract_zip(path, scratch / "unzipped")
     root = find_exercises_root(path)
     if root is None:
+        flat = find_flat_root(path)
+        if flat is not None:
+            return regroup_flat(flat, scratch / "regrouped")
         raise SubmissionError(
             f"{path}: nothing that looks like a submission "
-            f"(expected group folders such as {GROUPS[0]}/, or an exercises/ folder holding them)"
+            f"(expected group folders such as {GROUPS[0]}/, an exercises/ folder holding them, "
+            f"or the module files such as causal_mask.py)"
         )
     return root
+
+
+def find_flat_root(path: Path) -> Path | None:
+    """The shallowest directory under ``path`` holding at least one of the twelve module files
+    (``<module>.py``, a regular file) directly, or None."""
+    modules = load_rubric().module_groups
+    frontier = [path]
+    for _ in range(_SEARCH_DEPTH + 1):
+        for candidate in frontier:
+            if any(_is_regular(candidate / f"{module}.py") for module in modules):
+                return candidate
+        frontier = [child for parent in frontier for child in _subdirs(parent)]
+    return None
+
+
+def regroup_flat(flat: Path, dest: Path) -> Path:
+    """Copy the module files of the flat folder ``flat`` into ``dest/<group>/<module>.py`` (by the
+    rubric's module names; regular files of at most 1 MB, never through a symlink); returns ``dest``.
+    Only bytes are copied: nothing is imported or run."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for group in GROUPS:
+        (dest / group).mkdir(exist_ok=True)
+    notes: list[str] = []
+    for module, group in load_rubric().module_groups.items():
+        source = flat / f"{module}.py"
+        data = _read_regular(source, source.name, notes) if os.path.lexists(source) else None
+        if data is not None:
+            (dest / group / f"{module}.py").write_bytes(data)
+    return dest
 
 
 def find_exercises_root(path: Path) -> Path | None:
@@ -160,6 +196,10 @@ def bundle_fd(files: Mapping[str, bytes]) -> int:
         view = view[os.write(fd, view):]
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
+
+
+def _is_regular(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
 
 
 def _is_real_dir(path: Path) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 import subprocess
 import sys
@@ -151,3 +152,32 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
     assert "✗ causal_mask" in text and "boom" in text and "Total: 82 / 90" in text
     assert "\033[" not in text and "warning: graded without a sandbox" in text
     assert "\033[" in to_text(_report(), colour=True)
+
+
+def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
+    from grader.rubric import SOLUTIONS_DIR
+
+    flat = tmp_path / "upload"
+    flat.mkdir()
+    for ex in load_rubric().exercises.values():
+        (flat / f"{ex.module}.py").write_bytes(ex.reference_file.read_bytes())
+    (flat / "notes.py").write_text("raise SystemExit('never run')\n")
+    (flat / "conftest.py").write_text("raise SystemExit('never run')\n")
+    os.symlink("/etc/passwd", flat / "stolen.py")
+    root = locate_submission(flat, tmp_path / "s1")
+    assert root != flat and root.is_relative_to(tmp_path / "s1")
+    found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    assert found == sorted(ex.id + ".py" for ex in load_rubric().exercises.values())
+    assert (root / "03_causal" / "causal_mask.py").read_bytes() == (SOLUTIONS_DIR / "03_causal" / "causal_mask.py").read_bytes()
+
+    archive = tmp_path / "flat.zip"  # zipped flat, in one top folder, with a symlinked module left out
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("hw/causal_mask.py", "x = 1\n")
+    root = locate_submission(archive, tmp_path / "s2")
+    assert [p.relative_to(root).as_posix() for p in root.rglob("*.py")] == ["03_causal/causal_mask.py"]
+
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    os.symlink(SOLUTIONS_DIR / "03_causal" / "causal_mask.py", linked / "causal_mask.py")
+    with pytest.raises(SubmissionError, match="nothing that looks like a submission"):
+        locate_submission(linked, tmp_path / "s3")  # a link is not a module file
