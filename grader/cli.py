@@ -46,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto",
                        help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
                             "require CUDA (or exit 2); skip it")
+    score.add_argument("--feedback-dir", type=Path, metavar="DIR",
+                       help="also write the student's feedback (Markdown) to DIR/<submission name>.md")
+    score.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
+                       help="what students see of the hidden tests in --feedback-dir and --format gradescope: "
+                            "full messages, messages without the tests' inputs and values, or scores only (default: full)")
 
     batch = commands.add_parser("score-all", help="grade every subfolder or .zip of SUBMISSIONS into a CSV")
     batch.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
@@ -109,6 +114,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from grader.submission import SubmissionError
 
     _check_writable(args.json, "--json")
+    if args.feedback_dir is not None and not args.feedback_dir.is_dir():
+        raise UsageError(f"--feedback-dir {args.feedback_dir}: not a directory")
     options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
     try:
         report = grade(Path(args.submission), options)
@@ -116,10 +123,17 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     if args.json is not None:
         args.json.write_text(dumps(to_json(report)))
+    if args.feedback_dir is not None:
+        from grader.feedback import write_feedback
+
+        submission = Path(args.submission).resolve()
+        name = submission.stem if submission.suffix.lower() == ".zip" else submission.name
+        written = write_feedback(name, to_json(report), args.feedback_dir, args.visibility)
+        print(f"feedback: {written}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(dumps(to_json(report)))
     elif args.format == "gradescope":
-        sys.stdout.write(dumps(to_gradescope(report)))
+        sys.stdout.write(dumps(to_gradescope(report, args.visibility)))
     else:
         colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         sys.stdout.write(to_text(report, colour=colour))

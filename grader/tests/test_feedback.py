@@ -107,3 +107,47 @@ def test_a_planted_symlink_is_replaced_not_followed(tmp_path: Path):
     os.symlink(victim, out / "alice.md")
     write_feedback("alice", report(), out, "full")
     assert victim.read_text() == "keep me" and not (out / "alice.md").is_symlink()
+
+
+def _cli(*args: str, cwd: Path | None = None):
+    import subprocess
+    import sys
+
+    from grader.rubric import REPO_ROOT
+
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO_ROOT, timeout=240)
+
+
+def test_cli_bad_feedback_options_exit_2_with_one_line(tmp_path: Path):
+    for args in (["score", "exercises", "--feedback-dir", str(tmp_path / "missing")],
+                 ["score", "exercises", "--visibility", "everything"]):
+        proc = _cli(*args)
+        assert proc.returncode == 2 and proc.stdout == "", (args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.timeout(240)
+def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Path):
+    import json
+
+    from grader.rubric import REPO_ROOT
+
+    mutant = REPO_ROOT / "tests" / "mutants" / "13_causal_mask_transposed"
+    out = tmp_path / "feedback"
+    out.mkdir()
+    proc = _cli("score", str(mutant), "--gpu", "skip", "--format", "gradescope", "--visibility", "messages",
+                "--feedback-dir", str(out), "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr
+    results, data = json.loads(proc.stdout), json.loads((tmp_path / "r.json").read_text())
+    text = (out / "13_causal_mask_transposed.md").read_text()
+    failing = [t for t in data["tests"] if t["status"] == "failed" and t["name"].startswith("03_causal/causal_attention: ")]
+    assert len(failing) >= 2  # (its module is missing from the mutant)
+    for test in failing:  # every failing test of an exercise, not just the first
+        assert f"`{test['name'].split(': ', 1)[1]}`" in text
+    shown = [t["output"] for t in data["tests"] if "expected shape" in t.get("output", "") and "[" in t["output"]]
+    assert shown, "the mutant's messages carry tensor values to hide"
+    assert "expected shape" in text and "[…]" in text and "called " in text
+    for test in results["tests"]:
+        assert "[0." not in test.get("output", "") and "[-0." not in test.get("output", "")
+    assert not any("[0." in line for line in text.splitlines())
