@@ -5,7 +5,10 @@
 
 Gradescope unzips the bundle into ``/autograder/source``, runs ``setup.sh`` once to build the image,
 then ``run_autograder`` for every submission, which grades ``/autograder/submission`` with
-``python -m grader score --format gradescope`` into ``/autograder/results/results.json``.
+``python -m grader score --format gradescope`` into ``/autograder/results/results.json``. A
+submission it cannot use (exit 2) gets results with score 0 and the reason; an autograder that
+cannot start (no torch, no isolation) or a grader error exits 1 without results, which Gradescope
+shows as an autograder failure instead of a 0 for the student.
 
 Why the solutions travel too: the grader re-grades an exercise with the reference modules in
 place of the ones it depends on, so one mistake is not charged twice. The grader's own tests and
@@ -44,13 +47,26 @@ def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
     return members
 
 
-def build_bundle(out_zip: Path) -> None:
-    """Write the autograder zip to ``out_zip`` (replacing an older one)."""
+def build_bundle(out_zip: Path, visibility: str = "full") -> None:
+    """Write the autograder zip to ``out_zip`` (replacing an older one).
+
+    ``visibility`` (full | messages | scores, see grader.report.redact) is what students see of the
+    hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
+    """
+    from grader.report import VISIBILITIES
+
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
     out_zip = Path(out_zip)
     out_zip.parent.mkdir(parents=True, exist_ok=True)
+    run = (SCRIPTS / "run_autograder").read_text()
+    if "\nDEFAULT_VISIBILITY=full\n" not in run:
+        raise RuntimeError("run_autograder has no DEFAULT_VISIBILITY=full line to set")
+    scripts = {"setup.sh": (SCRIPTS / "setup.sh").read_bytes(),
+               "run_autograder": run.replace("\nDEFAULT_VISIBILITY=full\n", f"\nDEFAULT_VISIBILITY={visibility}\n").encode()}
     with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as zf:
-        for script in ("setup.sh", "run_autograder"):
-            _write(zf, script, (SCRIPTS / script).read_bytes(), executable=True)
+        for script, data in scripts.items():
+            _write(zf, script, data, executable=True)
         for name, path in bundle_members().items():
             _write(zf, name, path.read_bytes())
         if "README.md" not in zf.namelist():  # pyproject.toml names it: pip install needs it

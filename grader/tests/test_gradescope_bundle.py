@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from grader.gradescope_bundle import build_bundle
 from grader.rubric import SOLUTIONS_DIR, load_rubric
 
 # Gradescope's results.json specification: the keys it accepts at the top and per test.
-TOP_KEYS = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests"}
+TOP_KEYS = {"score", "execution_time", "output", "output_format", "visibility", "stdout_visibility", "tests"}
 TEST_KEYS = {"name", "score", "max_score", "status", "output", "visibility"}
 
 
@@ -56,20 +59,62 @@ def test_setup_sh_installs_torch_then_the_bundled_project(bundle: Path):
         assert syntax.returncode == 0, syntax.stderr
 
 
-def run_autograder(bundle: Path, root: Path, submission: Path | None) -> dict:
-    """Unzip into ``root/source``, place the submission, run ``run_autograder``; the results."""
+def start_autograder(bundle: Path, root: Path, submission: Path | None, flat: bool = False,
+                     env_extra: dict[str, str] | None = None, path_first: Path | None = None) -> subprocess.CompletedProcess:
+    """Unzip into ``root/source``, place the submission (``flat``: its module files without their
+    group folders, as Gradescope gets files uploaded one by one), run ``run_autograder``."""
     with zipfile.ZipFile(bundle) as zf:
         zf.extractall(root / "source")
     if submission is None:
         (root / "submission").mkdir()
+    elif flat:
+        (root / "submission").mkdir()
+        for module in sorted(submission.glob("*/*.py")):
+            shutil.copy(module, root / "submission" / module.name)
     else:
         shutil.copytree(submission, root / "submission")
     env = dict(os.environ)
     env["AUTOGRADER_ROOT"] = str(root)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    result = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, cwd=root,
-                            capture_output=True, text=True, timeout=280)
+    if path_first is not None:
+        env["PATH"] = str(path_first) + os.pathsep + env["PATH"]
+    env.update(env_extra or {})
+    return subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=280)
+
+
+def test_the_image_installs_only_what_grading_needs(bundle: Path):
+    with zipfile.ZipFile(bundle) as zf:
+        setup = zf.read("setup.sh").decode()
+        pyproject = tomllib.loads(zf.read("pyproject.toml").decode())
+    installs = [line for line in setup.splitlines() if line.strip().startswith("pip3 install")]
+    assert installs and installs[-1].split()[-1] in ("/autograder/source", "/autograder/source[grade]")
+    assert not re.search(r"nbgrader|jupyter|notebook|matplotlib", "\n".join(installs), re.I)
+    core = pyproject["project"]["dependencies"]
+    assert not [dep for dep in core if re.match(r"(nbgrader|jupyter|notebook|matplotlib|hypothesis)", dep, re.I)]
+    extras = pyproject["project"]["optional-dependencies"]
+    assert any("nbgrader" in dep for dep in extras["instructor"])
+    assert not [dep for dep in extras.get("grade", []) if "nbgrader" in dep or "jupyter" in dep]
+    assert any("matplotlib" in dep for dep in extras["summary"])
+
+
+def test_the_visibility_is_baked_into_run_autograder(tmp_path: Path):
+    build_bundle(tmp_path / "m.zip", visibility="messages")
+    with zipfile.ZipFile(tmp_path / "m.zip") as zf:
+        run = zf.read("run_autograder").decode()
+    assert "\nDEFAULT_VISIBILITY=messages\n" in run and '--visibility "$VISIBILITY"' in run
+    with pytest.raises(ValueError):
+        build_bundle(tmp_path / "x.zip", visibility="everything")
+
+
+def run_autograder(bundle: Path, root: Path, submission: Path | None, flat: bool = False) -> dict:
+    """As Gradescope would, expecting a completed run; the results, checked against the spec."""
+    result = start_autograder(bundle, root, submission, flat)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return check_results(root)
+
+
+def check_results(root: Path) -> dict:
     results = json.loads((root / "results" / "results.json").read_text())
     assert set(results) <= TOP_KEYS, set(results) - TOP_KEYS
     assert isinstance(results["score"], (int, float)) and isinstance(results["tests"], list)
@@ -82,8 +127,9 @@ def run_autograder(bundle: Path, root: Path, submission: Path | None) -> dict:
 
 
 @pytest.mark.timeout(300)
-def test_solutions_get_full_marks(bundle: Path, tmp_path: Path):
-    results = run_autograder(bundle, tmp_path / "autograder", SOLUTIONS_DIR)
+@pytest.mark.parametrize("flat", [False, True], ids=["group-folders", "flat"])
+def test_solutions_get_full_marks(bundle: Path, tmp_path: Path, flat: bool):
+    results = run_autograder(bundle, tmp_path / "autograder", SOLUTIONS_DIR, flat=flat)
     failed = [t["name"] for t in results["tests"] if t["status"] != "passed"]
     assert failed == [], failed
     full = sum(t["max_score"] for t in results["tests"])
@@ -99,3 +145,67 @@ def test_an_empty_submission_gets_zero_and_says_why(bundle: Path, tmp_path: Path
     assert results["output"].startswith("Your submission could not be graded: ")
     assert "nothing that looks like a submission" in results["output"], results["output"]
     assert "\n" not in results["output"] and "Traceback" not in results["output"]
+
+
+@pytest.mark.timeout(120)
+def test_an_autograder_without_torch_fails_visibly(bundle: Path, tmp_path: Path):
+    """Not a 0 for the student: a non-zero exit and no results.json, which Gradescope shows as an
+    autograder failure."""
+    shadow = tmp_path / "no-torch"
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
+    root = tmp_path / "autograder"
+    result = start_autograder(bundle, root, SOLUTIONS_DIR, env_extra={"PYTHONPATH": str(shadow)})
+    assert result.returncode != 0
+    assert not (root / "results" / "results.json").exists()
+    assert "autograder error" in result.stderr and "torch" in result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_a_grader_error_is_an_autograder_error_not_a_zero(bundle: Path, tmp_path: Path):
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3").write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        if [ "$3" = score ]; then echo "attention-kata: internal error: boom" >&2; exit 1; fi
+        exec {sys.executable} "$@"
+        """))
+    (shims / "python3").chmod(0o755)
+    root = tmp_path / "autograder"
+    result = start_autograder(bundle, root, SOLUTIONS_DIR, path_first=shims)
+    assert result.returncode != 0 and not (root / "results" / "results.json").exists()
+    assert "internal error: boom" in result.stderr and "autograder error" in result.stderr
+
+
+# The README's local try of the autograder, corrected (the submission folder must exist before cp);
+# the same text is in docs/instructor-reports.md. Run from the repository root.
+LOCAL_RECIPE = """\
+python -m grader gradescope-bundle autograder.zip
+rm -rf /tmp/ag && mkdir -p /tmp/ag/submission
+python -m zipfile -e autograder.zip /tmp/ag/source
+cp -r exercises/* /tmp/ag/submission/
+AUTOGRADER_ROOT=/tmp/ag bash /tmp/ag/source/run_autograder
+cat /tmp/ag/results/results.json
+"""
+
+
+def test_the_documented_recipe_is_the_tested_one():
+    from grader.rubric import REPO_ROOT
+
+    assert LOCAL_RECIPE in (REPO_ROOT / "docs" / "instructor-reports.md").read_text()
+
+
+@pytest.mark.timeout(300)
+def test_the_local_recipe_runs_as_written(tmp_path: Path):
+    from grader.rubric import REPO_ROOT
+
+    ag, zip_path = tmp_path / "ag", tmp_path / "autograder.zip"
+    script = LOCAL_RECIPE.replace("/tmp/ag", str(ag)).replace("autograder.zip", str(zip_path))
+    assert "/tmp/ag" not in script
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
+    proc = subprocess.run(["bash", "-e", "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = check_results(ag)
+    assert json.loads(proc.stdout[proc.stdout.index("{"):]) == results
+    assert results["tests"] and results["score"] == 0  # the stubs: graded, nothing passes
