@@ -55,8 +55,8 @@ def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
     for ex_id, ex in report["exercises"].items():
         failing = [t for t in tests if t.get("status") == "failed"
                    and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
-        if ex["status"] == "passed" and not failing:
-            continue
+        if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
+            continue  # nothing to say (a re-graded exercise keeps its section: the message says why)
         lines += [f"## {ex_id}: {ex['score']:g} / {ex['max_score']:g} ({_STATUS.get(ex['status'], ex['status'])})", ""]
         summary = ex.get("message", "").split("; first:", 1)[0]
         if visibility != "scores" and summary:

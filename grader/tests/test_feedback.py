@@ -38,6 +38,17 @@ def report() -> dict:
                           "message": "CausalAttention: the mask is a plain attribute (self.mask = 0.25)"}}
 
 
+def test_a_regraded_exercise_says_why_even_when_it_passed():
+    data = report()
+    wrapper = "04_multihead/multihead_wrapper"
+    data["exercises"][wrapper]["message"] = ("graded with the reference causal_attention in place of yours, because "
+                                            "yours fails its own tests (those points are lost there, once). "
+                                            "all 6 tests passed")
+    text = feedback_text("alice", data, "messages")
+    assert f"## {wrapper}: 6 / 6 (passed)" in text and "graded with the reference causal_attention" in text
+    assert "## 01_simple_attention/normalization" not in text  # passed, nothing to say
+
+
 def test_messages_hides_inputs_and_values_and_keeps_the_diagnosis():
     text = redact(FIRST, "messages")
     assert text.splitlines()[0] == "called mask_future_scores(…):"

@@ -98,5 +98,7 @@ def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
         writer = csv.DictWriter(f, fieldnames=csv_columns())
         writer.writeheader()
         writer.writerow(csv_row("dan", {"report": copy.deepcopy(report)}))
-    gpu = summarize_class(path, {"dan": report}).exercises["gpu_check"]
+    summary = summarize_class(path, {"dan": report})
+    gpu = summary.exercises["gpu_check"]
     assert (gpu.skipped, gpu.none, gpu.full) == (1, 0, 0)
+    assert summary.max_score == 90 and summary.bins[-1][1] == 90
