@@ -192,7 +192,8 @@ class Domains:
                 os.chown(root, 0, self.isolation.uid)
                 root.chmod(0o710)
         spec = {"mode": self.isolation.mode, "uid": self.isolation.uid, "root": str(root) if root else None,
-                "memory_mb": self.memory_mb, "disk_mb": DISK_MB, "nproc": NPROC}
+                "memory_mb": self.memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
+                "tmp_binds": self.isolation.tmp_binds()}
         read_end, write_end = os.pipe()
         try:
             answer = template.ask({"op": "spawn", "spec": spec}, [sock.fileno(), write_end, bundle_fd])

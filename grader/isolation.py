@@ -65,6 +65,13 @@ class Isolation:
         return [*_bwrap_argv(shutil.which("bwrap") or "bwrap"), "--", python, "-I", "-B", "-c", _boot(SANDBOX_LIB),
                 "--fd", str(fd)]
 
+    def tmp_binds(self) -> list[str]:
+        """What the sandbox shows under /tmp (a Python in a checkout there): each domain binds it again
+        in its own fresh /tmp."""
+        if self.mode != "bwrap":
+            return []
+        return [p for p in _python_paths() if p.startswith("/tmp/")]
+
     def env(self) -> dict[str, str]:
         return {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                 "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
@@ -106,7 +113,7 @@ def _bwrap_argv(bwrap: str) -> list[str]:
                 made.add(p)
     for src, dest in binds:
         argv += ["--ro-bind-try" if src in SYSTEM_DIRS else "--ro-bind", src, dest]
-    for path in ("/kata", "/kata/copy", "/kata/scratch"):
+    for path in ("/kata", "/kata/copy", "/kata/scratch", "/kata/tmp"):
         argv += ["--perms", "0755", "--dir", path]
     return argv + ["--chdir", "/"]
 

@@ -35,7 +35,8 @@ import struct
 from kata_worker import codec
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
+    1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 38, 22, 2
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 _MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
@@ -227,7 +228,7 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
         os._exit(1)
     uid, mb = spec["uid"], spec["disk_mb"]
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=1777")
+    _fresh_tmp(mb, spec.get("tmp_binds") or [])
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={mb}m,mode=1777")
     copy_dir, scratch = "/kata/copy", "/kata/scratch"
     _mount("tmpfs", copy_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755")
@@ -245,6 +246,25 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
     deny_syscalls(ip_sockets=False)
     _enter_scratch(spec, scratch)
     serve(sock_fd, copy_dir)
+
+
+def _fresh_tmp(mb: int, keep: list) -> None:
+    """A fresh, capped /tmp for this domain, in which the read-only folders the sandbox shows under
+    /tmp (a Python installed in a checkout under /tmp, as in CI) are bound again."""
+    staging = "/kata/tmp"
+    _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=1777")
+    for path in keep:
+        if not path.startswith("/tmp/") or ".." in path.split("/"):
+            raise DomainError(f"not a folder under /tmp: {path!r}")
+        target = staging + path[len("/tmp"):]
+        if os.path.isdir(path):
+            os.makedirs(target, 0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+            open(target, "a").close()
+        _mount(path, target, None, MS_BIND | MS_REC)
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _mount(staging, "/tmp", None, MS_MOVE)
 
 
 def _keeper_alive() -> bool:
