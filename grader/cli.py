@@ -54,10 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     batch = commands.add_parser("score-all", help="grade every subfolder or .zip of SUBMISSIONS into a CSV")
     batch.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
-    batch.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv", help="the CSV to write (appended to when resuming)")
+    batch.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
+                       help="the CSV to write, sorted by student; an existing one is resumed: its rows stay unless the "
+                            "student's submission changed, the row is an error, or --only names them")
     batch.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: the number of cores)")
-    batch.add_argument("--json-dir", type=Path, metavar="DIR", help="also write each student's JSON report to DIR/<student>.json")
-    batch.add_argument("--force", action="store_true", help="grade again students already in the CSV")
+    batch.add_argument("--json-dir", type=Path, metavar="DIR",
+                       help="also write each student's JSON report to DIR/<student>.json (DIR is created)")
+    batch.add_argument("--force", action="store_true", help="grade everyone again and write the CSV anew")
+    batch.add_argument("--only", nargs="+", metavar="NAME", help="grade (again) these students only; the other rows stay")
+    batch.add_argument("--shard", metavar="K/N", help="grade the K-th of N disjoint slices of the class (by a hash of "
+                                                      "the student's name); python -m grader merge joins the shards")
+    batch.add_argument("--feedback-dir", type=Path, metavar="DIR",
+                       help="also write each graded student's feedback (Markdown) to DIR (created)")
+    batch.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
+                       help="what --feedback-dir shows of the hidden tests, as for score (default: full)")
     batch.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
                        help="time limit for each call into a student's code (default: 5)")
     batch.add_argument("--sandbox", choices=SANDBOX_MODES, default="isolated",
@@ -66,6 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto", help="as for score")
     batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
     batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
+
+    merge = commands.add_parser("merge", help="join the CSVs (and JSON reports) of score-all --shard runs into one")
+    merge.add_argument("out", type=Path, metavar="OUT.csv", help="the CSV to write: what one run would have written")
+    merge.add_argument("shards", type=Path, nargs="+", metavar="SHARD.csv", help="the shards' CSVs")
+    merge.add_argument("--json-dir", type=Path, metavar="DIR", help="write each graded student's JSON report to DIR (created)")
+    merge.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
+                       help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
+    merge.add_argument("--gradebook", type=Path, metavar="DB", help="record every row in this nbgrader gradebook")
+    merge.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
 
     release = commands.add_parser("release", help="write the student release and an nbgrader course to OUT")
     release.add_argument("out", type=Path, help="a new (or empty) folder")
@@ -141,14 +160,17 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_score_all(args: argparse.Namespace) -> int:
-    from grader.batch import BatchOptions, score_all
+    from grader.batch import BatchError, BatchOptions, parse_shard, score_all
+    from grader.gradebook import GradebookError
     from grader.isolation import SandboxUnavailable, choose_isolation
 
     if not args.submissions.is_dir():
         raise UsageError(f"{args.submissions}: not a directory")
     _check_writable(args.csv, "--csv")
-    if args.json_dir is not None and not args.json_dir.is_dir():
-        raise UsageError(f"--json-dir {args.json_dir}: not a directory")
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     if (args.gradebook is None) != (args.assignment is None):
         raise UsageError("--gradebook and --assignment go together")
     if args.gradebook is not None:
@@ -161,36 +183,59 @@ def cmd_score_all(args: argparse.Namespace) -> int:
         # Without a mount namespace, every student's code could read the others' submissions.
         raise UsageError(f"{args.submissions}: readable by other users, so by the students' code under uid "
                          f"isolation; run chmod o-rwx {args.submissions} first")
+    _make_dir(args.json_dir, "--json-dir")
+    _make_dir(args.feedback_dir, "--feedback-dir")
     options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu,
-                           force=args.force, json_dir=args.json_dir)
-    summary = score_all(args.submissions, args.csv, options, progress=_progress_printer())
+                           force=args.force, json_dir=args.json_dir,
+                           only=frozenset(args.only) if args.only else None, shard=shard,
+                           feedback_dir=args.feedback_dir, visibility=args.visibility,
+                           gradebook=args.gradebook, assignment=args.assignment)
+    try:  # both refuse before anyone is graded
+        summary = score_all(args.submissions, args.csv, options,
+                            progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
+    except (BatchError, GradebookError) as err:
+        raise UsageError(str(err)) from None
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.gradebook is not None and summary.reports:
-        from grader.gradebook import record_in_gradebook
-
-        record_in_gradebook(args.gradebook, args.assignment, summary.reports)
+    for path in summary.outputs:
+        print(f"summary: {path}", file=sys.stderr)
     print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
           file=sys.stderr)
     return 0
 
 
-def _progress_printer():
-    """A progress bar on a terminal, plain lines otherwise (both on stderr)."""
-    tty = sys.stderr.isatty()
+def _make_dir(path: Path | None, flag: str) -> None:
+    if path is None:
+        return
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: {err.strerror or err}") from None
 
-    def show(done: int, total: int, student: str, outcome: str) -> None:
-        if tty:
-            width = 30
-            filled = width * done // max(total, 1)
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {student}: {outcome}"[:120].ljust(120))
-            if done == total:
-                sys.stderr.write("\n")
-        else:
-            sys.stderr.write(f"[{done}/{total}] {student}: {outcome}\n")
-        sys.stderr.flush()
 
-    return show
+def cmd_merge(args: argparse.Namespace) -> int:
+    from grader.gradebook import GradebookError
+    from grader.merge import MergeError, merge
+
+    _check_writable(args.out, "merge")
+    if (args.json_dir is None) != (args.from_json_dirs is None):
+        raise UsageError("--json-dir and --from-json-dirs go together")
+    if (args.gradebook is None) != (args.assignment is None):
+        raise UsageError("--gradebook and --assignment go together")
+    if args.gradebook is not None:
+        _check_writable(args.gradebook, "--gradebook")
+    _make_dir(args.json_dir, "--json-dir")
+    try:
+        result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
+                       gradebook=args.gradebook, assignment=args.assignment)
+    except (MergeError, GradebookError) as err:
+        raise UsageError(str(err)) from None
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for path in result.outputs:
+        print(f"summary: {path}", file=sys.stderr)
+    print(f"merged {result.rows} rows from {len(args.shards)} shards into {args.out}", file=sys.stderr)
+    return 0
 
 
 def cmd_isolation(args: argparse.Namespace) -> int:
@@ -251,7 +296,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
 
 
-COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "release": cmd_release,
+COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "release": cmd_release,
             "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view}
 
 

@@ -1,14 +1,32 @@
-"""Record grading reports in nbgrader's gradebook, so ``nbgrader export`` (and formgrader) list them.
+"""Record grades in nbgrader's gradebook, so ``nbgrader export`` (and formgrader) list them.
 
 Why nbgrader's gradebook: instructors who already run an nbgrader course keep one database of
-grades; the command-line kata is graded by ``python -m grader score``, and this module writes its
-JSON reports there as auto-scores, one graded cell per exercise plus ``gpu_check``.
+grades; the command-line kata is graded by ``python -m grader score-all``, and this module writes
+its rows there as auto-scores, one student at a time (``score-all`` records each row as it writes
+it, and every row of its CSV again when it resumes).
 
-    record_in_gradebook(Path("gradebook.db"), "attention-kata", {"alice": report, ...})
+    with ClassGradebook(Path("gradebook.db"), "attention-kata") as gb:
+        gb.record(csv_row)                       # a row of score-all's CSV (grader.batch.csv_row)
+    record_in_gradebook(Path("gradebook.db"), "attention-kata", {"alice": report, ...})  # JSON reports
 
-The assignment gets one notebook, ``attention-kata``, whose grade cells are named after the
-exercise ids with ``/`` replaced by ``__`` (``03_causal__causal_mask``), since nbgrader cell names
-must be identifiers-like. Recording a student again updates the scores in place.
+Two layouts, chosen by what the assignment already holds:
+
+- the course of ``python -m grader release`` (``OUT/nbgrader/gradebook.db`` after ``nbgrader
+  generate_assignment attention-kata``): one notebook per group (``03_causal``), one grade cell per
+  exercise named ``<module>_tests`` (``causal_mask_tests``). Each exercise's score goes into its
+  cell; nothing is added to the course and no max score is changed (the course's 90 points). The
+  course has no cell for the GPU-run check: its points stay in the CSV, unless the instructor added
+  a grade cell named ``gpu_check`` to a notebook of the assignment, which then gets them.
+- otherwise (a new gradebook, a new assignment, or one this module made): one notebook,
+  ``attention-kata``, whose grade cells are named after the exercise ids with ``/`` replaced by
+  ``__`` (``03_causal__causal_mask``, since nbgrader cell names must be identifier-like) plus
+  ``gpu_check``; the exercises' max scores are the rubric's, the GPU-run check's is the one of the
+  last graded row (0 under ``--gpu skip``, as in the report).
+
+An assignment that is neither (another course's) is refused: GradebookError, nothing written.
+An ``error`` row records 0 in every cell and its reason as the autograder comment of the
+exercises' solution cells (in the kata layout, of one solution cell named ``grader``); a later
+graded row clears that comment. Recording a student again updates the scores in place.
 """
 
 from __future__ import annotations
@@ -16,11 +34,18 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 NOTEBOOK = "attention-kata"
 GPU_CELL = "gpu_check"
+COMMENT_CELL = "grader"  # the kata layout's solution cell that holds an error row's reason
+COMMENT_PREFIX = "attention-kata score-all: "  # marks the comments this module writes (and may clear)
+
+
+class GradebookError(Exception):
+    """The gradebook cannot take this kata's grades (one line for the instructor)."""
 
 
 def cell_name(exercise_id: str) -> str:
@@ -28,58 +53,196 @@ def cell_name(exercise_id: str) -> str:
     return exercise_id.replace("/", "__")
 
 
-def _scores(report: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """{cell name: (score, max_score)} from a JSON report (grader/report.py ``to_json``)."""
-    cells = {cell_name(ex_id): (float(r["score"]), float(r["max_score"])) for ex_id, r in report["exercises"].items()}
-    gpu = report["gpu_check"]
-    cells[GPU_CELL] = (float(gpu["score"]), float(gpu["max_score"]))
-    return cells
+def course_cell(exercise_id: str) -> tuple[str, str]:
+    """(notebook, grade cell) of an exercise in the course of grader/release.py:
+    ``03_causal/causal_mask`` -> ``("03_causal", "causal_mask_tests")``."""
+    group, module = exercise_id.split("/")
+    return group, f"{module}_tests"
 
 
-def record_in_gradebook(db_path: Path, assignment: str, reports: Mapping[str, dict]) -> None:
-    """Create or update ``assignment`` and each student's submission with the reports' scores.
+@dataclass
+class _Layout:
+    kind: str  # "course" | "kata"
+    cells: dict[str, tuple[str, str]]  # CSV column (exercise id, gpu_check) -> (notebook, grade cell)
+    comments: list[tuple[str, str]]  # (notebook, solution cell) that get an error row's reason
 
-    ``reports`` maps a student id to that student's JSON report. The grade cells' max scores
-    come from the reports (the last one recorded wins if the rubric changed).
-    """
+
+def _ensure_alembic_on_path() -> None:
     # nbgrader's Gradebook asks the ``alembic`` command for the schema version of a new database;
     # it must come from this interpreter's environment, which may not be on PATH (a venv not activated).
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    from nbgrader.api import Gradebook, MissingEntry
 
-    per_student = {student: _scores(report) for student, report in reports.items()}
-    with warnings.catch_warnings(), Gradebook(f"sqlite:///{Path(db_path).resolve()}") as gb:
+
+class ClassGradebook:
+    """An open gradebook and assignment, ready to record score-all rows one by one."""
+
+    def __init__(self, db_path: Path, assignment: str):
+        from grader.rubric import load_rubric
+
+        if not assignment:
+            raise GradebookError("an nbgrader assignment name is needed (--assignment)")
+        _ensure_alembic_on_path()
+        from nbgrader.api import Gradebook
+
+        self.assignment = assignment
+        self.warnings: list[str] = []
+        self._rubric = load_rubric()
+        self._warnings_filter = warnings.catch_warnings()
+        self._warnings_filter.__enter__()
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; the rows are right.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
-        gb.update_or_create_assignment(assignment)
+        self.gb = Gradebook(f"sqlite:///{Path(db_path).resolve()}")
         try:
-            gb.find_notebook(NOTEBOOK, assignment)
+            self.layout = self._layout()
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "ClassGradebook":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.gb is not None:
+            self.gb.close()
+            self.gb = None
+            self._warnings_filter.__exit__(None, None, None)
+
+    # --- which layout ------------------------------------------------------------------------------
+
+    def _layout(self) -> _Layout:
+        from nbgrader.api import MissingEntry
+
+        gb, exercises = self.gb, self._rubric.exercises
+        try:
+            assignment = gb.find_assignment(self.assignment)
         except MissingEntry:
-            gb.add_notebook(NOTEBOOK, assignment)
-        max_scores: dict[str, float] = {}
-        for scores in per_student.values():
-            max_scores.update({name: max_score for name, (_, max_score) in scores.items()})
-        for name, max_score in max_scores.items():
-            gb.update_or_create_grade_cell(name, NOTEBOOK, assignment, max_score=max_score, cell_type="code")
-        for student, scores in per_student.items():
-            gb.update_or_create_student(student)
-            gb.update_or_create_submission(assignment, student)
-            for name, (score, _) in scores.items():
-                _grade(gb, name, assignment, student).auto_score = score
-            gb.db.commit()
+            assignment = None
+        notebooks = {nb.name: nb for nb in assignment.notebooks} if assignment is not None else {}
+        grade_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.grade_cells}
+        if notebooks and set(map(course_cell, exercises)) <= grade_cells:
+            cells = {ex_id: course_cell(ex_id) for ex_id in exercises}
+            max_scores = {(nb.name, cell.name): cell.max_score for nb in notebooks.values() for cell in nb.grade_cells}
+            differ = [f"{ex_id} ({max_scores[cells[ex_id]]:g} there, {ex.points:g} in the rubric)"
+                      for ex_id, ex in exercises.items() if max_scores[cells[ex_id]] != ex.points]
+            if differ:
+                self.warnings.append(f"the nbgrader course's max scores differ from the rubric's, and stay: "
+                                     f"{', '.join(differ)}")
+            gpu = sorted(key for key in grade_cells if key[1] == GPU_CELL)
+            if gpu:
+                cells[GPU_CELL] = gpu[0]
+            else:
+                self.warnings.append(
+                    f"the nbgrader course's assignment {self.assignment!r} has no grade cell for the GPU-run check: "
+                    "its points are in the CSV, not in the gradebook (whose max scores stay the course's)")
+            solution_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.solution_cells}
+            comments = [(ex.group, ex.module) for ex in exercises.values() if (ex.group, ex.module) in solution_cells]
+            return _Layout("course", cells, comments)
+        if set(notebooks) - {NOTEBOOK}:
+            raise GradebookError(
+                f"assignment {self.assignment!r} of the gradebook has notebooks {', '.join(sorted(notebooks))}: "
+                f"neither the course of 'python -m grader release' nor one score-all made; "
+                f"choose another --assignment")
+        # the kata layout: made (or completed) here before anyone is recorded
+        gb.update_or_create_assignment(self.assignment)
+        if NOTEBOOK not in notebooks:
+            gb.add_notebook(NOTEBOOK, self.assignment)
+        existing = {cell.name: cell for cell in gb.find_notebook(NOTEBOOK, self.assignment).grade_cells}
+        for ex_id, ex in exercises.items():
+            cell = existing.get(cell_name(ex_id))
+            if cell is None or cell.max_score != ex.points:
+                gb.update_or_create_grade_cell(cell_name(ex_id), NOTEBOOK, self.assignment, max_score=ex.points,
+                                               cell_type="code")
+        if GPU_CELL not in existing:
+            gb.update_or_create_grade_cell(GPU_CELL, NOTEBOOK, self.assignment, max_score=self._rubric.gpu_points,
+                                           cell_type="code")
+        gb.update_or_create_solution_cell(COMMENT_CELL, NOTEBOOK, self.assignment)
+        cells = {ex_id: (NOTEBOOK, cell_name(ex_id)) for ex_id in exercises}
+        cells[GPU_CELL] = (NOTEBOOK, GPU_CELL)
+        return _Layout("kata", cells, [(NOTEBOOK, COMMENT_CELL)])
+
+    # --- recording ---------------------------------------------------------------------------------
+
+    def record(self, row: Mapping[str, Any]) -> None:
+        """Record one row of score-all's CSV (cells as written, see grader.batch.csv_row)."""
+        from grader.batch import unescaped
+
+        student = unescaped(str(row["student"]))
+        graded = unescaped(str(row["status"])) == "graded"
+        gb = self.gb
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(self.assignment, student)
+        if graded and self.layout.kind == "kata":
+            gpu_max = max(0.0, _number(row["max_score"]) - sum(ex.points for ex in self._rubric.exercises.values()))
+            cell = gb.find_grade_cell(GPU_CELL, NOTEBOOK, self.assignment)
+            if cell.max_score != gpu_max:
+                cell.max_score = gpu_max
+        for column, (notebook, cell) in self.layout.cells.items():
+            grade = self._grade(notebook, cell, student)
+            grade.auto_score = _number(row[column]) if graded else 0.0
+            grade.needs_manual_grade = False
+        reason = None if graded else COMMENT_PREFIX + (unescaped(str(row["message"])) or "not graded")
+        for notebook, cell in self.layout.comments:
+            comment = self._comment(notebook, cell, student)
+            if reason is not None or (comment.auto_comment or "").startswith(COMMENT_PREFIX):
+                comment.auto_comment = reason
+        gb.db.commit()
+
+    def _notebook(self, notebook: str, student: str) -> Any:
+        """The student's submitted ``notebook``; created when the notebook was added after the submission."""
+        from nbgrader.api import MissingEntry, SubmittedNotebook
+
+        try:
+            return self.gb.find_submission_notebook(notebook, self.assignment, student)
+        except MissingEntry:
+            submitted = SubmittedNotebook(notebook=self.gb.find_notebook(notebook, self.assignment),
+                                          assignment=self.gb.find_submission(self.assignment, student))
+            self.gb.db.add(submitted)
+            return submitted
+
+    def _grade(self, notebook: str, cell: str, student: str) -> Any:
+        """The student's grade of ``cell``; created when the cell was added after the submission."""
+        from nbgrader.api import Grade, MissingEntry
+
+        try:
+            return self.gb.find_grade(cell, notebook, self.assignment, student)
+        except MissingEntry:
+            grade = Grade(cell_id=self.gb.find_grade_cell(cell, notebook, self.assignment).id,
+                          notebook=self._notebook(notebook, student))
+            self.gb.db.add(grade)
+            return grade
+
+    def _comment(self, notebook: str, cell: str, student: str) -> Any:
+        """The student's comment on solution ``cell``; created when missing."""
+        from nbgrader.api import Comment, MissingEntry
+
+        try:
+            return self.gb.find_comment(cell, notebook, self.assignment, student)
+        except MissingEntry:
+            comment = Comment(cell_id=self.gb.find_solution_cell(cell, notebook, self.assignment).id,
+                              notebook=self._notebook(notebook, student))
+            self.gb.db.add(comment)
+            return comment
 
 
-def _grade(gb: Any, cell: str, assignment: str, student: str) -> Any:
-    """The student's grade of ``cell``; created when the cell was added after the submission."""
-    from nbgrader.api import Grade, MissingEntry
+def _number(cell: Any) -> float:
+    from grader.batch import unescaped
 
     try:
-        return gb.find_grade(cell, NOTEBOOK, assignment, student)
-    except MissingEntry:
-        notebook = gb.find_submission_notebook(NOTEBOOK, assignment, student)
-        grade_cell = gb.find_grade_cell(cell, NOTEBOOK, assignment)
-        grade = Grade(cell_id=grade_cell.id, notebook=notebook)
-        gb.db.add(grade)
-        return grade
+        return float(unescaped(str(cell)))
+    except ValueError:
+        return 0.0
+
+
+def record_in_gradebook(db_path: Path, assignment: str, reports: Mapping[str, dict]) -> None:
+    """Create or update ``assignment`` and each student's submission with the JSON reports' scores
+    (``reports`` maps a student id to that student's report, grader/report.py ``to_json``)."""
+    from grader.batch import csv_row
+
+    with ClassGradebook(db_path, assignment) as gb:
+        for student, report in reports.items():
+            gb.record(csv_row(student, {"report": report}))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -88,11 +90,11 @@ def test_gradebook_holds_the_batch(graded) -> None:
         assert gb.find_submission("hw3", "bob").score == pytest.approx(0.0)
 
 
-def test_resume_skips_graded_students_and_force_grades_again(graded, classroom: Path) -> None:
+def test_resume_skips_graded_students_retries_errors_and_force_grades_again(graded, classroom: Path) -> None:
     _, csv_path, _ = graded
     again = run("score-all", str(classroom), "--csv", str(csv_path))
-    assert again.returncode == 0 and "graded 0, errors 0, already in" in again.stderr
-    assert len(rows(csv_path)) == 6
+    assert again.returncode == 0 and "graded 0, errors 1, already in" in again.stderr, again.stderr  # carol again
+    assert "] carol: error" in again.stderr and len(rows(csv_path)) == 6
     forced = run("score-all", str(classroom), "--csv", str(csv_path), "--force", "--jobs", "1")
     assert "graded 5, errors 1" in forced.stderr and len(rows(csv_path)) == 6
 
@@ -104,3 +106,281 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
                  ["score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv"), "--jobs", "0"]):
         proc = run(*args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+# --- nothing lost, nothing stale: a small class graded for real (--gpu skip) -------------------------
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """alice (the solutions), bob and dave (the stubs), carol (nothing to grade: an error row)."""
+    root = tmp_path_factory.mktemp("small")
+    root.chmod(0o700)
+    shutil.copytree(REPO_ROOT / "solutions", root / "alice")
+    shutil.copytree(REPO_ROOT / "exercises", root / "bob")
+    (root / "carol").mkdir()
+    shutil.copytree(REPO_ROOT / "exercises", root / "dave")
+    return root
+
+
+@pytest.fixture(scope="module")
+def one_run(small_class: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One uninterrupted run over the small class: (its CSV, its JSON folder)."""
+    out = tmp_path_factory.mktemp("one-run")
+    proc = run("score-all", str(small_class), "--csv", str(out / "grades.csv"), "--json-dir", str(out / "json"),
+               "--gpu", "skip", "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr
+    return out / "grades.csv", out / "json"
+
+
+def test_one_run_is_sorted_hashed_and_says_how_long(one_run, small_class: Path) -> None:
+    from grader.batch import HASH_COLUMN, csv_columns, submission_hash
+
+    csv_path, json_dir = one_run
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == csv_columns()
+        table = list(reader)
+    assert [row["student"] for row in table] == ["alice", "bob", "carol", "dave"]
+    for row in table:
+        assert row[HASH_COLUMN] == submission_hash(small_class / row["student"])
+    assert table[0]["score"] == "90.0" and table[2]["status"] == "error" and table[2]["max_score"] == "90.0"
+    assert sorted(p.name for p in json_dir.iterdir()) == ["alice.json", "bob.json", "dave.json"]  # created
+
+
+def test_a_run_killed_mid_way_resumes_to_what_one_run_writes(one_run, small_class: Path, tmp_path: Path) -> None:
+    """kill -9 after two rows; the resume grades the rest (and the error row again), the gradebook lists
+    everyone, and the CSV and JSON reports are those of one uninterrupted run."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    csv_path, db = tmp_path / "grades.csv", tmp_path / "gradebook.db"
+    args = ["score-all", str(small_class), "--csv", str(csv_path), "--json-dir", str(tmp_path / "json"),
+            "--gpu", "skip", "--jobs", "1", "--gradebook", str(db), "--assignment", "hw3"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", *args], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if csv_path.is_file() and csv_path.read_text().count("\n") >= 3:  # the header and two rows
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.kill()
+    first = proc.communicate()[1]
+    lines = csv_path.read_text().count("\n")
+    assert 3 <= lines < 5, (lines, first)
+    done_before = {name for name in ("alice", "bob", "carol", "dave") if f"\n{name}," in csv_path.read_text()}
+
+    resumed = run(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    regraded = {line.split("] ")[1].split(":")[0] for line in resumed.stderr.splitlines() if line.startswith("[")}
+    assert regraded == ({"alice", "bob", "carol", "dave"} - done_before) | {"carol"}, resumed.stderr
+    for line in resumed.stderr.splitlines():
+        if line.startswith("["):  # progress: elapsed, an estimate of what is left, the errors so far
+            assert re.search(r"\(elapsed \d+:\d\d, about \d+:\d\d left, \d+ errors? so far\)$", line), line
+
+    assert csv_path.read_bytes() == one_run[0].read_bytes()
+    for report in one_run[1].iterdir():
+        mine = json.loads((tmp_path / "json" / report.name).read_text())
+        theirs = json.loads(report.read_text())
+        assert mine["exercises"] == theirs["exercises"] and mine["score"] == theirs["score"]
+    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == sorted(p.name for p in one_run[1].iterdir())
+    with Gradebook(f"sqlite:///{db}") as gb:
+        CsvExportPlugin(to=str(tmp_path / "export.csv")).export(gb)
+        assert gb.find_submission("hw3", "alice").score == pytest.approx(90.0)
+        assert gb.find_submission("hw3", "carol").score == 0.0
+    with open(tmp_path / "export.csv", newline="") as f:
+        assert sorted(row["student_id"] for row in csv.DictReader(f)) == ["alice", "bob", "carol", "dave"]
+
+
+def test_shards_merged_equal_one_run(one_run, small_class: Path, tmp_path: Path) -> None:
+    from grader.batch import shard_of
+
+    assert {shard_of(name, 2) for name in ("alice", "bob", "carol", "dave")} == {1, 2}  # both shards grade someone
+    for k in (1, 2):
+        proc = run("score-all", str(small_class), "--csv", str(tmp_path / f"shard-{k}.csv"), "--shard", f"{k}/2",
+                   "--json-dir", str(tmp_path / f"json-{k}"), "--gpu", "skip", "--jobs", "1")
+        assert proc.returncode == 0, proc.stderr
+        assert set(rows(tmp_path / f"shard-{k}.csv")) == {n for n in ("alice", "bob", "carol", "dave") if shard_of(n, 2) == k}
+    merged = run("merge", str(tmp_path / "grades.csv"), str(tmp_path / "shard-2.csv"), str(tmp_path / "shard-1.csv"),
+                 "--json-dir", str(tmp_path / "json"), "--from-json-dirs", str(tmp_path / "json-1"), str(tmp_path / "json-2"))
+    assert merged.returncode == 0, merged.stderr
+    assert (tmp_path / "grades.csv").read_bytes() == one_run[0].read_bytes()
+    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == sorted(p.name for p in one_run[1].iterdir())
+
+
+# --- the bookkeeping, with a job that answers at once (no grading) -------------------------------------
+
+# A stand-in for ``python -m grader.batch --job``: a student folder's score.txt holds the fraction of
+# every exercise they get (no score.txt: an error row); each student it grades is logged.
+FAKE_JOB = r"""
+import json, sys
+from pathlib import Path
+from grader.rubric import load_rubric
+log = open(sys.argv[1], "a")
+rubric = load_rubric()
+for line in sys.stdin:
+    task = json.loads(line)
+    log.write(task["student"] + "\n"); log.flush()
+    marker = Path(task["path"]) / "score.txt"
+    if not marker.is_file():
+        print(json.dumps({"error": "=no score.txt"}), flush=True)
+        continue
+    fraction = float(marker.read_text())
+    exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": "partial", "message": ""}
+                 for ex_id, ex in rubric.exercises.items()}
+    score = sum(e["score"] for e in exercises.values())
+    print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
+        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [], "exercises": exercises,
+        "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
+"""
+
+
+def fake_options(tmp_path: Path, **kwargs):
+    from grader.batch import BatchOptions
+
+    return BatchOptions(jobs=2, gpu="skip", job_argv=(sys.executable, "-c", FAKE_JOB, str(tmp_path / "graded.log")),
+                        **kwargs)
+
+
+def graded_log(tmp_path: Path) -> list[str]:
+    log = tmp_path / "graded.log"
+    names = sorted(log.read_text().split()) if log.is_file() else []
+    log.unlink(missing_ok=True)
+    return names
+
+
+def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
+    root.mkdir(mode=0o700, exist_ok=True)
+    for name, fraction in scores.items():
+        (root / name).mkdir(exist_ok=True)
+        if fraction is not None:
+            (root / name / "score.txt").write_text(str(fraction))
+    return root
+
+
+def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> None:
+    from grader.batch import score_all
+
+    klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None})
+    csv_path, json_dir = tmp_path / "grades.csv", tmp_path / "out" / "json"
+    summary = score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
+    assert graded_log(tmp_path) == ["ann", "ben", "cy"] and summary.errors == ["cy"]
+    assert rows(csv_path)["cy"]["message"] == "'=no score.txt"  # still escaped
+    score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
+    assert graded_log(tmp_path) == ["cy"]  # the error row is tried again, the others stay
+
+    (klass / "ben" / "score.txt").write_text("0.25")  # ben changed his submission
+    (klass / "cy" / "score.txt").write_text("1.0")  # cy handed one in
+    (klass / "ann" / "__pycache__").mkdir()
+    (klass / "ann" / "__pycache__" / "x.pyc").write_bytes(b"cache")  # not the work: ann stays
+    summary = score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
+    assert graded_log(tmp_path) == ["ben", "cy"] and summary.skipped == ["ann"]
+    table = rows(csv_path)
+    assert list(table) == ["ann", "ben", "cy"] and float(table["ben"]["score"]) == pytest.approx(22.5)
+    assert json.loads((json_dir / "cy.json").read_text())["score"] == pytest.approx(90.0)
+
+    (klass / "cy" / "score.txt").unlink()  # an error now: the earlier report must not stay beside it
+    score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
+    assert graded_log(tmp_path) == ["cy"] and not (json_dir / "cy.json").exists()
+    (json_dir / "ann.json").unlink()  # a report lost: ann is graded again to write it
+    score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
+    assert graded_log(tmp_path) == ["ann", "cy"] and (json_dir / "ann.json").is_file()
+
+
+def test_only_grades_the_named_students_and_keeps_the_rest(tmp_path: Path) -> None:
+    from grader.batch import BatchError, score_all
+
+    klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None, "dee": 0.0})
+    csv_path = tmp_path / "grades.csv"
+    score_all(klass, csv_path, fake_options(tmp_path, only=frozenset({"ben", "cy"})))
+    assert graded_log(tmp_path) == ["ben", "cy"] and list(rows(csv_path)) == ["ben", "cy"]
+    (klass / "dee" / "score.txt").write_text("1.0")  # changed, but --only does not name dee
+    score_all(klass, csv_path, fake_options(tmp_path, only=frozenset({"ann", "ben"})))
+    assert graded_log(tmp_path) == ["ann", "ben"] and list(rows(csv_path)) == ["ann", "ben", "cy"]
+    with pytest.raises(BatchError, match="no submission .* for 'zed'"):
+        score_all(klass, csv_path, fake_options(tmp_path, only=frozenset({"zed"})))
+    assert graded_log(tmp_path) == [] and list(rows(csv_path)) == ["ann", "ben", "cy"]
+
+
+def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> None:
+    from grader.batch import HASH_COLUMN, csv_columns, score_all
+
+    klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": 0.25})
+    csv_path = tmp_path / "grades.csv"
+    score_all(klass, csv_path, fake_options(tmp_path))
+    graded_log(tmp_path)
+    whole = csv_path.read_bytes()
+    for cut in (10, 70, len(whole.splitlines()[-1]) + 1):  # mid-hash, mid-row, just the line end
+        csv_path.write_bytes(whole[:-cut])  # as a kill -9 in the middle of writing cy's row leaves it
+        summary = score_all(klass, csv_path, fake_options(tmp_path))
+        assert graded_log(tmp_path) == ["cy"], cut
+        assert any("cut short" in w for w in summary.warnings)
+        with open(csv_path, newline="") as f:
+            records = list(csv.reader(f))
+        assert records[0] == csv_columns() and all(len(r) == len(csv_columns()) for r in records)
+        assert [r[0] for r in records[1:]] == ["ann", "ben", "cy"] and csv_path.read_bytes() == whole
+    # a row cut inside a quoted message with a line break in it
+    text = whole.decode()
+    ann = text.splitlines()[1]
+    broken = text + ann.replace("ann,", "zoe,", 1).rsplit(",", 2)[0] + ',"a message\non two lines'
+    csv_path.write_text(broken)
+    score_all(klass, csv_path, fake_options(tmp_path))
+    assert graded_log(tmp_path) == [] and list(rows(csv_path)) == ["ann", "ben", "cy"]
+    assert all(len(row[HASH_COLUMN]) == 64 for row in rows(csv_path).values())
+
+
+def test_an_unknown_csv_is_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / "class").mkdir()
+    (tmp_path / "grades.csv").write_text("name,grade\nann,3\n")
+    proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "grades.csv"), "--gpu", "skip")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--force" in proc.stderr, proc.stderr
+    assert (tmp_path / "grades.csv").read_text() == "name,grade\nann,3\n"
+
+
+def test_shards_are_disjoint_stable_and_independent_of_the_class() -> None:
+    from grader.batch import in_shard, parse_shard, shard_of
+
+    names = [f"student{i}" for i in range(200)] + ["alice", "Zoë", "o'brien"]
+    for n in (1, 2, 3, 7):
+        slices = [{name for name in names if in_shard(name, (k, n))} for k in range(1, n + 1)]
+        assert set().union(*slices) == set(names) and sum(map(len, slices)) == len(names)
+        assert all(len(s) > len(names) / n / 2 for s in slices)  # roughly even
+    # the slice depends on the name alone: these values are part of the contract between machines
+    assert [shard_of("alice", 4), shard_of("bob", 4), shard_of("carol", 4)] == [
+        int.from_bytes(__import__("hashlib").sha256(n.encode()).digest()[:8], "big") % 4 + 1 for n in ("alice", "bob", "carol")]
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "1/0", "a/b", "2", "-1/3"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_the_hash_follows_the_content(tmp_path: Path) -> None:
+    from grader.batch import submission_hash
+
+    (tmp_path / "a" / "03_causal").mkdir(parents=True)
+    (tmp_path / "a" / "03_causal" / "causal_mask.py").write_text("x = 1\n")
+    first = submission_hash(tmp_path / "a")
+    (tmp_path / "a" / ".git").mkdir()
+    (tmp_path / "a" / ".git" / "HEAD").write_text("ref")
+    assert submission_hash(tmp_path / "a") == first
+    (tmp_path / "a" / "03_causal" / "causal_mask.py").write_text("x = 2\n")
+    assert submission_hash(tmp_path / "a") != first
+    (tmp_path / "a" / "03_causal" / "causal_mask.py").write_text("x = 1\n")
+    (tmp_path / "a" / "03_causal" / "causal_mask2.py").symlink_to("/etc/passwd")
+    assert submission_hash(tmp_path / "a") != first
+    (tmp_path / "z.zip").write_bytes(b"PK one")
+    zipped = submission_hash(tmp_path / "z.zip")
+    (tmp_path / "z.zip").write_bytes(b"PK two")
+    assert submission_hash(tmp_path / "z.zip") != zipped
+
+
+def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
+    fake_class(tmp_path / "class", {"ann": 1.0})
+    (tmp_path / "file").write_text("")
+    for args in (["--shard", "3/2"], ["--shard", "one/two"], ["--only", "zed"], ["--json-dir", str(tmp_path / "file")],
+                 ["--feedback-dir", str(tmp_path / "file" / "x")], ["--visibility", "all"]):
+        proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--gpu", "skip", *args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
+    assert not (tmp_path / "g.csv").exists()

@@ -91,3 +91,131 @@ def test_one_grade_cell_per_exercise_plus_gpu_check(tmp_path: Path):
         assert len(gb.students) == 1 and len(gb.find_assignment(ASSIGNMENT).submissions) == 1
         grade = gb.find_grade(cell_name("03_causal/causal_attention"), NOTEBOOK, ASSIGNMENT, "dave")
         assert grade.auto_score == 5.0 and grade.max_score == 10.0
+
+
+@pytest.fixture(scope="module")
+def course_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The gradebook of the course grader/release.py writes, as ``nbgrader generate_assignment
+    attention-kata`` fills it (its SaveCells preprocessor on each source notebook; the whole command
+    takes 15 s here and gives the same notebooks, cells and max scores)."""
+    import nbformat
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import SaveCells
+
+    from grader.release import build_nbgrader_course
+    from grader.rubric import GROUPS
+
+    course = tmp_path_factory.mktemp("course") / "nbgrader"
+    build_nbgrader_course(course)
+    db = course / "gradebook.db"
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT)
+    for group in GROUPS:
+        nb = nbformat.read(course / "source" / ASSIGNMENT / f"{group}.ipynb", as_version=4)
+        SaveCells().preprocess(nb, {"nbgrader": {"db_url": f"sqlite:///{db}", "assignment": ASSIGNMENT, "notebook": group}})
+    return db
+
+
+def course_max_scores(db: Path) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assignment = gb.find_assignment(ASSIGNMENT)
+        scores = {nb.name: nb.max_score for nb in assignment.notebooks}
+        scores[ASSIGNMENT] = assignment.max_score
+        return scores
+
+
+def in_process_export(db: Path, out: Path) -> dict[str, dict[str, str]]:
+    """What ``nbgrader export`` writes (its CSV plugin, without the 7 s of starting the app)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        CsvExportPlugin(to=str(out)).export(gb)
+    with open(out, newline="") as f:
+        return {row["student_id"]: row for row in csv.DictReader(f)}
+
+
+@pytest.mark.timeout(120)
+def test_the_release_course_gradebook_takes_the_grades_and_keeps_its_max_scores(course_db: Path, tmp_path: Path):
+    import shutil
+
+    from nbgrader.api import Gradebook
+
+    from grader.batch import csv_row
+    from grader.gradebook import ClassGradebook
+
+    db = tmp_path / "gradebook.db"
+    shutil.copy(course_db, db)
+    before = course_max_scores(db)
+    rubric = load_rubric()
+    assert before[ASSIGNMENT] == sum(ex.points for ex in rubric.exercises.values())  # 90: no GPU cell
+    with Gradebook(f"sqlite:///{db}") as gb:  # erin was autograded by nbgrader itself before
+        gb.update_or_create_student("erin")
+        gb.add_submission(ASSIGNMENT, "erin")
+    reports = {"alice": fake_report(1.0), "bob": fake_report(0.5), "erin": fake_report(0.25)}
+    record_in_gradebook(db, ASSIGNMENT, reports)
+    with ClassGradebook(db, ASSIGNMENT) as gb:
+        assert gb.layout.kind == "course" and any("GPU-run check" in w for w in gb.warnings)
+        gb.record(csv_row("carol", {"error": "-nothing to grade"}, "0" * 64))
+    assert course_max_scores(db) == before  # nothing added, no max score changed
+    rows = in_process_export(db, tmp_path / "grades.csv")
+    assert set(rows) == {"alice", "bob", "carol", "erin"}
+    for student, report in reports.items():
+        assert float(rows[student]["score"]) == pytest.approx(report["score"] - report["gpu_check"]["score"]), student
+        assert float(rows[student]["max_score"]) == pytest.approx(before[ASSIGNMENT])
+    assert float(rows["carol"]["score"]) == 0.0
+    with Gradebook(f"sqlite:///{db}") as gb:
+        grade = gb.find_grade("causal_attention_tests", "03_causal", ASSIGNMENT, "bob")
+        assert grade.auto_score == pytest.approx(5.0) and grade.max_score == 10.0 and not grade.needs_manual_grade
+        comment = gb.find_comment("causal_mask", "03_causal", ASSIGNMENT, "carol")
+        assert comment.auto_comment.endswith("-nothing to grade")  # the reason, unescaped
+    # carol's submission is graded at last: the reason goes, the scores come
+    with ClassGradebook(db, ASSIGNMENT) as gb:
+        gb.record(csv_row("carol", {"report": fake_report(1.0)}, "1" * 64))
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assert gb.find_comment("causal_mask", "03_causal", ASSIGNMENT, "carol").auto_comment is None
+        assert gb.find_submission(ASSIGNMENT, "carol").score == pytest.approx(before[ASSIGNMENT])
+
+
+@pytest.mark.timeout(120)
+def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
+    import shutil
+
+    from nbgrader.api import Gradebook
+
+    from grader.gradebook import ClassGradebook, GradebookError
+
+    db = tmp_path / "gradebook.db"
+    shutil.copy(course_db, db)
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.add_assignment("hw1")
+        gb.add_notebook("problem1", "hw1")
+    with pytest.raises(GradebookError, match="hw1"):
+        ClassGradebook(db, "hw1")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assert [nb.name for nb in gb.find_assignment("hw1").notebooks] == ["problem1"]
+    # the course's gradebook also takes a separate assignment of the kata layout, beside the course's
+    before = course_max_scores(db)
+    record_in_gradebook(db, "attention-kata-cli", {"alice": fake_report(1.0)})
+    assert course_max_scores(db) == before
+
+
+@pytest.mark.timeout(120)
+def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
+    from nbgrader.api import Gradebook
+
+    from grader.batch import csv_row
+    from grader.gradebook import COMMENT_CELL, ClassGradebook
+
+    db = tmp_path / "gradebook.db"
+    with ClassGradebook(db, ASSIGNMENT) as gb:
+        gb.record(csv_row("dave", {"error": "grading took longer than 600 s"}, "0" * 64))
+        gb.record(csv_row("erin", {"report": fake_report(0.5)}, "0" * 64))
+    rows = in_process_export(db, tmp_path / "grades.csv")
+    assert set(rows) == {"dave", "erin"} and float(rows["dave"]["score"]) == 0.0
+    with Gradebook(f"sqlite:///{db}") as gb:
+        assert "longer than 600 s" in gb.find_comment(COMMENT_CELL, NOTEBOOK, ASSIGNMENT, "dave").auto_comment
+        assert gb.find_assignment(ASSIGNMENT).max_score == pytest.approx(load_rubric().max_score)
