@@ -49,6 +49,7 @@ class TestOutcome:
     passed: bool
     message: str
     duration: float
+    kind: str = "core"  # core | printed | edge: the test's kind marker (tests/conftest.py, grader/rubric.py)
 
 
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
@@ -148,7 +149,8 @@ class _Plugin:
         if nodeid not in self.results:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
-                                    "passed": None, "message": "", "duration": 0.0}
+                                    "kind": str(props.get("kind", "core")), "passed": None, "message": "",
+                                    "duration": 0.0}
         return self.results[nodeid]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
@@ -179,7 +181,7 @@ class _Plugin:
     def outcomes(self) -> list[TestOutcome]:
         return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
                             message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
-                            duration=r["duration"]) for n, r in ((n, self.results[n]) for n in self.order)]
+                            duration=r["duration"], kind=r["kind"]) for n, r in ((n, self.results[n]) for n in self.order)]
 
 
 def _report_hook() -> Any:

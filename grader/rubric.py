@@ -1,7 +1,17 @@
-"""The rubric: exercise ids, points, public names and dependencies, read from tests/rubric.json.
+"""The rubric: exercise ids, points, their split over test kinds, public names and dependencies,
+read from tests/rubric.json.
 
 The rubric lives beside the hidden tests (one place defines points); this module only reads it and
 says where the repository's parts are, so every other module asks here instead of guessing paths.
+
+Every hidden test has a kind (a pytest marker; tests/conftest.py gives each test its kind's share):
+
+* ``core``: randomized inputs, compared with the reference: the work itself;
+* ``printed``: the documents' printed tensors, checks of the same computation (never worth more than
+  ``core``);
+* ``edge``: raising on bad input, shapes, dtypes, properties, inputs left untouched; they count only
+  once every core test of the exercise passes (grader/scoring.py), so that code which does no attention
+  at all (raising everywhere, identity modules) earns nothing from them.
 """
 
 from __future__ import annotations
@@ -15,6 +25,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+KINDS = ("core", "printed", "edge")  # the same three as tests/kata_seam.py's TEST_KINDS
+
+
+class RubricError(ValueError):
+    """tests/rubric.json is inconsistent (kinds that do not add up to the points, an unknown kind...)."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +38,12 @@ class Exercise:
     points: float
     names: tuple[str, ...]  # the public names its module defines
     depends_on: tuple[str, ...]  # exercise ids whose modules it is expected to import
+    kinds: tuple[tuple[str, float], ...] = ()  # (kind, points) in KINDS order; they add up to ``points``
+
+    @property
+    def kind_points(self) -> dict[str, float]:
+        """``{"core": 7.0, "printed": 1.0, "edge": 2.0}``: the points of each kind of test."""
+        return dict(self.kinds) if self.kinds else {"core": self.points}
 
     @property
     def group(self) -> str:
@@ -70,7 +91,24 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     """The rubric of the hidden tests in ``tests_dir`` (the repository's ``tests/`` by default)."""
     raw = json.loads((tests_dir / "rubric.json").read_text())
     exercises = {
-        ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]))
+        ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]),
+                        _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]})))
         for ex_id, ex in raw["exercises"].items()
     }
     return Rubric(exercises, float(raw["gpu_check"]["points"]))
+
+
+def _kinds(ex_id: str, points: float, raw: dict) -> tuple[tuple[str, float], ...]:
+    unknown = sorted(set(raw) - set(KINDS))
+    if unknown:
+        raise RubricError(f"{ex_id}: unknown test kinds {unknown} (expected some of {', '.join(KINDS)})")
+    kinds = tuple((kind, float(raw[kind])) for kind in KINDS if kind in raw)
+    split = dict(kinds)
+    if abs(sum(split.values()) - points) > 1e-9:
+        raise RubricError(f"{ex_id}: its kinds add up to {sum(split.values()):g} points, not {points:g}")
+    if split.get("core", 0.0) <= 0 or any(v < 0 for v in split.values()):
+        raise RubricError(f"{ex_id}: core tests must carry points, and no kind may be negative")
+    if split.get("printed", 0.0) > split["core"]:
+        raise RubricError(f"{ex_id}: printed tests ({split['printed']:g}) may not be worth more than core ones "
+                          f"({split['core']:g})")
+    return kinds

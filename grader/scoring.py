@@ -8,6 +8,13 @@ The re-grade runs the student's code next to reference source, in a domain of it
 (failure messages, output) could carry that source, so only its pass/fail counts reach a report. A
 test that fails in the re-grade shows its message from the student's own run, or a line saying why
 there is none.
+
+Not every passing test counts: an exercise's edge-case tests (kind ``edge``: raises on bad input,
+shapes, dtypes, properties) count only once every one of its core tests (randomized, against the
+reference) passes. Until then a passing edge test is reported as not counted, with the reason, so
+that the tests' scores in a report add up to the exercise's. Code that does no attention at all
+(raising everywhere, identity modules, answers only for the documents' inputs) earns nothing from
+them; see grader/rubric.py for the kinds.
 """
 
 from __future__ import annotations
@@ -34,18 +41,39 @@ class ExerciseResult:
     regraded_with: tuple[str, ...] = ()  # exercise ids whose reference modules stood in
 
 
+def not_counted(core_failed: int, core_total: int) -> str:
+    """The message of a passing edge-case test that does not count (yet)."""
+    return (f"passed, but not counted: edge-case tests count once every core test of this exercise passes "
+            f"(randomized inputs against the reference; {core_failed} of {core_total} fail)")
+
+
+def gate_edge_tests(outcomes: list[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes as they count: passing edge tests become failures (not counted) while a core test fails."""
+    core = [o for o in outcomes if o.kind == "core"]
+    core_failed = sum(not o.passed for o in core)
+    if not core_failed:
+        return list(outcomes)
+    message = not_counted(core_failed, len(core))
+    return [replace(o, passed=False, message=message) if o.kind == "edge" and o.passed else o for o in outcomes]
+
+
 def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult:
-    """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0."""
-    score = sum(o.max_points for o in outcomes if o.passed)
-    failures = [o for o in outcomes if not o.passed]
-    if not outcomes:
+    """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0.
+
+    Edge-case tests count only once every core test passes (:func:`gate_edge_tests`)."""
+    counted = gate_edge_tests(outcomes)
+    score = sum(o.max_points for o in counted if o.passed)
+    failures = [c for o, c in zip(outcomes, counted) if o.passed == c.passed and not c.passed]
+    gated = sum(o.passed != c.passed for o, c in zip(outcomes, counted))
+    if not counted:
         status, message = "failed", "no hidden test ran for this exercise"
     elif not failures:
-        status, message = "passed", f"all {len(outcomes)} tests passed"
+        status, message = "passed", f"all {len(counted)} tests passed"
     else:
         status = "failed" if score == 0 else "partial"
-        message = f"{len(failures)} of {len(outcomes)} tests failed; first: {failures[0].message}"
-    return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, outcomes)
+        note = f" ({gated} edge-case tests passed but do not count until the core tests pass)" if gated else ""
+        message = f"{len(failures)} of {len(counted)} tests failed{note}; first: {failures[0].message}"
+    return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
 
 
 REGRADE_SILENT = "failed in the re-grade with the reference modules (its messages are not shown)"

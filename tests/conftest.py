@@ -1,7 +1,11 @@
 """Hidden tests: ``pytest tests --impl DIR`` (default ``solutions``).
 
 Every test file is ``tests/<group>/test_<module>.py`` and belongs to exercise ``<group>/<module>``;
-its points come from ``rubric.json``. Tests reach the implementation only through the ``impl``
+its points come from ``rubric.json``. Every test has exactly one kind marker, ``@pytest.mark.core``
+(randomized, against the reference), ``@pytest.mark.printed`` (the documents' printed tensors) or
+``@pytest.mark.edge`` (raises, shapes, dtypes, properties); the exercise's points for a kind
+(``rubric.json``'s ``kinds``) are split evenly over its tests of that kind, and the grader counts
+edge tests only once every core test of the exercise passes (grader/scoring.py). Tests reach the implementation only through the ``impl``
 fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
 setting ``config.kata_impl_factory`` (a callable taking the exercise id) before collection.
 
@@ -16,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kata_seam import LocalImpl, load_rubric
+from kata_seam import TEST_KINDS, LocalImpl, kind_points, load_rubric
 
 TESTS_DIR = Path(__file__).parent
 REPO_ROOT = TESTS_DIR.parent
@@ -30,6 +34,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    for kind, about in TEST_KINDS.items():
+        config.addinivalue_line("markers", f"{kind}: a hidden test of kind {kind}: {about}")
+
+
+def kind_of(item: pytest.Item) -> str:
+    """The one kind marker of a hidden test (a usage error when it has none or several)."""
+    kinds = sorted({mark.name for mark in item.iter_markers() if mark.name in TEST_KINDS})
+    if len(kinds) != 1:
+        raise pytest.UsageError(f"{item.nodeid}: a hidden test needs exactly one kind marker of "
+                                f"{', '.join('@pytest.mark.' + k for k in TEST_KINDS)}; it has {kinds or 'none'}")
+    return kinds[0]
+
+
 def exercise_id(node: pytest.Item) -> str:
     """``03_causal/causal_mask`` for a test in ``tests/03_causal/test_causal_mask.py``."""
     path = Path(str(node.path))
@@ -37,18 +55,22 @@ def exercise_id(node: pytest.Item) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every test its exercise id and its share of the exercise's points."""
+    """Give every test its exercise id, its kind and its share of the points of that kind."""
     exercises = load_rubric()["exercises"]
-    by_exercise: dict[str, list[pytest.Item]] = {}
+    by_kind: dict[tuple[str, str], list[pytest.Item]] = {}
     for item in items:
         ex_id = exercise_id(item)
         if ex_id not in exercises:
             raise pytest.UsageError(f"{item.nodeid}: no exercise {ex_id!r} in tests/rubric.json")
-        by_exercise.setdefault(ex_id, []).append(item)
-    for ex_id, ex_items in by_exercise.items():
-        share = exercises[ex_id]["points"] / len(ex_items)
-        for item in ex_items:
+        kind = kind_of(item)
+        if kind_points(exercises[ex_id]).get(kind, 0.0) <= 0:
+            raise pytest.UsageError(f"{item.nodeid}: a {kind} test, but tests/rubric.json gives {ex_id}'s {kind} tests no points")
+        by_kind.setdefault((ex_id, kind), []).append(item)
+    for (ex_id, kind), kind_items in by_kind.items():
+        share = kind_points(exercises[ex_id])[kind] / len(kind_items)
+        for item in kind_items:
             item.user_properties.append(("exercise", ex_id))
+            item.user_properties.append(("kind", kind))
             item.user_properties.append(("points", share))
 
 

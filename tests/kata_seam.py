@@ -40,11 +40,23 @@ import torch
 
 RUBRIC_PATH = Path(__file__).with_name("rubric.json")
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
+# Every hidden test carries exactly one of these pytest markers; rubric.json splits an exercise's points
+# over them (see conftest.py and grader/rubric.py, which reads the same three).
+TEST_KINDS = {
+    "core": "randomized inputs compared with the reference: the work itself",
+    "printed": "the documents' printed tensors (checks of the same computation; never worth more than core)",
+    "edge": "raises on bad input, shapes, dtypes, properties, inputs untouched: counted once every core test passes",
+}
 
 
 def load_rubric() -> dict[str, Any]:
     """The parsed ``rubric.json``."""
     return json.loads(RUBRIC_PATH.read_text())
+
+
+def kind_points(exercise: dict[str, Any]) -> dict[str, float]:
+    """An exercise's points per test kind, from its ``rubric.json`` entry (all core when it names none)."""
+    return {kind: float(points) for kind, points in exercise.get("kinds", {"core": exercise["points"]}).items()}
 
 
 def name_to_exercise() -> dict[str, str]:

@@ -22,6 +22,7 @@ PRINTED_SCORES = {
 }
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("case", PRINTED_SCORES)
 def test_attention_scores_printed(impl, case):
     """Printed scores of one query against every token; atol 1e-4."""
@@ -38,6 +39,7 @@ PRINTED_MATRIX = {
 }
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("case", PRINTED_MATRIX)
 def test_attention_score_matrix_printed(impl, case):
     """Printed 6x6 score matrices; atol 1e-4."""
@@ -48,6 +50,7 @@ def test_attention_score_matrix_printed(impl, case):
                  diagnoses=[(torch.softmax(inputs @ inputs.T, -1), "returned the softmax weights, not the raw scores")])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_attention_scores_random_against_reference(impl, dtype):
     """Random (T, d) inputs, T in 1..9, d != T, a query that is NOT one of the rows; inputs untouched."""
@@ -63,6 +66,7 @@ def test_attention_scores_random_against_reference(impl, dtype):
                      diagnoses=[(inputs @ inputs[0], "used a row of inputs as the query instead of the query argument")])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_attention_score_matrix_batched_against_reference(impl, dtype):
     """Leading batch dims: (3, T, d) and (2, 2, T, d) with distinct rows; inputs untouched."""

@@ -24,6 +24,7 @@ PRINTED_ONE = {
 }
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("case", PRINTED_ONE)
 def test_context_vector_printed(impl, case):
     """context_vector(inputs, softmax(inputs @ inputs[q])) equals the printed context vector."""
@@ -43,6 +44,7 @@ PRINTED_ALL = {
 }
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("case", PRINTED_ALL)
 def test_context_vectors_printed(impl, case):
     """Rows of context_vectors(inputs) equal the printed context vectors; atol 1e-4."""
@@ -55,6 +57,7 @@ def test_context_vectors_printed(impl, case):
                  diagnoses=[((inputs @ inputs.T @ inputs)[sl], NO_SOFTMAX)])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_context_vector_random_against_reference(impl, dtype):
     """Random (T, d) inputs and random weights that sum to 1; inputs untouched."""
@@ -69,6 +72,7 @@ def test_context_vector_random_against_reference(impl, dtype):
         assert_close(got, REF.context_vector(inputs, weights), call=call, atol=atol)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_context_vectors_batched_against_reference(impl, dtype):
     """(T, d), (3, T, d) and (2, 2, T, d) inputs with distinct rows; inputs untouched."""

@@ -22,6 +22,7 @@ def _scores(key):
     return P.value(key)
 
 
+@pytest.mark.printed
 def test_normalize_by_sum_printed(impl):
     """000 tip [0.1455, ...] and 003 In[5] [0.1452, ...]; atol 1e-4."""
     for scores_key, key in [("000/3.3.1/scores_query2", "000/3.3.1/sum_normalized_query2"),
@@ -32,6 +33,7 @@ def test_normalize_by_sum_printed(impl):
                      diagnoses=[(torch.softmax(scores, -1), "computed a softmax: divide by the plain sum instead")])
 
 
+@pytest.mark.printed
 def test_softmax_naive_printed(impl):
     """000 [0.1385, ...], 003 In[6] [0.1509, ...] and 000 3.3.2's 6x6 weights (dim=-1 of inputs @ inputs.T); atol 1e-4."""
     for scores_key, key in [("000/3.3.1/scores_query2", "000/3.3.1/softmax_query2"),
@@ -46,6 +48,7 @@ def test_softmax_naive_printed(impl):
                  diagnoses=[(torch.softmax(scores, 0), "matches softmax over the wrong dim (columns instead of rows)")])
 
 
+@pytest.mark.printed
 def test_softmax_stable_printed(impl):
     """004 sharpening example (plain and ×8), 003 In[6] and 003 In[9]'s 6x6 weights; atol 1e-4."""
     sharpen = torch.tensor(P.SHARPEN)
@@ -62,6 +65,7 @@ def test_softmax_stable_printed(impl):
                             (torch.exp(scores - scores.max()) / torch.exp(scores - scores.max()).sum(), "normalized over the whole matrix instead of along dim")])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("name", ["normalize_by_sum", "softmax_naive", "softmax_stable"])
 def test_every_dim_and_dtype_against_reference(impl, name):
     """Random positive (3, 4, 5) scores, dim = 0, 1, 2, -1 and the default, float32 and float64; input untouched."""
@@ -79,6 +83,7 @@ def test_every_dim_and_dtype_against_reference(impl, name):
             assert_close(got, getattr(REF, name)(scores, d), call=call, atol=atol, diagnoses=wrong)
 
 
+@pytest.mark.edge
 def test_softmax_stable_large_scores(impl):
     """Scores around ±1e3 (exp overflows without the max shift); atol 1e-6."""
     scores = torch.tensor([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0], [1000.0, 1000.0, 1000.0]])
@@ -91,6 +96,7 @@ def test_softmax_stable_large_scores(impl):
     assert_close(got, expected, call=call, atol=1e-6)
 
 
+@pytest.mark.edge
 def test_softmax_stable_rows_with_neg_inf(impl):
     """-inf entries get weight exactly 0; a row [1000, 1000, -inf] is [0.5, 0.5, 0]; float64 too."""
     for dtype in [torch.float32, torch.float64]:

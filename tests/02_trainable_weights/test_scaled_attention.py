@@ -46,6 +46,7 @@ def _check(got, q, k, v, call, atol):
                  diagnoses=scale_diagnoses(lambda s: with_scale(s)[0], d_k))
 
 
+@pytest.mark.printed
 def test_printed_seed123_rand_query2(impl):
     """000 3.4.1 / 004 In[30], In[33]: weights [0.1500, ...], context [0.3061, 0.8210] (row 2 of a full call too)."""
     inputs = P.journey()
@@ -62,6 +63,7 @@ def test_printed_seed123_rand_query2(impl):
     assert_close(context[1], P.value("000/3.4.1/context_query2"), call=call + " -> context[1]", atol=1e-4)
 
 
+@pytest.mark.printed
 def test_printed_seed123_randn_query3(impl):
     """003 In[14], In[15]: the second input set, query = 3rd token, torch.randn projections; atol 1e-4."""
     inputs = torch.tensor(P.RANDOM_WORDS)
@@ -82,6 +84,7 @@ SHAPES = [  # (batch dims, T_q, T_k, d_k, d_v)
 ]
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_random_against_reference(impl, dtype):
     """Asymmetric shapes, distinct batch rows, no / one / two leading batch dims."""
@@ -95,6 +98,7 @@ def test_random_against_reference(impl, dtype):
         _check(impl.scaled_dot_product(q, k, v), q, k, v, call, atol)
 
 
+@pytest.mark.edge
 def test_weights_rows_sum_to_one(impl):
     """Large scores (d_k = 64, values of size 3): every row of attn_weights sums to 1 and is >= 0; atol 1e-5."""
     g = torch.Generator().manual_seed(42)
@@ -106,6 +110,7 @@ def test_weights_rows_sum_to_one(impl):
         fail(call, "attention weights must be >= 0")
 
 
+@pytest.mark.edge
 def test_inputs_not_modified(impl):
     """queries, keys and values are the same after the call (no in-place ops on them)."""
     g = torch.Generator().manual_seed(43)

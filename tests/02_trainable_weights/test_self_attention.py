@@ -31,6 +31,7 @@ def _pair(impl, name, *args, seed=0, dtype=torch.float32):
     return student, reference
 
 
+@pytest.mark.printed
 def test_v1_printed_seed123(impl):
     """torch.manual_seed(123); SelfAttention_v1(3, 2): W_query and the output print as in 004 / 000; atol 1e-4."""
     impl.manual_seed(123)
@@ -45,6 +46,7 @@ def test_v1_printed_seed123(impl):
                  call="torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)  [000 3.4.2, 004 In[36]]")
 
 
+@pytest.mark.printed
 def test_v2_printed_seed789(impl):
     """torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs); atol 1e-4."""
     impl.manual_seed(789)
@@ -69,6 +71,7 @@ def _expected_variants(ref_module, x, name):
     return scale_diagnoses(lambda s: torch.softmax(q @ k.transpose(-2, -1) * s, -1) @ v, k.shape[-1])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_v1_random_against_reference(impl, dtype):
     """SelfAttention_v1(5, 4) with the reference's weights, on (7, 5), (3, 4, 5), (2, 1, 5) inputs."""
@@ -81,6 +84,7 @@ def test_v1_random_against_reference(impl, dtype):
                      diagnoses=_expected_variants(reference, x, "SelfAttention_v1"))
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("qkv_bias,dtype", [(False, torch.float64), (True, torch.float32)], ids=["nobias-float64", "bias-float32"])
 def test_v2_random_against_reference(impl, qkv_bias, dtype):
     """SelfAttention_v2(5, 4, qkv_bias) with the reference's weights, on (7, 5), (3, 4, 5), (2, 1, 5) inputs."""
@@ -94,6 +98,7 @@ def test_v2_random_against_reference(impl, qkv_bias, dtype):
                      diagnoses=_expected_variants(reference, x, "SelfAttention_v2"))
 
 
+@pytest.mark.edge
 def test_parameter_names_and_shapes(impl):
     """v1: W_query/W_key/W_value of shape (d_in, d_out); v2: nn.Linear weights (d_out, d_in), biases iff qkv_bias."""
     expected = {
@@ -109,6 +114,7 @@ def test_parameter_names_and_shapes(impl):
             fail(call, f"parameters {got}", f"expected  {shapes}")
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("name,args", [("SelfAttention_v1", (4, 3)), ("SelfAttention_v2", (4, 3, True))], ids=["v1", "v2-bias"])
 def test_gradients_reach_every_parameter(impl, name, args):
     """forward + backward: every parameter gets a gradient equal to the reference's; atol 1e-5."""

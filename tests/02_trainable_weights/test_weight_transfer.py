@@ -34,6 +34,7 @@ def _outputs_equal(v1, v2, d_in, d_out, bias, call):
                      otherwise=COPY_NOT_TRANSPOSED)
 
 
+@pytest.mark.core
 def test_v2_to_v1_copies_transposed_values(impl):
     """v1.W_* == v2.W_*.weight.T exactly, and both modules compute the same output."""
     impl.manual_seed(62)
@@ -47,6 +48,7 @@ def test_v2_to_v1_copies_transposed_values(impl):
     _outputs_equal(v1, v2, 4, 3, False, call)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("bias", [False, True], ids=["nobias", "v2-with-bias"])
 def test_v1_to_v2_copies_transposed_values(impl, bias):
     """v2.W_*.weight == v1.W_*.T exactly, biases (if any) zeroed, same output."""
@@ -63,6 +65,7 @@ def test_v1_to_v2_copies_transposed_values(impl, bias):
     _outputs_equal(v1, v2, 4, 3, bias, call)
 
 
+@pytest.mark.edge
 def test_copy_is_by_value(impl):
     """After each copy, changing the source (through load_state_dict) leaves the target unchanged."""
     impl.manual_seed(64)
@@ -83,6 +86,7 @@ def test_copy_is_by_value(impl):
                  f"sa_v2.{k} changed too: it shares storage with sa_v1's parameter", f"likely cause: {COPY_ALIASES}")
 
 
+@pytest.mark.edge
 def test_v1_keeps_its_parameters(impl):
     """After v2 -> v1, v1 still has the nn.Parameters W_query/W_key/W_value and gradients reach them."""
     impl.manual_seed(65)
@@ -101,6 +105,7 @@ def test_v1_keeps_its_parameters(impl):
              "copy under torch.no_grad() into the parameter; do not assign a tensor that does not require grad")
 
 
+@pytest.mark.edge
 def test_biased_v2_to_v1_raises_and_copies_nothing(impl):
     """v2 with qkv_bias=True -> v1: ValueError (v1 has no bias), and v1 is left as it was."""
     impl.manual_seed(67)
@@ -111,6 +116,7 @@ def test_biased_v2_to_v1_raises_and_copies_nothing(impl):
     _unchanged(v1, before, call)
 
 
+@pytest.mark.edge
 def test_mismatched_shapes_raise_and_copy_nothing(impl):
     """v2(4, 3) -> v1(3, 4) and v1(4, 3) -> v2(4, 2): ValueError, target untouched."""
     impl.manual_seed(68)

@@ -39,6 +39,7 @@ def _nn_dropout(x, p, seed):
 DOC_CASE = "printed-x86" if _on_documents_platform() else "nn-dropout-same-seed"
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("expected_from", [DOC_CASE])
 def test_documents_seed123(impl, expected_from):
     """torch.manual_seed(123); dropout(seed-789 causal weights, 0.5); atol 1e-4."""
@@ -55,6 +56,7 @@ def test_documents_seed123(impl, expected_from):
                             (_nn_dropout(weights, 0.5, 123) * 0.5, NOT_RESCALED)])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_same_seed_same_mask_as_nn_dropout(impl, dtype):
     """Random (4, 5, 6) input, p = 0.3 and 0.5: equal to nn.Dropout under the same seed; atol 1e-6, rtol 1e-6."""
@@ -68,6 +70,7 @@ def test_same_seed_same_mask_as_nn_dropout(impl, dtype):
                      note="keep-mask: torch.empty_like(x).bernoulli_(1 - p); survivors x / (1 - p)")
 
 
+@pytest.mark.edge
 def test_eval_and_p0_are_identity(impl):
     """training=False (any p) and p == 0 return x unchanged (exact)."""
     x = torch.rand(3, 4, 5, generator=torch.Generator().manual_seed(82))
@@ -78,6 +81,7 @@ def test_eval_and_p0_are_identity(impl):
                      note="no dropout when not training or when p == 0: return x as it is")
 
 
+@pytest.mark.edge
 def test_p1_gives_zeros(impl):
     """p == 1 drops everything: all zeros, no NaN (x / (1 - 1) would be inf/NaN)."""
     x = torch.rand(4, 6, generator=torch.Generator().manual_seed(83)) + 0.5
@@ -89,6 +93,7 @@ def test_p1_gives_zeros(impl):
     assert_close(got, torch.zeros_like(x), atol=0, call="dropout(x of shape (4, 6), p=1.0)", note=NAN_AT_P1)
 
 
+@pytest.mark.edge
 def test_survivors_are_scaled(impl):
     """Every output element is 0 or x / (1 - p) for p = 0.25 and 0.8; rtol 1e-6."""
     x = torch.rand(50, 40, generator=torch.Generator().manual_seed(84), dtype=torch.float64) + 0.1
@@ -107,6 +112,7 @@ def test_survivors_are_scaled(impl):
                  "scale by 1 / (1 - p) (inverted dropout), not by p or 1 - p")
 
 
+@pytest.mark.edge
 def test_kept_fraction_near_one_minus_p(impl):
     """On a (200, 200) tensor of ones, the kept fraction is within 0.02 of 1 - p (p = 0.1, 0.5, 0.9)."""
     x = torch.ones(200, 200)
@@ -121,6 +127,7 @@ def test_kept_fraction_near_one_minus_p(impl):
                  "p is the probability to DROP an element: keep with probability 1 - p")
 
 
+@pytest.mark.edge
 def test_p_outside_unit_interval_raises(impl):
     """p = -0.1, 1.5 and 2: ValueError."""
     x = torch.ones(3, 3)
@@ -128,6 +135,7 @@ def test_p_outside_unit_interval_raises(impl):
         assert_raises(ValueError, impl.dropout, x, p, call=f"dropout(x, p={p})", why=P_NOT_CHECKED)
 
 
+@pytest.mark.edge
 def test_input_not_modified(impl):
     """dropout returns a new tensor: the input is unchanged (p = 0.5 and p = 1)."""
     x = torch.rand(4, 5, generator=torch.Generator().manual_seed(85)) + 0.1

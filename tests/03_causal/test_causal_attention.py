@@ -46,6 +46,7 @@ def _forward(student, x, call):
     return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
 
 
+@pytest.mark.printed
 def test_printed_seed123(impl):
     """torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch): both rows as 001 In[832]; atol 1e-4."""
     impl.manual_seed(123)
@@ -67,9 +68,10 @@ CASES = {  # id: (d_in, d_out, context_length, T, qkv_bias, dtype)
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.edge if c == "T1" else pytest.mark.core, id=c) for c in CASES])
 def test_random_against_reference(impl, case):
-    """Batch 3 with distinct rows; the reference's weights loaded into the student's module."""
+    """Batch 3 with distinct rows; the reference's weights loaded into the student's module (T = 1, where
+    attention is W_value(x) alone, is an edge case: a module that only projects the values passes it)."""
     d_in, d_out, cl, t, bias, dtype = CASES[case]
     student, reference = _pair(impl, d_in, d_out, cl, 0.0, qkv_bias=bias, seed=101)
     if dtype != torch.float32:
@@ -82,6 +84,7 @@ def test_random_against_reference(impl, case):
     assert_close(_forward(student, x, call), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag, call=call)
 
 
+@pytest.mark.edge
 def test_mask_is_a_registered_buffer(impl):
     """'mask' is in state_dict (not a parameter), equals triu(ones(cl, cl), 1), and follows .to(torch.float64)."""
     m = impl.CausalAttention(3, 2, 5, 0.0)
@@ -90,6 +93,7 @@ def test_mask_is_a_registered_buffer(impl):
                        diagnoses=[(torch.tril(torch.ones(5, 5)), "stored the tril 'allowed' mask; the docstring asks for triu(…, diagonal=1)")])
 
 
+@pytest.mark.edge
 def test_too_many_tokens_raises(impl):
     """T = context_length + 1 raises ValueError."""
     m = impl.CausalAttention(3, 2, 4, 0.0)
@@ -98,6 +102,7 @@ def test_too_many_tokens_raises(impl):
                   why="more tokens than context_length: raise ValueError naming both numbers")
 
 
+@pytest.mark.core
 def test_gradients_reach_every_parameter(impl):
     """forward + backward: every parameter (with qkv_bias) gets the reference's gradient; atol 1e-5."""
     student, reference = _pair(impl, 4, 3, 6, 0.0, qkv_bias=True, seed=104)
@@ -112,6 +117,7 @@ def test_gradients_reach_every_parameter(impl):
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
 
 
+@pytest.mark.core
 def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference (dropout applied once, to the attention weights)."""
     student, reference = _pair(impl, 4, 3, 6, 0.5, seed=106)
@@ -127,6 +133,7 @@ def test_dropout_on_weights_in_training_mode(impl):
                  note="apply self.dropout (nn.Dropout) to the attention weights after the softmax, before @ values")
 
 
+@pytest.mark.core
 def test_eval_mode_disables_dropout(impl):
     """dropout=0.5, after .eval(): the output equals the reference without dropout."""
     student, reference = _pair(impl, 4, 3, 6, 0.5, seed=109)
@@ -139,6 +146,7 @@ def test_eval_mode_disables_dropout(impl):
                  note="use nn.Dropout (it is the identity in eval mode), not a hand-made dropout that ignores .eval()")
 
 
+@pytest.mark.edge
 def test_input_not_modified(impl):
     """The forward leaves its input unchanged."""
     m = impl.CausalAttention(3, 2, 6, 0.0)

@@ -3,9 +3,10 @@
 COVERS: causal_mask against 001's printed tril mask (and the docstring's 3x3, and T = 1), with the
 printed row sums of the masked seed-789 weights (000 3.5.1 / 001 In[820]); mask_and_renormalize,
 mask_future_scores and causal_attention_weights against 001's printed seed-789 values (weights and
-scores built in the test process from a seed-789 SelfAttention_v2); all three against the
-reference on random inputs with leading batch dims, T in 1..9, float64 and float32, with
-properties (exactly 0 / -inf above the diagonal, rows sum to 1); inputs never modified.
+scores built in the test process from a seed-789 SelfAttention_v2); causal_mask against the
+reference for T = 1..9; the other three against the reference on random inputs with leading batch
+dims, T in 1..9, float64 and float32, with properties (exactly 0 / -inf above the diagonal, rows
+sum to 1); inputs never modified.
 Tolerances: masks exact; printed atol 1e-4; random vs reference atol 1e-6 (float32) / 1e-12 (float64); rtol 0.
 """
 
@@ -29,6 +30,7 @@ def _seed789():
 
 
 
+@pytest.mark.printed
 def test_causal_mask_values(impl):
     """causal_mask(6) == 001's tril mask, causal_mask(3), causal_mask(1); masked seed-789 row sums [0.1921, ...]."""
     assert_close(impl.causal_mask(6), P.value("001/In818/tril_mask"), atol=0, check_dtype=False, call="causal_mask(6)  [001 In[818]]",
@@ -44,6 +46,7 @@ def test_causal_mask_values(impl):
                  call="(seed-789 attn_weights * causal_mask(6)).sum(-1)  [000 3.5.1, 001 In[820]]")
 
 
+@pytest.mark.printed
 def test_mask_and_renormalize_printed(impl):
     """001 In[820]: [[1, 0, ...], [0.5517, 0.4483, 0, ...], ...]; atol 1e-4."""
     _, weights = _seed789()
@@ -55,6 +58,7 @@ def test_mask_and_renormalize_printed(impl):
                             (weights, "output matches the unmasked attention: zero the entries above the diagonal")])
 
 
+@pytest.mark.printed
 def test_mask_future_scores_printed(impl):
     """000 3.5.1 / 001 In[824]: -inf above the diagonal of the seed-789 scores; the input is untouched."""
     scores, _ = _seed789()
@@ -68,6 +72,7 @@ def test_mask_future_scores_printed(impl):
                              "a whole row is -inf: the diagonal (the token itself) must stay visible (diagonal=1)")])
 
 
+@pytest.mark.printed
 def test_causal_attention_weights_printed(impl):
     """001 In[826]: softmax(masked scores / √2); atol 1e-4."""
     scores, weights = _seed789()
@@ -86,6 +91,16 @@ def _random_scores(g, shape, dtype):
 SHAPES = [(1, 1), (5, 5), (3, 4, 4), (2, 3, 9, 9), (2, 7, 7)]
 
 
+@pytest.mark.core
+def test_causal_mask_against_reference(impl):
+    """causal_mask(T) for T = 1..9 equals the reference's tril mask (exact; any dtype that holds 0 and 1)."""
+    for t in range(1, 10):
+        assert_close(impl.causal_mask(t), REF.causal_mask(t), atol=0, check_dtype=False, call=f"causal_mask({t})",
+                     diagnoses=[(torch.triu(torch.ones(t, t), 1), "returned the triu(…, diagonal=1) 'future' mask: this one is 1 where j <= i"),
+                                (torch.triu(torch.ones(t, t)), "returned triu: the allowed positions are on and BELOW the diagonal")])
+
+
+@pytest.mark.core
 @pytest.mark.parametrize("name", ["mask_and_renormalize", "mask_future_scores", "causal_attention_weights"])
 def test_random_against_reference(impl, name):
     """Leading batch dims, distinct rows, T in 1..9, float64 and float32; exact zeros / -inf above the diagonal."""
@@ -119,6 +134,7 @@ def test_random_against_reference(impl, name):
                 assert_rows_sum_to_one(got, call=call, atol=1e-5)
 
 
+@pytest.mark.edge
 def test_inputs_not_modified(impl):
     """No in-place masking of the argument (masked_fill, not masked_fill_)."""
     g = torch.Generator().manual_seed(72)

@@ -24,6 +24,7 @@ def _bare_view(x, h):
     return x.reshape(b, h, t, d // h)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_split_heads_layout(impl, dtype):
     """Docstring example, then (2, 3, 8) / 2 heads, (3, 5, 6) / 3 heads, (1, 1, 4) / 4 heads vs the reference (exact)."""
@@ -40,6 +41,7 @@ def test_split_heads_layout(impl, dtype):
                                                    "head h must hold features h*head_dim:(h+1)*head_dim of every token")])
 
 
+@pytest.mark.core
 def test_merge_heads_and_round_trip(impl):
     """merge_heads equals the reference; merge_heads(split_heads(x, h)) == x exactly; float64 kept."""
     g = torch.Generator().manual_seed(122)
@@ -74,6 +76,7 @@ def _printed_case(case):
     return q[None, None], k[None, None], expected, f"per_head_scores(queries[None, None], keys[None, None])  [{key}]"
 
 
+@pytest.mark.printed
 @pytest.mark.parametrize("case", PRINTED_SCORES)
 def test_per_head_scores_printed(impl, case):
     """The documents' printed score matrices, as (1, 1, T_q, T_k) per-head scores; atol 1e-4."""
@@ -84,6 +87,7 @@ def test_per_head_scores_printed(impl, case):
         assert_close(got[0, 0, 1], P.value("000/3.4.1/scores_query2"), atol=1e-4, call=call + "[0, 0, 1]  [000 3.4.1]")
 
 
+@pytest.mark.core
 def test_per_head_scores_random_against_reference(impl):
     """(2, 3, 4, 5) queries vs (2, 3, 6, 5) keys, distinct heads and batch rows, float32 and float64."""
     g = torch.Generator().manual_seed(123)
@@ -100,6 +104,7 @@ def test_per_head_scores_random_against_reference(impl):
                                 (q2 @ k2, "multiplied by keys without transposing the last two dims")])
 
 
+@pytest.mark.edge
 def test_split_heads_not_divisible_raises(impl):
     """d_out = 6 with 4 heads, d_out = 5 with 2 heads: ValueError."""
     g = torch.Generator().manual_seed(124)

@@ -65,6 +65,7 @@ def _forward(student, x, call):
     return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
 
 
+@pytest.mark.printed
 def test_printed_seed123(impl):
     """torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch) starts [[0.3190, 0.4858], ...]; atol 1e-4."""
     impl.manual_seed(123)
@@ -87,9 +88,11 @@ CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
 }
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.edge if c == "T1-hd4" else pytest.mark.core, id=c)
+                                  for c in CASES])
 def test_random_against_reference(impl, case):
-    """Batch 3, distinct rows, head_dim > 1; the reference's parameters loaded into the student's module."""
+    """Batch 3, distinct rows, head_dim > 1; the reference's parameters loaded into the student's module (T = 1,
+    where attention is out_proj(W_value(x)) alone, is an edge case)."""
     d_in, d_out, cl, h, t, bias, dtype = CASES[case]
     student, reference = _pair(impl, d_in, d_out, cl, 0.0, num_heads=h, qkv_bias=bias, seed=141)
     if dtype != torch.float32:
@@ -103,6 +106,7 @@ def test_random_against_reference(impl, case):
     assert_close(_forward(student, x, call), expected, atol=1e-5 if dtype == torch.float32 else 1e-10, diagnoses=diag, call=call)
 
 
+@pytest.mark.edge
 def test_gpt2_attention_parameter_count(impl):
     """gpt2_attention(): 768 -> 768, 12 heads, context 1024: 2,360,064 parameters."""
     m = impl.gpt2_attention()
@@ -112,6 +116,7 @@ def test_gpt2_attention_parameter_count(impl):
              "4 nn.Linear(768, 768): W_query/W_key/W_value without bias (3 × 589,824), out_proj with bias (590,592)")
 
 
+@pytest.mark.edge
 def test_not_divisible_raises(impl):
     """MultiHeadAttention(3, 6, 4, 0.0, num_heads=4) and (3, 5, 4, 0.0, num_heads=2): ValueError."""
     for d_out, h in [(6, 4), (5, 2)]:
@@ -120,6 +125,7 @@ def test_not_divisible_raises(impl):
                       why="d_out must be divisible by num_heads: raise ValueError (an assert gives AssertionError)")
 
 
+@pytest.mark.edge
 def test_mask_buffer_and_context_length(impl):
     """'mask' in state_dict, follows .to(torch.float64); T > context_length raises ValueError."""
     m = impl.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
@@ -129,6 +135,7 @@ def test_mask_buffer_and_context_length(impl):
     assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why="more tokens than context_length: raise ValueError")
 
 
+@pytest.mark.core
 def test_gradients_reach_every_parameter(impl):
     """forward + backward: W_query/W_key/W_value/out_proj get the reference's gradients; atol 1e-5."""
     student, reference = _pair(impl, 4, 6, 5, 0.0, num_heads=3, qkv_bias=True, seed=144)
@@ -143,6 +150,7 @@ def test_gradients_reach_every_parameter(impl):
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
 
 
+@pytest.mark.core
 def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference; after .eval(): no dropout at all."""
     student, reference = _pair(impl, 4, 6, 5, 0.5, num_heads=3, seed=146)

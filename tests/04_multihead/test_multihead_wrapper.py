@@ -20,6 +20,7 @@ P = printed()
 REF = ref("multihead_wrapper")
 
 
+@pytest.mark.printed
 def test_wrapper_printed_seed123(impl):
     """torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch): 000 3.6.1; atol 1e-4."""
     impl.manual_seed(123)
@@ -31,6 +32,7 @@ def test_wrapper_printed_seed123(impl):
                       "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias), and nothing random before them")
 
 
+@pytest.mark.printed
 def test_two_dim_wrapper_seed123(impl):
     """two_dim_wrapper(5, 8) maps (3, 7, 5) to (3, 7, 2); torch.manual_seed(123); two_dim_wrapper(3, 6)(batch) is the
     docs README's (2, 6, 2) value; atol 1e-4."""
@@ -45,6 +47,7 @@ def test_two_dim_wrapper_seed123(impl):
                  note="two heads of d_out=1 each: MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)")
 
 
+@pytest.mark.edge
 def test_structure(impl):
     """heads: torch's ModuleList with num_heads entries, each a CausalAttention."""
     for num_heads in (1, 3):
@@ -61,6 +64,7 @@ def test_structure(impl):
                 fail(call + f"[{i}]", f"is a {impl.type_name(head)}; expected your CausalAttention")
 
 
+@pytest.mark.edge
 def test_output_is_heads_concatenated(impl):
     """wrapper(x) == torch.cat([head(x) for head in wrapper.heads], dim=-1), shape (b, T, num_heads * d_out)."""
     impl.manual_seed(131)
@@ -73,6 +77,7 @@ def test_output_is_heads_concatenated(impl):
                             (sum(per_head), "summed the heads' outputs: concatenate them on dim=-1")])
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_random_against_reference(impl, dtype):
     """(3, 7, 5) inputs, d_out=2, 3 heads, qkv_bias; the reference wrapper's parameters loaded."""
