@@ -10,15 +10,26 @@ Every verdict is the grader's: the reference module runs here, in the grader, on
 and input, and the student's outputs are compared with it.
 
 * The CPU run must match the reference (an identity or unfinished module earns nothing here; its
-  own exercise says why).
+  own exercise says why). It is tried on T = 5 < context_length, then on T = context_length, and
+  the device run uses the first input the CPU run gets right: a mistake unrelated to devices (a mask
+  not cut to T x T) is charged by the module's own exercise, once, not again here.
+* The wrapper builds on CausalAttention: when the student's CausalAttention does not match the
+  reference, the wrapper is judged on its own part, with its own heads standing in for the reference
+  (its output must be its heads' outputs concatenated, in the reference's shape); the reference never
+  enters the worker.
+* A module that is not there (no file, a file that does not parse, or one importing a kata module
+  that is not there: read from the submission's files, never from a run) is left out: the check's
+  points are split over the modules that are, and its own exercise charges it. With none there the
+  check earns nothing. A module that is there but does nothing (a stub, an identity, one that
+  raises, one whose import fails when run) fails and earns none.
 * With CUDA (``--gpu auto`` or ``require``, the grader's own torch decides): the output must be on
-  the device and match the reference output.
+  the device and match the reference output (for the wrapper judged on its own heads: that output).
 * Without CUDA (``auto``): simulated on PyTorch's ``meta`` device, which follows every device rule but
   holds no data. Every parameter and buffer must follow ``.to(device)``, no tensor may be kept in a
   plain attribute, and no op in forward may mix a ``meta`` tensor with a CPU one (a tensor created
   without ``device=x.device``). Errors only the meta device raises (data-dependent ops: ``.item()``,
   boolean indexing) make the result inconclusive, not failed, and only for a module whose CPU run
-  matched the reference. The simulation's observations come from the worker's ``device_run`` probe:
+  matched the reference (the wrapper on a broken CausalAttention: its own heads' outputs). The simulation's observations come from the worker's ``device_run`` probe:
   code that rewrites the worker could forge them, which is why it is called simulated; on CUDA the
   output itself is compared.
 
@@ -33,13 +44,14 @@ import importlib.util
 import sys
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from grader.report import GpuCheckResult
 from grader.rubric import TESTS_DIR
 
-# (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8.
+# (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8, then T = 8.
 MODULES_CHECKED = (
     ("CausalAttention", "causal_attention", (3, 4, 8, 0.0), {}),
     ("MultiHeadAttentionWrapper", "multihead_wrapper", (3, 2, 8, 0.0), {"num_heads": 2}),
@@ -64,10 +76,15 @@ class GpuUnavailable(Exception):
     """``--gpu require`` on a machine without CUDA."""
 
 
+TOKENS_TRIED = (5, None)  # None: T = context_length
+_MAX_SOURCE_BYTES = 2**20
+WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
+
+
 @dataclass(frozen=True)
 class PartResult:
     name: str
-    verdict: str  # passed | failed | inconclusive
+    verdict: str  # passed | failed | inconclusive | absent (left out: not there)
     message: str
 
 
@@ -81,26 +98,108 @@ def _reference() -> ModuleType:
     return module
 
 
-def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str) -> PartResult:
-    """Run one module on the CPU and on ``device``; the verdict for it, against the reference."""
+def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str,
+                 own_heads: bool = False) -> PartResult:
+    """Run one module on the CPU and on ``device``; the verdict for it, against the reference.
+
+    ``own_heads`` (the wrapper, when the student's CausalAttention fails): a wrapper whose output is
+    not the reference's may still be right about its own part, its heads' outputs concatenated."""
     import torch
+
+    from grader.worker_client import WorkerFailure
 
     torch.manual_seed(0)
     reference = getattr(_reference().ref(ref_module), name)(*args, **kwargs).eval()
-    x = torch.rand(2, 5, args[0], generator=torch.Generator().manual_seed(1))
+    d_in, context_length = args[0], args[2]
+    inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(1))
+              for t in TOKENS_TRIED]
     with torch.no_grad():
-        expected = reference(x)
+        expected = [reference(x) for x in inputs]
+    root = getattr(getattr(impl, "_kata_client", None), "submission_dir", None)
+    missing = None if root is None else not_there(Path(root), ref_module)
+    if missing:
+        return PartResult(name, "absent", f"{name}: not there ({missing}); left out here (the check's points are "
+                                          "split over the modules that are), its own exercise counts it")
     try:
-        student = getattr(impl, name)(*args, **kwargs)
+        cls = getattr(impl, name)
+    except Exception as err:  # its file is there: an import that fails at run time is a failure, not absence
+        return PartResult(name, "failed", f"{name} cannot be imported ({type(err).__name__}: {err}); fix it first")
+    try:
+        student = cls(*args, **kwargs)
         # Parameters only: a mask kept as a plain attribute is this check's to judge, not a key error.
         student.load_state_dict(dict(reference.named_parameters()), strict=False)
         student.eval()
-        cpu_out = student(x)
     except Exception as err:  # the exercise's own tests judge this; here it only means "cannot check"
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
-    if not _matches(cpu_out, expected):
-        return PartResult(name, "failed", f"{name} does not match the reference on the CPU (its own tests say why); "
-                                          "the GPU-run check needs a module that works on the CPU first")
+    cpu_outs, errors = [], []
+    for x, want in zip(inputs, expected):
+        try:
+            out = student(x)
+        except WorkerFailure as err:
+            return PartResult(name, "failed", f"{name} on the CPU: {err}")
+        except Exception as err:  # e.g. a mask not cut to T x T fails for T < context_length only
+            errors.append(err)
+            out = None
+        if _matches(out, want):
+            return _device_verdict(impl, name, student, x, want, device)
+        cpu_outs.append(out)
+    if own_heads:
+        try:
+            for x, out, want in zip(inputs, cpu_outs, expected):
+                if out is None:
+                    continue
+                own = torch.cat([head(x) for head in student.heads], dim=-1)
+                if own.shape == want.shape and _matches(out, own):
+                    return _device_verdict(impl, name, student, x, own, device)
+        except WorkerFailure as err:
+            return PartResult(name, "failed", f"{name} on the CPU: {err}")
+        except Exception:
+            pass  # no heads, or heads that cannot run: judged as below
+    if len(errors) == len(inputs):
+        err = errors[0]
+        return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
+    return PartResult(name, "failed", f"{name} does not match the reference on the CPU (its own tests say why); "
+                                      "the GPU-run check needs a module that works on the CPU first")
+
+
+def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> str | None:
+    """Why the submission's ``module`` is not there, read from its files (never run), or None.
+
+    Not there: no regular ``<module>.py`` in any group folder, one that does not parse, or one that
+    imports a kata module that is not there. Decided from the files, not from a run in the worker, so
+    that code cannot make itself vanish from this check (by failing its import only here)."""
+    import ast
+
+    from grader.rubric import GROUPS, load_rubric
+
+    candidates = [root / group / f"{module}.py" for group in GROUPS]
+    found = [f for f in candidates if f.is_file() and not f.is_symlink()]
+    if not found:
+        return f"no {module}.py"
+    try:
+        if found[0].stat().st_size > _MAX_SOURCE_BYTES:
+            return None  # there; the worker's intake says what it makes of it
+        tree = ast.parse(found[0].read_bytes())
+    except (SyntaxError, ValueError) as err:
+        return f"{module}.py does not parse: {type(err).__name__}: {err}"
+    except (OSError, RecursionError, MemoryError):
+        return None
+    kata_modules = load_rubric().module_groups
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module.split(".")[0])
+    for other in sorted(imported & set(kata_modules) - _seen - {module}):
+        why = not_there(root, other, _seen | {module})
+        if why:
+            return f"it imports {other}: {why}"
+    return None
+
+
+def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", expected: "torch.Tensor",
+                    device: str) -> PartResult:
     try:
         run = impl.device_run(student, x, device)
     except Exception as err:  # the worker timed out or died while running it
@@ -116,9 +215,10 @@ def _matches(out: Any, expected: "torch.Tensor") -> bool:
 
 
 def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
-    """The verdict from the worker's ``device_run`` report (plain data only) and the reference output.
+    """The verdict from the worker's ``device_run`` report (plain data only) and the expected output.
 
-    Called only for a module whose CPU run matched the reference."""
+    Called only for a module whose CPU run matched the reference on this input (or, for the wrapper on a
+    broken CausalAttention, its own heads' outputs concatenated), and ``expected`` is that output."""
     plain = run.get("plain_tensor_attributes") or []
     plain_hint = (
         f" Plain tensor attribute(s) {', '.join(map(repr, plain))} stay on the CPU when the module moves: "
@@ -170,14 +270,23 @@ def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
         device, label = "meta", "meta (simulated: the sandbox cannot reach the GPU)"
     else:
         device, label = "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
-    parts = [check_module(impl, name, module, args, kwargs, device) for name, module, args, kwargs in MODULES_CHECKED]
-    good = [p for p in parts if p.verdict != "failed"]
-    score = round(points * len(good) / len(parts), 2)
-    failed = len(good) < len(parts)
+    parts: list[PartResult] = []
+    for name, module, args, kwargs in MODULES_CHECKED:
+        wrapped = next((p for p in parts if p.name == WRAPPED), None)
+        own_heads = name == WRAPPER and wrapped is not None and wrapped.verdict == "failed"
+        parts.append(check_module(impl, name, module, args, kwargs, device, own_heads=own_heads))
+    there = [p for p in parts if p.verdict != "absent"]
+    good = [p for p in there if p.verdict in ("passed", "inconclusive")]
+    score = round(points * len(good) / len(there), 2) if there else 0.0
+    failed = len(good) < len(there) or not there
     if device == "meta":
         status = "simulated_failed" if failed else (
             "inconclusive" if any(p.verdict == "inconclusive" for p in parts) else "simulated_passed")
     else:
         status = "failed" if failed else "passed"
-    message = "\n".join(p.message for p in parts if p.verdict != "passed") or "all three modules run on the device"
+    # One line per module: an error's own line breaks (where it was raised) are folded into it.
+    message = "\n".join(" ".join(p.message.split()) for p in parts if p.verdict != "passed") \
+        or "all three modules run on the device"
+    if not there:
+        message = "none of the three modules is there: nothing to run on the device\n" + message
     return GpuCheckResult(score, points, status, label, message)

@@ -107,3 +107,64 @@ def test_require_without_cuda_and_skip(tmp_path: Path) -> None:
         check(sub, mode="require")
     skipped = check(sub, mode="skip")
     assert (skipped.status, skipped.max_score) == ("skipped", 0.0)
+
+
+# ---- points lost once: a mistake unrelated to devices is its own exercise's, not this check's ----------
+
+def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path) -> None:
+    """T = 5 < context_length fails on the CPU (its exercise charges that); T = context_length runs: full points."""
+    result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"))
+    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
+
+
+def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(tmp_path: Path) -> None:
+    """CausalAttention returns its values (no attention): it earns nothing; the wrapper built on it is judged
+    on its own part (its heads' outputs concatenated) and keeps its third; MultiHeadAttention its own."""
+    result = check(submission(tmp_path, "        return attn_weights @ values\n", "        return values\n"))
+    assert result.score == pytest.approx(20 / 3, abs=0.01), result.message
+    assert result.message.splitlines() == [
+        "CausalAttention does not match the reference on the CPU (its own tests say why); "
+        "the GPU-run check needs a module that works on the CPU first"]
+
+
+def test_a_stub_earns_none_and_the_wrapper_on_it_none_either(tmp_path: Path) -> None:
+    """A CausalAttention whose forward raises does nothing: it fails, and so does the wrapper (its heads raise)."""
+    result = check(submission(tmp_path, "        num_tokens = x.shape[-2]\n",
+                              "        raise NotImplementedError('not written yet')\n"))
+    assert result.score == pytest.approx(10 / 3, abs=0.01), result.message
+    lines = result.message.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("CausalAttention does not run on the CPU (NotImplementedError")
+    assert lines[1].startswith("MultiHeadAttentionWrapper does not run on the CPU")
+
+
+def test_a_module_not_there_is_left_out(tmp_path: Path) -> None:
+    """No multihead_attention.py: its exercise charges it; the check's points go to the two modules there."""
+    sub = submission(tmp_path)
+    (sub / "04_multihead" / "multihead_attention.py").unlink()
+    result = check(sub)
+    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
+    assert result.message == ("MultiHeadAttention: not there (no multihead_attention.py); left out here (the check's "
+                              "points are split over the modules that are), its own exercise counts it")
+
+
+def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path) -> None:
+    """Whether a module is there is read from its files: one that fails its import only when run (here, or
+    only in this check's worker) cannot make itself vanish from the check. The wrapper imports it: it fails too."""
+    sub = submission(tmp_path)
+    (sub / CAUSAL).write_text("raise ImportError('not in this worker')\n" + (sub / CAUSAL).read_text())
+    result = check(sub)
+    assert (result.status, result.score) == ("simulated_failed", pytest.approx(10 / 3, abs=0.01)), result.message
+    lines = result.message.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["CausalAttention cannot be imported",
+                                                       "MultiHeadAttentionWrapper cannot be imported"]
+
+
+def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path) -> None:
+    """No causal_attention.py (so no wrapper either) and no multihead_attention.py: 0, not a free 10."""
+    sub = submission(tmp_path)
+    (sub / CAUSAL).unlink()
+    (sub / "04_multihead" / "multihead_attention.py").unlink()
+    result = check(sub)
+    assert (result.status, result.score) == ("simulated_failed", 0.0), result.message
+    assert result.message.splitlines()[0] == "none of the three modules is there: nothing to run on the device"
+    assert len(result.message.splitlines()) == 4  # and one line per module
