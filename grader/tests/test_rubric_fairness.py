@@ -1,0 +1,185 @@
+"""The rubric rewards the work, not the edge cases around it, and a mistake costs its points once.
+
+Each submission below is graded by the real grader (``grader.grading.grade``, one template for the
+module) and its score is checked against what the rubric promises:
+
+* ``lazy_raising``: every function and forward raises ValueError, the classes build their layers and
+  mask buffers: at most 1 point in all;
+* ``lazy_identity``: the same, with forwards that return W_value(x) (or x): at most 3 points;
+* ``lazy_documents_only``: the reference code, answering only for inputs that look like the
+  documents' (at most 4 decimals) and zeros otherwise (``gate.py.append``): at most 10 points;
+* the reference solutions: 100;
+* one mistake each, which must cost points in one place only (its own exercise), never in the
+  GPU-run check or in the exercises built on it: a mask not cut to T x T (mutant 20), a missing
+  ``multihead_attention.py``, a syntax error in ``causal_attention.py``.
+
+The lazy submissions live in ``grader/tests/submissions/lazy_*`` (``X.hostile`` replaces the reference
+module ``X``; ``gate.py.append`` is appended to every reference module).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from grader.domains import Domains
+from grader.engine import TestOutcome
+from grader.grading import GradeOptions, grade
+from grader.isolation import choose_isolation
+from grader.rubric import GROUPS, KINDS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
+from grader.scoring import summarize
+
+pytestmark = pytest.mark.timeout(300)
+SUBMISSIONS = Path(__file__).with_name("submissions")
+RUBRIC = load_rubric()
+TOTAL = RUBRIC.max_score
+
+
+def build(tmp: Path, name: str) -> Path:
+    """The reference solutions in ``tmp/name``, with ``submissions/<name>`` (if any) laid over them."""
+    dest = tmp / name
+    for group in GROUPS:
+        (dest / group).mkdir(parents=True)
+        for src in (SOLUTIONS_DIR / group).glob("*.py"):
+            shutil.copy(src, dest / group / src.name)
+    folder = SUBMISSIONS / name
+    for src in sorted(folder.rglob("*.hostile")) if folder.is_dir() else ():
+        (dest / str(src.relative_to(folder)).removesuffix(".hostile")).write_bytes(src.read_bytes())
+    gate = folder / "gate.py.append"
+    if gate.is_file():
+        for module in dest.rglob("*.py"):
+            module.write_text(module.read_text() + gate.read_text())
+    return dest
+
+
+@pytest.fixture(scope="module")
+def domains():
+    with Domains(choose_isolation("auto")) as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def graded(domains, tmp_path_factory):
+    """``graded(path)``: the grader's report of the submission at ``path`` (the GPU-run check included)."""
+
+    def run(path: Path):
+        return grade(path, GradeOptions(), domains)
+
+    return run
+
+
+def _scores(report) -> dict[str, float]:
+    return {**{ex_id: r.score for ex_id, r in report.exercises.items()}, "gpu_check": report.gpu_check.score}
+
+
+def _lost(report) -> dict[str, float]:
+    """Where the submission lost points: ``{exercise id or gpu_check: points lost}``."""
+    maxima = {**{ex_id: ex.points for ex_id, ex in RUBRIC.exercises.items()}, "gpu_check": RUBRIC.gpu_points}
+    return {k: round(maxima[k] - v, 4) for k, v in _scores(report).items() if maxima[k] - v > 1e-6}
+
+
+# ---- the rubric itself ---------------------------------------------------------------------------
+
+def test_every_exercise_splits_its_points_over_kinds():
+    raw = json.loads((TESTS_DIR / "rubric.json").read_text())["exercises"]
+    for ex_id, ex in RUBRIC.exercises.items():
+        split = ex.kind_points
+        assert set(split) <= set(KINDS) and split["core"] > 0, ex_id
+        assert sum(split.values()) == pytest.approx(ex.points), ex_id
+        assert split.get("printed", 0) <= split["core"], f"{ex_id}: printed tests worth more than core ones"
+        assert "kinds" in raw[ex_id], f"{ex_id}: rubric.json names no kinds"
+    printed = sum(ex.kind_points.get("printed", 0) for ex in RUBRIC.exercises.values())
+    core = sum(ex.kind_points["core"] for ex in RUBRIC.exercises.values())
+    assert printed <= core / 4, (printed, core)
+
+
+def test_the_test_side_knows_the_same_kinds():
+    import sys
+
+    sys.path.insert(0, str(TESTS_DIR))
+    try:
+        from kata_seam import TEST_KINDS
+    finally:
+        sys.path.remove(str(TESTS_DIR))
+    assert tuple(TEST_KINDS) == KINDS
+
+
+def _outcome(name: str, kind: str, passed: bool, points: float = 1.0) -> TestOutcome:
+    return TestOutcome(f"tests/03_causal/test_causal_attention.py::{name}", "03_causal/causal_attention", points,
+                       passed, "" if passed else f"{name} failed", 0.0, kind)
+
+
+def test_edge_tests_count_only_once_every_core_test_passes():
+    exercise = RUBRIC.exercises["03_causal/causal_attention"]
+    outcomes = [_outcome("core_a", "core", True, 3.5), _outcome("core_b", "core", False, 3.5),
+                _outcome("printed", "printed", True, 1.0), _outcome("edge_a", "edge", True, 1.0),
+                _outcome("edge_b", "edge", False, 1.0)]
+    result = summarize(exercise, outcomes)
+    assert result.score == 4.5  # core_a + printed; edge_a passed but does not count
+    gated = next(o for o in result.outcomes if o.nodeid.endswith("edge_a"))
+    assert not gated.passed and gated.message.startswith("passed, but not counted") and "1 of 2 fail" in gated.message
+    # The exercise's message quotes a test that failed, not one that did not count.
+    assert "first: core_b failed" in result.message and "1 edge-case tests passed but do not count" in result.message
+    # The tests' scores in a report add up to the exercise's score.
+    assert sum(o.max_points for o in result.outcomes if o.passed) == result.score
+
+    fixed = summarize(exercise, [replace(o, passed=True) if o.kind == "core" else o for o in outcomes])
+    assert fixed.score == 9.0 and sum(o.passed for o in fixed.outcomes) == 4  # edge_a counts now
+
+
+# ---- whole gradings --------------------------------------------------------------------------------
+
+def test_solutions_score_100(graded):
+    report = graded(SOLUTIONS_DIR)
+    assert report.score == TOTAL == 100, _lost(report)
+    assert report.gpu_check.score == RUBRIC.gpu_points, report.gpu_check.message
+    tests_sum = sum(o.max_points for r in report.exercises.values() for o in r.outcomes)
+    assert tests_sum == pytest.approx(TOTAL - RUBRIC.gpu_points)
+
+
+@pytest.mark.parametrize("name,most", [("lazy_raising", 1.0), ("lazy_identity", 3.0), ("lazy_documents_only", 10.0)])
+def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
+    report = graded(build(tmp_path, name))
+    earned = {k: v for k, v in _scores(report).items() if v}
+    print(f"{name}: {report.score} of {TOTAL}: {earned}")
+    assert report.score <= most, earned
+    assert report.gpu_check.score == 0, report.gpu_check.message  # no module matches the reference on the CPU
+    for result in report.exercises.values():  # every passing edge test waits for the core tests
+        core_failed = any(o.kind == "core" and not o.passed for o in result.outcomes)
+        assert not (core_failed and any(o.kind == "edge" and o.passed for o in result.outcomes)), result.id
+
+
+def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tmp_path):
+    sub = build(tmp_path, "mask_not_cut")
+    mutant = REPO_ROOT / "tests" / "mutants" / "20_causal_mask_not_cut_to_tokens" / "03_causal" / "causal_attention.py"
+    shutil.copy(mutant, sub / "03_causal" / "causal_attention.py")
+    report = graded(sub)
+    lost = _lost(report)
+    assert set(lost) == {"03_causal/causal_attention"}, (lost, report.gpu_check.message)
+    assert 0 < lost["03_causal/causal_attention"] < RUBRIC.exercises["03_causal/causal_attention"].points
+    assert report.gpu_check.status == "simulated_passed" or report.gpu_check.status == "passed"
+
+
+def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
+    sub = build(tmp_path, "missing_mha")
+    (sub / "04_multihead" / "multihead_attention.py").unlink()
+    report = graded(sub)
+    assert _lost(report) == {"04_multihead/multihead_attention": 8.0}, report.gpu_check.message
+    assert report.gpu_check.message.startswith("MultiHeadAttention: not there (no multihead_attention.py)")
+
+
+def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_path):
+    sub = build(tmp_path, "syntax_error_ca")
+    path = sub / "03_causal" / "causal_attention.py"
+    path.write_text(path.read_text().replace("def forward(self, x", "def forward(self x", 1))
+    report = graded(sub)
+    assert _lost(report) == {"03_causal/causal_attention": 10.0}, report.gpu_check.message
+    wrapper = report.exercises["04_multihead/multihead_wrapper"]
+    assert wrapper.regraded_with == ("03_causal/causal_attention",) and wrapper.score == 6
+    lines = report.gpu_check.message.splitlines()
+    assert lines[0].startswith("CausalAttention: not there (causal_attention.py does not parse: SyntaxError")
+    assert lines[1].startswith("MultiHeadAttentionWrapper: not there (it imports causal_attention: ")
