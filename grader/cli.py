@@ -190,6 +190,9 @@ def cmd_score_all(args: argparse.Namespace) -> int:
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment)
+    import signal
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)  # a batch system's stop (Slurm, CI) ends the run as Ctrl-C does
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
                             progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
@@ -202,6 +205,10 @@ def cmd_score_all(args: argparse.Namespace) -> int:
     print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
           file=sys.stderr)
     return 0
+
+
+def _raise_interrupt(signum: int, frame: object) -> NoReturn:
+    raise KeyboardInterrupt
 
 
 def _make_dir(path: Path | None, flag: str) -> None:

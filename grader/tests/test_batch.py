@@ -384,3 +384,26 @@ def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
         proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--gpu", "skip", *args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
     assert not (tmp_path / "g.csv").exists()
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does(small_class: Path, tmp_path: Path) -> None:
+    """A batch system's stop (Slurm's time limit, a cancelled CI job): exit 130, the CSV sorted and whole."""
+    from grader.batch import read_grades
+
+    csv_path = tmp_path / "grades.csv"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "score-all", str(small_class), "--csv", str(csv_path),
+                             "--gpu", "skip", "--jobs", "1"], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if csv_path.is_file() and csv_path.read_text().count("\n") >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.terminate()
+    stderr = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130 and stderr.endswith("interrupted\n"), (proc.returncode, stderr)
+    content = read_grades(csv_path)
+    assert content.warnings == [] and 1 <= len(content.rows) < 4
+    assert list(content.rows) == sorted(content.rows)
