@@ -93,7 +93,12 @@ class ClassGradebook:
         self._warnings_filter.__enter__()
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; the rows are right.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
-        self.gb = Gradebook(f"sqlite:///{Path(db_path).resolve()}")
+        try:
+            self.gb = Gradebook(f"sqlite:///{Path(db_path).resolve()}")
+        except Exception as err:  # not SQLite, or another program's database
+            self._warnings_filter.__exit__(None, None, None)
+            raise GradebookError(f"{db_path}: not an nbgrader gradebook ({type(err).__name__}: "
+                                 f"{str(err).splitlines()[0] if str(err) else ''})") from None
         try:
             self.layout = self._layout()
         except BaseException:

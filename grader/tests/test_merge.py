@@ -70,6 +70,9 @@ def test_merging_refuses_damaged_or_overlapping_shards(shards) -> None:
     assert_refused(["merge", str(out), str(tmp / "foreign.csv")], "not a score-all CSV")
     assert_refused(["merge", str(out), str(tmp / "missing.csv")], "no such file")
     assert_refused(["merge", str(out), str(csvs[0]), "--json-dir", str(tmp / "j")], "go together")
+    (tmp / "notes.db").write_text("not a database")
+    assert_refused(["merge", str(out), *map(str, csvs), "--gradebook", str(tmp / "notes.db"), "--assignment", "hw3"],
+                   "not an nbgrader gradebook")
     assert not out.exists()
 
 
