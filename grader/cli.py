@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip")
     bundle.add_argument("out", type=Path, metavar="OUT.zip")
+    bundle.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
+                        help="what students see of the hidden tests' messages (docs/instructor-reports.md)")
 
     from grader import attention_view, progress  # students' commands: the standard library only at import
 
@@ -277,7 +279,7 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
     if args.out.suffix != ".zip":
         raise UsageError(f"{args.out}: the bundle must be a .zip file")
     _check_writable(args.out, "gradescope-bundle")
-    build_bundle(args.out)
+    build_bundle(args.out, visibility=args.visibility)
     print(f"Gradescope autograder: {args.out}", file=sys.stderr)
     return 0
 
