@@ -97,6 +97,21 @@ def test_every_exercise_splits_its_points_over_kinds():
     assert printed <= core / 4, (printed, core)
 
 
+def test_every_hidden_test_names_its_kind():
+    """A test without a kind marker would count as core (tests/conftest.py): every one here names its kind."""
+    import ast
+
+    unmarked = []
+    for path in sorted(TESTS_DIR.glob("*/test_*.py")):
+        source = path.read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                decorators = " ".join(ast.get_source_segment(source, d) or "" for d in node.decorator_list)
+                if not any(f"pytest.mark.{kind}" in decorators for kind in KINDS):
+                    unmarked.append(f"{path.relative_to(TESTS_DIR)}::{node.name}")
+    assert not unmarked, unmarked
+
+
 def test_the_test_side_knows_the_same_kinds():
     import sys
 
