@@ -81,7 +81,7 @@ class _Process:
         self.sock = sock
         self.ready = False
         self.pid: int | None = None
-        self.cpu_pids: list[int] = []
+        self.cpu_fds: list[int] = []  # /proc/<pid>/stat of the domain's processes, kept open
         self.tail = bytearray()
         self._stop = threading.Event()
         self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.template_pid}", daemon=True)
@@ -109,18 +109,17 @@ class _Process:
     def cpu_seconds(self, rescan: bool = False) -> float | None:
         """CPU time (user + system) used so far by the launched process and its descendants.
 
-        The process tree is walked once (and again with ``rescan``); later calls read only the
-        ``stat`` files of the processes found then, which is cheap enough for every request.
+        The process tree is walked once (and again with ``rescan``); later calls re-read the ``stat``
+        files of the processes found then through descriptors kept open (a pread each: cheap
+        enough for every request).
         """
         if self.proc.pid is None:  # no host pid found for the domain: wall-clock timeouts only
             return None
-        if self.cpu_pids and not rescan:
+        if self.cpu_fds and not rescan:
             total = 0.0
-            for pid in self.cpu_pids:
+            for fd in self.cpu_fds:
                 try:
-                    with open(f"/proc/{pid}/stat", "rb") as f:
-                        fields = f.read().rsplit(b")", 1)[1].split()
-                    total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+                    total += _stat_cpu(os.pread(fd, 1024, 0))
                 except (OSError, ValueError, IndexError):
                     pass
             return total
@@ -132,22 +131,32 @@ class _Process:
                     continue
                 seen.add(pid)
                 with open(f"/proc/{pid}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+                    total += _stat_cpu(f.read())
                 for tid in os.listdir(f"/proc/{pid}/task"):
                     with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                         todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError, IndexError):
             return None if not seen or pid == self.proc.pid else total
         if self.ready:
-            self.cpu_pids = sorted(seen)
+            self._close_cpu_fds()
+            for pid in sorted(seen):
+                try:
+                    self.cpu_fds.append(os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC))
+                except OSError:
+                    pass
         return total
+
+    def _close_cpu_fds(self) -> None:
+        fds, self.cpu_fds = self.cpu_fds, []
+        for fd in fds:
+            os.close(fd)
 
     def output_tail(self) -> str:
         return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
 
     def kill(self) -> None:
         self.proc.end()
+        self._close_cpu_fds()
         self.sock.close()
         self._stop.set()
         self.drain.join(timeout=0.5)
@@ -372,14 +381,22 @@ class WorkerClient:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([sock], [], [], left)
-            if not ready:
-                raise TimeoutError
-            k = sock.recv_into(view[got:], n - got)
+            try:  # usually the whole answer is there already: no select needed
+                k = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if not select.select([sock], [], [], left)[0]:
+                    raise TimeoutError from None
+                continue
             if k == 0:
                 raise EOFError("channel closed")
             got += k
         return bytes(buf)
+
+
+def _stat_cpu(stat: bytes) -> float:
+    """User + system CPU seconds from a /proc/<pid>/stat line."""
+    fields = stat.rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 # ---- conversions -------------------------------------------------------------------------

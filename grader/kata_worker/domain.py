@@ -187,7 +187,8 @@ def _enter_scratch(spec: dict, scratch: str) -> None:
 
 
 def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve) -> None:
-    """The fork's life: build the domain of ``spec["mode"]``, then ``serve(sock_fd, copy_dir)``."""
+    """The fork's life: build the domain of ``spec["mode"]``, then ``serve(sock_fd, copy_dir,
+    watch_parent)`` (whether the worker's parent runs as the student's uid, so its code could kill it)."""
     os.setsid()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
@@ -212,7 +213,7 @@ def _run_plain(spec: dict, sock_fd: int, files: dict, serve) -> None:
         drop_privileges(uid)
         deny_syscalls(ip_sockets=True)
     _enter_scratch(spec, scratch)
-    serve(sock_fd, copy_dir)
+    serve(sock_fd, copy_dir, uid is None)
 
 
 def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
@@ -245,7 +246,7 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
     drop_privileges(uid)
     deny_syscalls(ip_sockets=False)
     _enter_scratch(spec, scratch)
-    serve(sock_fd, copy_dir)
+    serve(sock_fd, copy_dir, False)
 
 
 def _fresh_tmp(mb: int, keep: list) -> None:

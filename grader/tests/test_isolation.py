@@ -28,7 +28,7 @@ from grader.rubric import REPO_ROOT, load_rubric
 from grader.submission import SubmissionError, locate_submission
 from grader.worker_client import WorkerClient
 from conftest import PROBLEMS
-from test_engine import SOLUTIONS, build_submission
+from test_engine import SOLUTIONS, WHERE, _toy, build_submission
 
 pytestmark = pytest.mark.timeout(600)
 REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
@@ -73,10 +73,7 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
 
 
 def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> None:
-    sub = tmp_path / "sub"
-    for group in load_rubric().module_groups.values():
-        (sub / group).mkdir(parents=True, exist_ok=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+    sub = _toy(tmp_path / "sub",
         "import os, time\n\n"
         "def attention_scores():\n"
         "    written = 0\n"
@@ -95,7 +92,7 @@ def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> No
     from grader.remote_impl import RemoteImpl
 
     with WorkerClient(sub, domains=isolating, call_timeout=20) as client:
-        written, forked = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+        written, forked = RemoteImpl(client, WHERE).attention_scores()
     assert written <= 64 and forked < 100, (written, forked)
     assert not _uid_processes(isolating.isolation.uid)  # the client's close waited for the domain to be gone
 
@@ -151,10 +148,7 @@ def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path:
 
 
 def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path: Path) -> None:
-    sub = tmp_path / "sub"
-    for group in load_rubric().module_groups.values():
-        (sub / group).mkdir(parents=True, exist_ok=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+    sub = _toy(tmp_path / "sub",
         "import os, time\n\n"
         "def attention_scores():\n"
         "    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
@@ -162,7 +156,7 @@ def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path
     client = WorkerClient(sub, domains=domains)
     from grader.remote_impl import RemoteImpl
 
-    impl = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"})
+    impl = RemoteImpl(client, WHERE)
     assert impl.attention_scores() == 1
     t0 = time.perf_counter()
     client.close()
@@ -170,10 +164,7 @@ def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path
 
 
 def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
-    sub = tmp_path / "sub"
-    for group in load_rubric().module_groups.values():
-        (sub / group).mkdir(parents=True, exist_ok=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+    sub = _toy(tmp_path / "sub",
         "import os\n\n"
         "def attention_scores():\n"
         "    status = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)\n"
@@ -193,7 +184,7 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
         from grader.remote_impl import RemoteImpl
 
         uid, caps, nnp, writable, cwd, refused, copy_mode = RemoteImpl(
-            client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+            client, WHERE).attention_scores()
     assert uid == student_uid() and uid not in (0, os.getuid())
     assert int(caps, 16) == 0 and nnp == "1"
     assert writable == [cwd]  # its scratch, not its copy
@@ -203,10 +194,7 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
 
 
 def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
-    sub = tmp_path / "sub"
-    for group in load_rubric().module_groups.values():
-        (sub / group).mkdir(parents=True, exist_ok=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(
+    sub = _toy(tmp_path / "sub",
         "import socket\n\n"
         "def attention_scores():\n"
         "    try:\n        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n        return 'socket made'\n"
@@ -214,7 +202,7 @@ def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
     from grader.remote_impl import RemoteImpl
 
     with WorkerClient(sub, domains=isolating) as client:
-        said = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"}).attention_scores()
+        said = RemoteImpl(client, WHERE).attention_scores()
     if isolating.isolation.mode == "uid":
         assert said != "socket made"  # seccomp: no IP socket at all
     # under bwrap a socket can be made, but there is no network to reach (tested in test_sandbox)
