@@ -49,6 +49,7 @@ class WorkerTemplate:
         self.ctl = ours
         self.lock = threading.Lock()
         self._ready = False
+        self.spawns = 0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -95,6 +96,8 @@ class Domain:
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None
+        # Forked after the template warmed up the meta device (it does so after its first fork).
+        self.meta_warm = template.spawns > 1
 
     def kill_tree(self) -> None:
         if self.template.alive():
@@ -196,6 +199,7 @@ class Domains:
                 "tmp_binds": self.isolation.tmp_binds()}
         read_end, write_end = os.pipe()
         try:
+            template.spawns += 1
             answer = template.ask({"op": "spawn", "spec": spec}, [sock.fileno(), write_end, bundle_fd])
             pid = int(answer["pid"])
         except (TemplateError, KeyError, TypeError, ValueError) as err:

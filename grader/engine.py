@@ -200,12 +200,12 @@ def _report_hook() -> Any:
 
 def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Collection[str] | None = None,
                      substitutes: Mapping[str, Path] | None = None, call_timeout: float = 5.0,
-                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR) -> list[TestOutcome]:
+                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR, keep_open: bool = False) -> list[TestOutcome]:
     """Run the hidden tests (all, or those of ``exercises``) against one submission.
 
     ``worker_or_dir`` is a client from :func:`start_worker` (then ``substitutes``, ``call_timeout``
     and ``memory_mb`` were fixed when it was started) or a submission directory. The worker is
-    closed afterwards: one run, one worker.
+    closed afterwards (one run, one worker) unless ``keep_open``: then the caller closes it.
     """
     import pytest
 
@@ -247,7 +247,8 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _no_plugin_autoload():
                 pytest.main(args, plugins=[plugin, _report_hook()])
     finally:
-        client.close()
+        if not keep_open:
+            client.close()
     return plugin.outcomes()
 
 

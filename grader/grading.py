@@ -51,8 +51,15 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         from grader.scoring import score_with_regrade
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
-        outcomes = engine.run_hidden_tests(engine.start_worker(root, start=False, **limits))
-        gpu_worker = engine.start_worker(root, start=False, **limits)
+        tests_worker = engine.start_worker(root, start=False, **limits)
+        outcomes = engine.run_hidden_tests(tests_worker, keep_open=True)
+        # The GPU-run check goes on in the tests' domain when that one was forked from a template that
+        # had warmed up the meta device (every grading of a class but the first); else in its own.
+        if tests_worker.meta_warm:
+            gpu_worker = tests_worker
+        else:
+            tests_worker.close()
+            gpu_worker = engine.start_worker(root, start=False, **limits)
         try:
             gpu_check = _gpu_check(gpu_worker, rubric, options.gpu)
         finally:

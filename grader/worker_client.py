@@ -231,6 +231,11 @@ class WorkerClient:
             os.close(bundle)
         self._proc = _Process(self.generation, proc, ours)
 
+    @property
+    def meta_warm(self) -> bool:
+        """Whether the running domain was forked from a template that had warmed up the meta device."""
+        return self._proc is not None and self._proc.proc.meta_warm
+
     def close(self) -> None:
         with self._lock:
             self.closed = True
