@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -201,60 +203,6 @@ def protect_secrets() -> list[str]:
     return notes
 
 
-REAPER = r"""
-import os, signal, sys, time
-uid = int(sys.argv[1])
-os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-me = os.getpid()
-
-def alive():
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if str(uid) in fields.get("Uid", "").split() and fields.get("State", "").split()[:1] != ["Z"]:
-            found.append(int(name))
-    return found
-
-deadline = time.monotonic() + 5
-while True:
-    try:
-        os.kill(-1, signal.SIGKILL)  # every process this uid may signal: its own, and no other
-    except OSError:
-        pass
-    left = alive()
-    if not left or time.monotonic() > deadline:
-        break
-    time.sleep(0.01)
-
-def remove(path):
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return
-    if st.st_uid != uid:
-        return
-    if os.path.isdir(path) and not os.path.islink(path):
-        for entry in os.listdir(path):
-            remove(os.path.join(path, entry))
-        try: os.rmdir(path)
-        except OSError: pass
-    else:
-        try: os.unlink(path)
-        except OSError: pass
-
-for top in sys.argv[2:]:
-    for entry in (os.listdir(top) if os.path.isdir(top) else []):
-        remove(os.path.join(top, entry))
-print(len(left))
-"""
-
-
 def running_as(uid: int) -> list[int]:
     """Pids of the live (not zombie) processes whose real, effective or saved uid is ``uid``."""
     found = []
@@ -288,12 +236,57 @@ class Survivors(Exception):
 
 def reap(uid: int, scratch_dirs: list[Path] = ()) -> None:
     """Kill every process of ``uid`` and remove its files from the shared temporary folders and from
-    ``scratch_dirs``, all as ``uid`` itself (it can only touch what that uid owns)."""
+    ``scratch_dirs``, all as ``uid`` itself (it can only touch what that uid owns): a fresh Python
+    imports :func:`_reap_as_uid` as root, drops to ``uid``, then runs it."""
     tops = ["/tmp", "/var/tmp", "/run/lock", "/dev/shm", *map(str, scratch_dirs)]  # the world-writable places
+    code = (f"import os, sys; sys.path.insert(0, {str(REPO_ROOT)!r}); from grader.isolation import _reap_as_uid; "
+            f"uid = int(sys.argv[1]); os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid); "
+            f"_reap_as_uid(uid, sys.argv[2:])")
     try:
-        proc = subprocess.run([sys.executable, "-I", "-S", "-c", REAPER, str(uid), *tops], capture_output=True,
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(uid), *tops], capture_output=True,
                               text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     except subprocess.TimeoutExpired:
         raise Survivors(f"the clean-up of uid {uid} did not finish") from None
     if proc.returncode != 0 or proc.stdout.strip() != "0":
-        raise Survivors(f"processes of the student's uid {uid} survived the clean-up ({proc.stdout.strip() or proc.stderr.strip()[-200:]})")
+        raise Survivors(f"processes of the student's uid {uid} survived the clean-up "
+                        f"({proc.stdout.strip() or proc.stderr.strip()[-200:]})")
+
+
+def _reap_as_uid(uid: int, tops: list[str]) -> None:
+    """Run as ``uid``: ``kill(-1)`` reaches every process of that uid and no other; then remove what
+    it owns under ``tops``. Prints how many of its processes are left."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        left = [pid for pid in running_as(uid) if pid != os.getpid()]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    for top in tops:
+        for entry in (os.listdir(top) if os.path.isdir(top) else []):
+            _remove_owned(os.path.join(top, entry), uid)
+    print(len(left))
+
+
+def _remove_owned(path: str, uid: int) -> None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if st.st_uid != uid:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        for entry in os.listdir(path):
+            _remove_owned(os.path.join(path, entry), uid)
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    else:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
