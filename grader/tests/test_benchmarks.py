@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXPECTED_ROWS = ["import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
                  "score-all", "in-process-floor", "pytest-impl-each"]
 
+pytestmark = pytest.mark.slow  # python -m pytest -m 'not slow' leaves it out; CI runs it
+
 
 def _table(text: str) -> dict[str, dict[str, str]]:
     lines = [line for line in text.splitlines() if line.startswith("|")]

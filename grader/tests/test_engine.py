@@ -124,6 +124,7 @@ def test_solutions_pass_everything():
 
 @needs_hidden
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_submission(name, domains, tmp_path, capfd):
     targets, expected_text = HOSTILE[name]

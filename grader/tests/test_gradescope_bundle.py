@@ -26,6 +26,8 @@ from grader.rubric import SOLUTIONS_DIR, load_rubric
 TOP_KEYS = {"score", "execution_time", "output", "output_format", "visibility", "stdout_visibility", "tests"}
 TEST_KEYS = {"name", "score", "max_score", "status", "output", "visibility"}
 
+pytestmark = pytest.mark.slow  # python -m pytest -m 'not slow' leaves it out; CI runs it
+
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:

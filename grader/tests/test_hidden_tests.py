@@ -26,6 +26,8 @@ MUTANTS = hr.load_mutants()
 RUBRIC = hr.load_rubric()["exercises"]
 SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
 
+pytestmark = pytest.mark.slow  # python -m pytest -m 'not slow' leaves it out; CI runs it
+
 
 def _summary(results: dict[str, hr.Outcome]) -> str:
     lines = [f"{nodeid}: {o.status} {o.message.splitlines()[0] if o.message else ''}" for nodeid, o in results.items()]

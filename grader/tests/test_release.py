@@ -309,6 +309,7 @@ def test_source_notebooks_have_the_nbgrader_cells(release: Path):
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_nbgrader_generate_assignment_strips_solutions_and_autograde_gives_full_points(release: Path):
     course = release / "nbgrader"
     result = subprocess.run(
