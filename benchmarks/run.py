@@ -49,7 +49,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 MUTANTS = REPO / "tests" / "mutants"

@@ -38,13 +38,6 @@ EXERCISES_DIR = REPO_ROOT / "exercises"
 ASSIGNMENT = "attention-kata"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
 
-_GROUP_TITLES = {
-    "01_simple_attention": "Simple self-attention without trainable weights (section 3.3)",
-    "02_trainable_weights": "Self-attention with trainable weights (section 3.4)",
-    "03_causal": "Causal attention: masking the future, dropout (section 3.5)",
-    "04_multihead": "Multi-head attention (section 3.6)",
-}
-
 
 class ReleaseError(Exception):
     """The release cannot be built (reported as one line by the command line)."""
@@ -86,7 +79,7 @@ def build_student_release(dest: Path) -> None:
     lines = []
     for number, group in enumerate(GROUPS, start=1):
         modules = [ex.module for ex in rubric.exercises.values() if ex.group == group]
-        lines.append(f"{number}. `exercises/{group}` -- {_GROUP_TITLES.get(group, group)}: "
+        lines.append(f"{number}. `exercises/{group}` -- {rubric.groups[group].heading}: "
                      + ", ".join(f"`{m}.py`" for m in modules))
     readme = Template((TEMPLATES / "student_README.md").read_text()).substitute(group_list="\n".join(lines))
     (dest / "README.md").write_text(readme)
@@ -162,7 +155,7 @@ def group_notebook(group: str) -> NotebookNode:
 
 def _intro(group: str, exercises: list[Exercise]) -> str:
     readme = EXERCISES_DIR / group / "README.md"
-    text = readme.read_text().strip() if readme.is_file() else f"# {group}: {_GROUP_TITLES.get(group, group)}"
+    text = readme.read_text().strip() if readme.is_file() else f"# {group}: {load_rubric().groups[group].heading}"
     # The README's links are relative to exercises/<group>/; the notebooks sit next to documents/ and hints/.
     text = text.replace("](../documents/", "](documents/").replace("](hints.md)", f"](hints/{group}.md)")
     modules = ", ".join(f"`{ex.module}`" for ex in exercises)

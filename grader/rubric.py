@@ -24,12 +24,22 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-KINDS = ("core", "printed", "edge")  # the same three as tests/kata_seam.py's TEST_KINDS
+RUBRIC_FILE = TESTS_DIR / "rubric.json"
 
 
 class RubricError(ValueError):
     """tests/rubric.json is inconsistent (kinds that do not add up to the points, an unknown kind...)."""
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str  # "03_causal": the folder in exercises/, solutions/ and tests/
+    section: str  # "3.5": the chapter section it follows
+    title: str  # "Causal attention: masking the future, dropout"
+
+    @property
+    def heading(self) -> str:
+        return f"{self.title} (section {self.section})"
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class Exercise:
     points: float
     names: tuple[str, ...]  # the public names its module defines
     depends_on: tuple[str, ...]  # exercise ids whose modules it is expected to import
-    kinds: tuple[tuple[str, float], ...] = ()  # (kind, points) in KINDS order; they add up to ``points``
+    kinds: tuple[tuple[str, float], ...] = ()  # (kind, points) in the rubric's kinds order; they add up to ``points``
 
     @property
     def kind_points(self) -> dict[str, float]:
@@ -64,8 +74,13 @@ class Exercise:
 
 @dataclass(frozen=True)
 class Rubric:
+    groups: dict[str, Group]  # in the order students do them
+    kinds: dict[str, str]  # test kind -> what it checks, in scoring order
     exercises: dict[str, Exercise]
     gpu_points: float
+
+    def in_group(self, group: str) -> list[Exercise]:
+        return [ex for ex in self.exercises.values() if ex.group == group]
 
     @property
     def by_module(self) -> dict[str, Exercise]:
@@ -90,19 +105,26 @@ class Rubric:
 def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     """The rubric of the hidden tests in ``tests_dir`` (the repository's ``tests/`` by default)."""
     raw = json.loads((tests_dir / "rubric.json").read_text())
+    groups = {name: Group(name, g["section"], g["title"]) for name, g in raw["groups"].items()}
+    kinds = dict(raw["kinds"])
+    if "core" not in kinds:  # grader/scoring.py counts edge tests only once the core ones pass
+        raise RubricError("rubric.json's kinds must include 'core'")
     exercises = {
         ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]),
-                        _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]})))
+                        _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]}), tuple(kinds)))
         for ex_id, ex in raw["exercises"].items()
     }
-    return Rubric(exercises, float(raw["gpu_check"]["points"]))
+    strays = sorted(ex_id for ex_id, ex in exercises.items() if ex.group not in groups)
+    if strays:
+        raise RubricError(f"exercises outside the rubric's groups: {', '.join(strays)}")
+    return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]))
 
 
-def _kinds(ex_id: str, points: float, raw: dict) -> tuple[tuple[str, float], ...]:
-    unknown = sorted(set(raw) - set(KINDS))
+def _kinds(ex_id: str, points: float, raw: dict, known: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+    unknown = sorted(set(raw) - set(known))
     if unknown:
-        raise RubricError(f"{ex_id}: unknown test kinds {unknown} (expected some of {', '.join(KINDS)})")
-    kinds = tuple((kind, float(raw[kind])) for kind in KINDS if kind in raw)
+        raise RubricError(f"{ex_id}: unknown test kinds {unknown} (expected some of {', '.join(known)})")
+    kinds = tuple((kind, float(raw[kind])) for kind in known if kind in raw)
     split = dict(kinds)
     if abs(sum(split.values()) - points) > 1e-9:
         raise RubricError(f"{ex_id}: its kinds add up to {sum(split.values()):g} points, not {points:g}")
@@ -112,3 +134,8 @@ def _kinds(ex_id: str, points: float, raw: dict) -> tuple[tuple[str, float], ...
         raise RubricError(f"{ex_id}: printed tests ({split['printed']:g}) may not be worth more than core ones "
                           f"({split['core']:g})")
     return kinds
+
+
+# The two names every module reads: the groups in order, and the kinds of hidden tests.
+GROUPS: tuple[str, ...] = tuple(load_rubric().groups)
+KINDS: tuple[str, ...] = tuple(load_rubric().kinds)

@@ -23,12 +23,12 @@ import torch
 
 from grader.engine import TESTS_DIR, run_hidden_tests, score, start_worker
 from grader.remote_impl import RemoteImpl
+from grader.rubric import GROUPS
 from grader.worker_client import StudentError, WorkerClient, WorkerFailure
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
 SUBMISSIONS = Path(__file__).with_name("submissions")
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 HAS_HIDDEN_TESTS = any((TESTS_DIR / g).glob("test_*.py") for g in GROUPS)
 needs_hidden = pytest.mark.skipif(not HAS_HIDDEN_TESTS, reason="no hidden tests in tests/ yet")
 

@@ -1,0 +1,61 @@
+"""tests/rubric.json is the one definition of the groups, the kinds of hidden tests and the exercises.
+
+Three files must stand alone and so carry their own copy of the group list: the students'
+``exercises/conftest.py`` (shipped without the grader), the worker that runs beside student code
+(``grader/kata_worker/domain.py``: stdlib and torch only) and the hidden tests' seam
+(``tests/kata_seam.py``, which reads rubric.json itself). These tests keep them in agreement.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.rubric import GROUPS, KINDS, REPO_ROOT, RubricError, load_rubric
+
+
+def _assigned_tuple(path: Path, name: str) -> tuple:
+    """The literal a module assigns to ``name`` at top level, read without importing the module."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError(f"{path} assigns no {name}")
+
+
+@pytest.mark.parametrize("copy", ["exercises/conftest.py", "grader/kata_worker/domain.py"])
+def test_standalone_group_lists_agree_with_the_rubric(copy: str) -> None:
+    assert _assigned_tuple(REPO_ROOT / copy, "GROUPS") == GROUPS, (
+        f"{copy} lists other groups than tests/rubric.json: update its GROUPS")
+
+
+def test_the_hidden_tests_seam_reads_the_same_rubric() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kata_seam_copy", REPO_ROOT / "tests" / "kata_seam.py")
+    seam = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seam)
+    assert seam.GROUPS == GROUPS
+    assert tuple(seam.TEST_KINDS) == KINDS
+
+
+def test_every_exercise_lives_in_a_group_in_order() -> None:
+    rubric = load_rubric()
+    assert [ex.group for ex in rubric.exercises.values()] == sorted(ex.group for ex in rubric.exercises.values())
+    assert all(rubric.in_group(group) for group in GROUPS)
+    assert rubric.groups["03_causal"].heading == "Causal attention: masking the future, dropout (section 3.5)"
+
+
+def test_a_rubric_with_a_stray_exercise_or_no_core_kind_is_refused(tmp_path: Path) -> None:
+    raw = json.loads((REPO_ROOT / "tests" / "rubric.json").read_text())
+    raw["exercises"]["05_extra/thing"] = {"points": 1, "names": ["thing"], "depends_on": []}
+    (tmp_path / "rubric.json").write_text(json.dumps(raw))
+    with pytest.raises(RubricError, match="outside the rubric's groups: 05_extra/thing"):
+        load_rubric(tmp_path)
+    del raw["exercises"]["05_extra/thing"]
+    del raw["kinds"]["core"]
+    (tmp_path / "rubric.json").write_text(json.dumps(raw))
+    with pytest.raises(RubricError, match="must include 'core'"):
+        load_rubric(tmp_path)
