@@ -23,11 +23,11 @@ import gc
 import io
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
 import grader
+from grader.results import TestOutcome
 from grader.rubric import GROUPS, Rubric, load_rubric
 from grader.domains import Domains
 from grader.worker_client import StudentError, WorkerClient, WorkerFailure
@@ -37,19 +37,6 @@ MAX_STARTS = 12
 DEATHS_PER_EXERCISE = 2  # after that many worker deaths in its tests, an exercise's other tests are not run
 TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
-
-
-@dataclass(frozen=True)
-class TestOutcome:
-    __test__ = False  # not a pytest test class
-
-    nodeid: str
-    exercise: str
-    max_points: float
-    passed: bool
-    message: str
-    duration: float
-    kind: str = "core"  # core | printed | edge: the test's kind marker (tests/conftest.py, grader/rubric.py)
 
 
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,

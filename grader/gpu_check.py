@@ -48,7 +48,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from grader.report import GpuCheckResult
+from grader.results import GpuCheckResult
 from grader.rubric import TESTS_DIR
 
 # (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8, then T = 8.

@@ -16,7 +16,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.report import GpuCheckResult, GradeReport
+from grader.results import GpuCheckResult, GradeReport
 from grader.rubric import Rubric, load_rubric
 from grader.domains import Domains
 from grader.isolation import choose_isolation

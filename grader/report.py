@@ -10,44 +10,12 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from dataclasses import dataclass, field
 from typing import Any
 
 from grader.rubric import GROUPS
-from grader.scoring import ExerciseResult
+from grader.results import GradeReport
 
 _MAX_OUTPUT = 2000
-
-
-@dataclass
-class GpuCheckResult:
-    score: float
-    max_score: float
-    status: str  # passed | failed | simulated_passed | simulated_failed | inconclusive | skipped
-    device: str
-    message: str
-
-    @classmethod
-    def skipped(cls, message: str) -> "GpuCheckResult":
-        return cls(0.0, 0.0, "skipped", "none", message)
-
-
-@dataclass
-class GradeReport:
-    submission: str
-    exercises: dict[str, ExerciseResult]
-    gpu_check: GpuCheckResult
-    isolation: str  # "bwrap" or "process"
-    execution_time: float
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def score(self) -> float:
-        return round(sum(r.score for r in self.exercises.values()) + self.gpu_check.score, 2)
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(r.max_score for r in self.exercises.values()) + self.gpu_check.max_score, 2)
 
 
 def _test_entries(report: GradeReport) -> list[dict[str, Any]]:

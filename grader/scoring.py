@@ -21,24 +21,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from grader.engine import TestOutcome
+from grader.results import ExerciseResult, TestOutcome
 from grader.rubric import Exercise, Rubric
 
 _MAX_SOURCE_BYTES = 2**20
-
-
-@dataclass
-class ExerciseResult:
-    id: str
-    score: float
-    max_score: float
-    status: str  # "passed" | "partial" | "failed"
-    message: str
-    outcomes: list[TestOutcome] = field(default_factory=list)
-    regraded_with: tuple[str, ...] = ()  # exercise ids whose reference modules stood in
 
 
 def not_counted(core_failed: int, core_total: int) -> str:

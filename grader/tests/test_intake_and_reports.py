@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import json
 import subprocess
@@ -12,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.report import GpuCheckResult, GradeReport, to_gradescope, to_json, to_text
+from grader.report import to_gradescope, to_json, to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
-from grader.engine import TestOutcome
+from grader.results import GpuCheckResult, GradeReport, TestOutcome
 from grader.scoring import imported_exercises, score_with_regrade
 from grader.submission import SubmissionError, locate_submission
 
@@ -181,3 +180,11 @@ def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
     os.symlink(SOLUTIONS_DIR / "03_causal" / "causal_mask.py", linked / "causal_mask.py")
     with pytest.raises(SubmissionError, match="nothing that looks like a submission"):
         locate_submission(linked, tmp_path / "s3")  # a link is not a module file
+
+
+def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_client() -> None:
+    """grader/results.py keeps the result types apart from the code that runs the tests."""
+    code = ("import sys, grader.report, grader.feedback, grader.summary, grader.results; "
+            "print(sorted(m for m in ('torch', 'grader.worker_client', 'grader.engine') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert out.stdout.strip() == "[]"

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from grader.domains import Domains
-from grader.engine import TestOutcome
+from grader.results import TestOutcome
 from grader.grading import GradeOptions, grade
 from grader.isolation import choose_isolation
 from grader.rubric import GROUPS, KINDS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
