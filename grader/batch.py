@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from grader.grading import GradeOptions
 from grader.rubric import load_rubric
 
 STUDENT_TIME_LIMIT = 600.0  # seconds for one student, whatever happens inside
@@ -58,9 +59,7 @@ class BatchError(Exception):
 @dataclass(frozen=True)
 class BatchOptions:
     jobs: int
-    call_timeout: float = 5.0
-    sandbox: str = "auto"
-    gpu: str = "auto"
+    grading: GradeOptions = GradeOptions()  # how each student is graded (limits, sandbox, GPU-run check)
     force: bool = False
     json_dir: Path | None = None
     student_time_limit: float = STUDENT_TIME_LIMIT
@@ -405,8 +404,7 @@ class _Job:
 
     def __init__(self, options: BatchOptions):
         argv = list(options.job_argv) if options.job_argv else [
-            sys.executable, "-m", "grader.batch", "--job", "--timeout", str(options.call_timeout),
-            "--sandbox", options.sandbox, "--gpu", options.gpu]
+            sys.executable, "-m", "grader.batch", "--job", options.grading.to_json()]
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1, start_new_session=True)
         self.student: str | None = None
@@ -590,7 +588,7 @@ def _record(student: str, result: dict[str, Any], sha256: str, options: BatchOpt
         summary.errors.append(student)
         if target is not None and (target.is_file() or target.is_symlink()):
             target.unlink()  # an earlier grade's report would contradict this row
-    return csv_row(student, result, sha256, options.gpu)
+    return csv_row(student, result, sha256, options.grading.gpu)
 
 
 def _run(jobs: list[_Job], queue: list[tuple[str, Path]], options: BatchOptions,
@@ -629,25 +627,21 @@ def _run(jobs: list[_Job], queue: list[tuple[str, Path]], options: BatchOptions,
 
 
 def job_main(argv: list[str]) -> int:
-    """A job process: read ``{"student", "path"}`` lines, answer ``{"report"}`` or ``{"error"}`` lines."""
-    import argparse
-
+    """A job process (``--job OPTIONS_JSON``, from :class:`_Job`): read ``{"student", "path"}`` lines,
+    answer ``{"report"}`` or ``{"error"}`` lines."""
     from grader.domains import Domains
     from grader.gpu_check import GpuUnavailable
-    from grader.grading import GradeOptions, grade
+    from grader.grading import grade
     from grader.isolation import Survivors, choose_isolation
     from grader.report import to_json
     from grader.submission import SubmissionError
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--job", action="store_true")
-    parser.add_argument("--timeout", type=float, default=5.0)
-    parser.add_argument("--sandbox", default="auto")
-    parser.add_argument("--gpu", default="auto")
-    args = parser.parse_args(argv)
-    options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
+    if len(argv) != 2 or argv[0] != "--job":
+        print("usage: python -m grader.batch --job OPTIONS_JSON (started by score-all)", file=sys.stderr)
+        return 2
+    options = GradeOptions.from_json(argv[1])
     # torch imported once for all of this job's students; each of them gets domains of their own
-    domains = Domains(choose_isolation(args.sandbox, for_class=True), options.memory_mb)
+    domains = Domains(choose_isolation(options.sandbox, for_class=True), options.memory_mb)
     domains.warm_up()
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel

@@ -12,10 +12,14 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
+from grader.gpu_check import GPU_CHOICES
+from grader.grading import GradeOptions
+from grader.isolation import SANDBOX_CHOICES
+from grader.report import VISIBILITIES
+
 PROG = "attention-kata"
 
 
-SANDBOX_MODES = ("auto", "isolated", "bwrap", "uid", "none")  # see grader/isolation.py
 
 
 class UsageError(Exception):
@@ -37,45 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--json", metavar="OUT", type=Path, help="also write the JSON report to OUT")
     score.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
                        help="what to print on stdout (default: text)")
-    score.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
-                       help="time limit for each call into the student's code (default: 5)")
-    score.add_argument("--sandbox", choices=SANDBOX_MODES, default="auto",
-                       help="how to isolate the student's code: bwrap, uid (root without user namespaces), "
-                            "isolated (the best of those, or exit 2), auto (as isolated, else none with a warning), "
-                            "none (a plain process)")
-    score.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto",
-                       help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
-                            "require CUDA (or exit 2); skip it")
-    score.add_argument("--feedback-dir", type=Path, metavar="DIR",
-                       help="also write the student's feedback (Markdown) to DIR/<submission name>.md")
-    score.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
-                       help="what students see of the hidden tests in --feedback-dir and --format gradescope: "
-                            "full messages, messages without the tests' inputs and values, or scores only (default: full)")
+    add_grading_options(score, for_class=False)
+    add_feedback_options(score, "also write the student's feedback (Markdown) to DIR/<submission name>.md")
 
     batch = commands.add_parser("score-all", help="grade every subfolder or .zip of SUBMISSIONS into a CSV")
     batch.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     batch.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
                        help="the CSV to write, sorted by student; an existing one is resumed: its rows stay unless the "
                             "student's submission changed, the row is an error, or --only names them")
-    batch.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, help="parallel jobs (default: the number of cores)")
     batch.add_argument("--json-dir", type=Path, metavar="DIR",
                        help="also write each student's JSON report to DIR/<student>.json (DIR is created)")
     batch.add_argument("--force", action="store_true", help="grade everyone again and write the CSV anew")
     batch.add_argument("--only", nargs="+", metavar="NAME", help="grade (again) these students only; the other rows stay")
     batch.add_argument("--shard", metavar="K/N", help="grade the K-th of N disjoint slices of the class (by a hash of "
                                                       "the student's name); python -m grader merge joins the shards")
-    batch.add_argument("--feedback-dir", type=Path, metavar="DIR",
-                       help="also write each graded student's feedback (Markdown) to DIR (created)")
-    batch.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
-                       help="what --feedback-dir shows of the hidden tests, as for score (default: full)")
-    batch.add_argument("--timeout", type=_positive_float, default=5.0, metavar="SECONDS",
-                       help="time limit for each call into a student's code (default: 5)")
-    batch.add_argument("--sandbox", choices=SANDBOX_MODES, default="isolated",
-                       help="as for score; default isolated: other people's code is never run without isolation "
-                            "unless --sandbox none says so")
-    batch.add_argument("--gpu", choices=("auto", "require", "skip"), default="auto", help="as for score")
-    batch.add_argument("--gradebook", type=Path, metavar="DB", help="record the scores in this nbgrader gradebook (sqlite file)")
-    batch.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
+    add_grading_options(batch, for_class=True)
+    add_feedback_options(batch, "also write each graded student's feedback (Markdown) to DIR (created)")
+    add_gradebook_options(batch, "record the scores in this nbgrader gradebook (sqlite file)")
 
     merge = commands.add_parser("merge", help="join the CSVs (and JSON reports) of score-all --shard runs into one")
     merge.add_argument("out", type=Path, metavar="OUT.csv", help="the CSV to write: what one run would have written")
@@ -83,25 +65,60 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--json-dir", type=Path, metavar="DIR", help="write each graded student's JSON report to DIR (created)")
     merge.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
                        help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
-    merge.add_argument("--gradebook", type=Path, metavar="DB", help="record every row in this nbgrader gradebook")
-    merge.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
+    add_gradebook_options(merge, "record every row in this nbgrader gradebook")
 
     release = commands.add_parser("release", help="write the student release and an nbgrader course to OUT")
     release.add_argument("out", type=Path, help="a new (or empty) folder")
 
     isolation = commands.add_parser("isolation", help="say which isolation grading gets here (exit 2: none possible)")
-    isolation.add_argument("--sandbox", choices=SANDBOX_MODES, default="isolated", help="as for score")
+    isolation.add_argument("--sandbox", choices=SANDBOX_CHOICES, default="isolated", help=SANDBOX_HELP)
 
     bundle = commands.add_parser("gradescope-bundle", help="write a Gradescope autograder zip")
     bundle.add_argument("out", type=Path, metavar="OUT.zip")
-    bundle.add_argument("--visibility", choices=("full", "messages", "scores"), default="full",
-                        help="what students see of the hidden tests' messages (docs/instructor-reports.md)")
+    bundle.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
 
     from grader import attention_view, progress  # students' commands: the standard library only at import
 
     progress.add_arguments(commands.add_parser("check", help=progress.HELP))
     attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
     return parser
+
+
+SANDBOX_HELP = ("how to isolate the student's code: bwrap, uid (root without user namespaces), isolated (the best of "
+                "those, or exit 2), auto (as isolated, else none with a warning), none (a plain process)")
+VISIBILITY_HELP = ("what students see of the hidden tests in feedback and Gradescope results: full messages, messages "
+                   "without the tests' inputs and values, or scores only (default: full; docs/instructor-reports.md)")
+
+
+def add_grading_options(parser: argparse.ArgumentParser, *, for_class: bool) -> None:
+    """The flags of :class:`grader.grading.GradeOptions`, for every command that grades; read them back
+    with :func:`grade_options`. ``for_class``: other people's work (score-all, nbgrader) runs in
+    parallel jobs and is never run without isolation unless ``--sandbox none`` says so."""
+    defaults = GradeOptions()
+    parser.add_argument("--timeout", type=_positive_float, default=defaults.call_timeout, metavar="SECONDS",
+                        help=f"time limit for each call into the student's code (default: {defaults.call_timeout:g})")
+    parser.add_argument("--sandbox", choices=SANDBOX_CHOICES, default="isolated" if for_class else defaults.sandbox,
+                        help=SANDBOX_HELP + (" (default: isolated)" if for_class else f" (default: {defaults.sandbox})"))
+    parser.add_argument("--gpu", choices=GPU_CHOICES, default=defaults.gpu,
+                        help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
+                             "require CUDA (or exit 2); skip it")
+    if for_class:
+        parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
+                            help="parallel jobs (default: the number of cores)")
+
+
+def grade_options(args: argparse.Namespace) -> GradeOptions:
+    return GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
+
+
+def add_feedback_options(parser: argparse.ArgumentParser, where: str) -> None:
+    parser.add_argument("--feedback-dir", type=Path, metavar="DIR", help=where)
+    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
+
+
+def add_gradebook_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--gradebook", type=Path, metavar="DB", help=what)
+    parser.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
 
 
 def _positive_int(text: str) -> int:
@@ -128,7 +145,7 @@ def _check_writable(path: Path | None, flag: str) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from grader.grading import GradeOptions, grade
+    from grader.grading import grade
     from grader.report import dumps, to_gradescope, to_json, to_text
     from grader.gpu_check import GpuUnavailable
     from grader.isolation import SandboxUnavailable
@@ -137,9 +154,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     _check_writable(args.json, "--json")
     if args.feedback_dir is not None and not args.feedback_dir.is_dir():
         raise UsageError(f"--feedback-dir {args.feedback_dir}: not a directory")
-    options = GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
     try:
-        report = grade(Path(args.submission), options)
+        report = grade(Path(args.submission), grade_options(args))
     except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
     if args.json is not None:
@@ -164,7 +180,6 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_score_all(args: argparse.Namespace) -> int:
     from grader.batch import BatchError, BatchOptions, parse_shard, score_all
     from grader.gradebook import GradebookError
-    from grader.isolation import SandboxUnavailable, choose_isolation
 
     if not args.submissions.is_dir():
         raise UsageError(f"{args.submissions}: not a directory")
@@ -173,22 +188,11 @@ def cmd_score_all(args: argparse.Namespace) -> int:
         shard = parse_shard(args.shard) if args.shard is not None else None
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if (args.gradebook is None) != (args.assignment is None):
-        raise UsageError("--gradebook and --assignment go together")
-    if args.gradebook is not None:
-        _check_writable(args.gradebook, "--gradebook")
-    try:
-        isolation = choose_isolation(args.sandbox, for_class=True)  # refuse before grading anyone
-    except SandboxUnavailable as err:
-        raise UsageError(str(err)) from None
-    if isolation.mode == "uid" and args.submissions.resolve().stat().st_mode & 0o005:
-        # Without a mount namespace, every student's code could read the others' submissions.
-        raise UsageError(f"{args.submissions}: readable by other users, so by the students' code under uid "
-                         f"isolation; run chmod o-rwx {args.submissions} first")
+    _check_gradebook(args)
+    check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
     _make_dir(args.json_dir, "--json-dir")
     _make_dir(args.feedback_dir, "--feedback-dir")
-    options = BatchOptions(jobs=args.jobs, call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu,
-                           force=args.force, json_dir=args.json_dir,
+    options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment)
@@ -207,6 +211,28 @@ def cmd_score_all(args: argparse.Namespace) -> int:
     print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
           file=sys.stderr)
     return 0
+
+
+def check_class_isolation(sandbox: str, folder: Path) -> None:
+    """Refuse (UsageError) to grade a class in ``folder`` without the isolation ``sandbox`` asks for,
+    or under uid isolation when other users can read the folder."""
+    from grader.isolation import SandboxUnavailable, choose_isolation
+
+    try:
+        isolation = choose_isolation(sandbox, for_class=True)
+    except SandboxUnavailable as err:
+        raise UsageError(str(err)) from None
+    if isolation.mode == "uid" and folder.resolve().stat().st_mode & 0o005:
+        # Without a mount namespace, every student's code could read the others' submissions.
+        raise UsageError(f"{folder}: readable by other users, so by the students' code under uid "
+                         f"isolation; run chmod o-rwx {folder} first")
+
+
+def _check_gradebook(args: argparse.Namespace) -> None:
+    if (args.gradebook is None) != (args.assignment is None):
+        raise UsageError("--gradebook and --assignment go together")
+    if args.gradebook is not None:
+        _check_writable(args.gradebook, "--gradebook")
 
 
 def _raise_interrupt(signum: int, frame: object) -> NoReturn:
@@ -229,10 +255,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     _check_writable(args.out, "merge")
     if (args.json_dir is None) != (args.from_json_dirs is None):
         raise UsageError("--json-dir and --from-json-dirs go together")
-    if (args.gradebook is None) != (args.assignment is None):
-        raise UsageError("--gradebook and --assignment go together")
-    if args.gradebook is not None:
-        _check_writable(args.gradebook, "--gradebook")
+    _check_gradebook(args)
     _make_dir(args.json_dir, "--json-dir")
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],

@@ -76,6 +76,7 @@ class GpuUnavailable(Exception):
     """``--gpu require`` on a machine without CUDA."""
 
 
+GPU_CHOICES = ("auto", "require", "skip")  # --gpu: CUDA when there, else simulated; CUDA or exit 2; no check
 TOKENS_TRIED = (5, None)  # None: T = context_length
 _MAX_SOURCE_BYTES = 2**20
 WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
@@ -255,7 +256,7 @@ def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor")
 
 
 def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
-    """The check's line in the report; ``mode`` is auto | require | skip."""
+    """The check's line in the report; ``mode`` is one of GPU_CHOICES."""
     if mode == "skip":
         return GpuCheckResult.skipped("skipped (--gpu skip)")
     import torch

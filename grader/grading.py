@@ -10,10 +10,11 @@ processes killed and files removed) before the next starts; a report is returned
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.results import GpuCheckResult, GradeReport
@@ -25,10 +26,21 @@ from grader.submission import locate_submission
 
 @dataclass(frozen=True)
 class GradeOptions:
+    """How each student is graded: the one object ``score``, ``score-all``'s jobs and the nbgrader path
+    pass down (the command line's flags are declared once, in grader/cli.py's add_grading_options)."""
+
     call_timeout: float = 5.0  # seconds per call into the student's code
     memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
-    sandbox: str = "auto"  # auto | bwrap | uid | none (see grader/isolation.py)
-    gpu: str = "auto"  # auto | require | skip (see grader/gpu_check.py)
+    sandbox: str = "auto"  # one of grader.isolation.SANDBOX_CHOICES
+    gpu: str = "auto"  # one of grader.gpu_check.GPU_CHOICES
+
+    def to_json(self) -> str:
+        """For a job process's command line (grader/batch.py), read back by :meth:`from_json`."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> GradeOptions:
+        return cls(**json.loads(text))
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),

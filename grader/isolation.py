@@ -45,6 +45,9 @@ SECRETS = ("solutions", "tests", ".git")  # what student code must not read (rel
 SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", "/etc/alternatives", "/etc/ld.so.cache",
                "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/ssl")
 TEMPLATE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
+# What --sandbox accepts: the three modes, plus "isolated" (the best of bwrap and uid, or refuse) and
+# "auto" (the same, else none with a warning); see choose_isolation.
+SANDBOX_CHOICES = ("auto", "isolated", "bwrap", "uid", "none")
 NO_SANDBOX_WARNING = "graded without isolation: the student's code ran as a plain process of this user"
 
 
