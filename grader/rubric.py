@@ -24,7 +24,6 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
-RUBRIC_FILE = TESTS_DIR / "rubric.json"
 
 
 class RubricError(ValueError):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import sys
 from pathlib import Path
 
@@ -29,7 +28,8 @@ import nbformat
 from nbgrader.preprocessors import ClearSolutions
 from traitlets.config import Config
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from grader.rubric import REPO_ROOT, load_rubric
+
 PLACEHOLDER = "__KATA_WHERE__"
 SECTION_PLACEHOLDER = "__KATA_SECTION__"
 CODE_STUB = (
@@ -40,8 +40,7 @@ CODE_STUB = (
 
 def exercise_ids(repo_root: Path = REPO_ROOT) -> list[str]:
     """``["01_simple_attention/attention_scores", ...]``: the rubric is the one list of exercises."""
-    rubric = json.loads((repo_root / "tests" / "rubric.json").read_text())
-    return list(rubric["exercises"])
+    return list(load_rubric(repo_root / "tests").exercises)
 
 
 def _clear_solutions(source: str) -> str:
