@@ -1,7 +1,7 @@
 """Run the hidden tests against an untrusted submission without importing it here.
 
-    client = start_worker(submission_dir, domains=domains)  # a domain forked from the warm template
-    outcomes = run_hidden_tests(client)  # pytest in this process, the student's code in the domain
+    client = start_worker(submission_dir, domains=domains)  # a domain forked from the template (start=False: on first use)
+    outcomes = run_hidden_tests(client)  # pytest here, the student's code in the domain; closes it unless keep_open=True
 
 The hidden tests (``tests/``) run in-process under ``pytest.main`` with a plugin that sets
 ``config.kata_impl_factory`` (see ``tests/conftest.py``), so every ``impl`` is a

@@ -61,7 +61,8 @@ class RemoteObject:
 
 
 class RemoteImpl:
-    """The seam's ``impl`` over a :class:`WorkerClient` (one per test; cheap to make).
+    """The seam's ``impl`` over a :class:`WorkerClient` (one per test, and one without an observer for the
+    GPU-run check; cheap to make).
 
     ``where`` maps public names to exercise ids (``CausalAttention`` -> ``03_causal/causal_attention``).
     ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer.on_failure(failure,
