@@ -138,3 +138,11 @@ def _kinds(ex_id: str, points: float, raw: dict, known: tuple[str, ...]) -> tupl
 # The two names every module reads: the groups in order, and the kinds of hidden tests.
 GROUPS: tuple[str, ...] = tuple(load_rubric().groups)
 KINDS: tuple[str, ...] = tuple(load_rubric().kinds)
+
+
+def exercise_of_test(path: str | Path) -> str | None:
+    """The exercise whose tests a test file holds, hidden or public (both are ``<group>/test_<module>.py``):
+    ``tests/03_causal/test_causal_mask.py`` or a pytest node id in it -> ``03_causal/causal_mask``; None
+    for any other file. The inverse of ``Exercise.test_file``."""
+    parts = Path(str(path).split("::")[0]).parts[-2:]
+    return next((ex.id for ex in load_rubric().exercises.values() if ex.test_file.parts[-2:] == parts), None)
