@@ -12,11 +12,15 @@ it, and every row of its CSV again when it resumes).
 Two layouts, chosen by what the assignment already holds:
 
 - the course of ``python -m grader release`` (``OUT/nbgrader/gradebook.db`` after ``nbgrader
-  generate_assignment attention-kata``): one notebook per group (``03_causal``), one grade cell per
-  exercise named ``<module>_tests`` (``causal_mask_tests``). Each exercise's score goes into its
-  cell; nothing is added to the course and no max score is changed (the course's 90 points). The
-  course has no cell for the GPU-run check: its points stay in the CSV, unless the instructor added
-  a grade cell named ``gpu_check`` to a notebook of the assignment, which then gets them.
+  generate_assignment <group>``): an assignment per group (``03_causal``), whose notebook of the same
+  name holds one grade cell per exercise of the group, named ``<module>_tests`` (``causal_mask_tests``),
+  and in ``04_multihead`` a grade cell ``gpu_check``. Each of the assignment's exercises gets its score
+  in its cell (a row's other exercises are not this assignment's and are left out), the GPU-run check
+  its points in ``gpu_check`` where the assignment has that cell; nothing is added to the course and no
+  max score is changed. (An older course with all four group notebooks in one assignment is the same
+  case with every exercise; without a ``gpu_check`` cell the check's points stay in the CSV, with a
+  warning.) ``python -m grader nbgrader`` (grader/nbgrader_grading.py) records its grades this way,
+  and so does ``score-all --gradebook OUT/nbgrader/gradebook.db --assignment 03_causal``.
 - otherwise (a new gradebook, a new assignment, or one this module made): one notebook,
   ``attention-kata``, whose grade cells are named after the exercise ids with ``/`` replaced by
   ``__`` (``03_causal__causal_mask``, since nbgrader cell names must be identifier-like) plus
@@ -78,7 +82,7 @@ def _ensure_alembic_on_path() -> None:
 class ClassGradebook:
     """An open gradebook and assignment, ready to record score-all rows one by one."""
 
-    def __init__(self, db_path: Path, assignment: str):
+    def __init__(self, db_path: Path, assignment: str, *, must_exist: bool = False):
         from grader.rubric import load_rubric
 
         if not assignment:
@@ -87,6 +91,7 @@ class ClassGradebook:
         from nbgrader.api import Gradebook
 
         self.assignment = assignment
+        self.must_exist = must_exist  # refuse (GradebookError) an assignment the gradebook does not hold
         self.warnings: list[str] = []
         self._rubric = load_rubric()
         self._warnings_filter = warnings.catch_warnings()
@@ -126,26 +131,32 @@ class ClassGradebook:
         try:
             assignment = gb.find_assignment(self.assignment)
         except MissingEntry:
+            if self.must_exist:
+                raise GradebookError(f"the gradebook has no assignment {self.assignment!r}: run nbgrader "
+                                     f"generate_assignment {self.assignment} first") from None
             assignment = None
         notebooks = {nb.name: nb for nb in assignment.notebooks} if assignment is not None else {}
         grade_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.grade_cells}
-        if notebooks and set(map(course_cell, exercises)) <= grade_cells:
-            cells = {ex_id: course_cell(ex_id) for ex_id in exercises}
+        groups = {ex.group for ex in exercises.values()}
+        if notebooks and set(notebooks) <= groups and all(
+                course_cell(ex_id) in grade_cells for ex_id, ex in exercises.items() if ex.group in notebooks):
+            covered = {ex_id: ex for ex_id, ex in exercises.items() if ex.group in notebooks}
+            cells = {ex_id: course_cell(ex_id) for ex_id in covered}
             max_scores = {(nb.name, cell.name): cell.max_score for nb in notebooks.values() for cell in nb.grade_cells}
             differ = [f"{ex_id} ({max_scores[cells[ex_id]]:g} there, {ex.points:g} in the rubric)"
-                      for ex_id, ex in exercises.items() if max_scores[cells[ex_id]] != ex.points]
+                      for ex_id, ex in covered.items() if max_scores[cells[ex_id]] != ex.points]
             if differ:
                 self.warnings.append(f"the nbgrader course's max scores differ from the rubric's, and stay: "
                                      f"{', '.join(differ)}")
             gpu = sorted(key for key in grade_cells if key[1] == GPU_CELL)
             if gpu:
                 cells[GPU_CELL] = gpu[0]
-            else:
+            elif _gpu_group() in notebooks:
                 self.warnings.append(
                     f"the nbgrader course's assignment {self.assignment!r} has no grade cell for the GPU-run check: "
                     "its points are in the CSV, not in the gradebook (whose max scores stay the course's)")
             solution_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.solution_cells}
-            comments = [(ex.group, ex.module) for ex in exercises.values() if (ex.group, ex.module) in solution_cells]
+            comments = [(ex.group, ex.module) for ex in covered.values() if (ex.group, ex.module) in solution_cells]
             return _Layout("course", cells, comments)
         if set(notebooks) - {NOTEBOOK}:
             raise GradebookError(
@@ -172,15 +183,16 @@ class ClassGradebook:
 
     # --- recording ---------------------------------------------------------------------------------
 
-    def record(self, row: Mapping[str, Any]) -> None:
-        """Record one row of score-all's CSV (cells as written, see grader.batch.csv_row)."""
+    def record(self, row: Mapping[str, Any], timestamp: Any = None) -> None:
+        """Record one row of score-all's CSV (cells as written, see grader.batch.csv_row); ``timestamp``
+        (a datetime), when given, becomes the submission's (nbgrader's late penalties read it)."""
         from grader.batch import unescaped
 
         student = unescaped(str(row["student"]))
         graded = unescaped(str(row["status"])) == "graded"
         gb = self.gb
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(self.assignment, student)
+        gb.update_or_create_submission(self.assignment, student, **({"timestamp": timestamp} if timestamp else {}))
         if graded and self.layout.kind == "kata":
             gpu_max = max(0.0, _number(row["max_score"]) - sum(ex.points for ex in self._rubric.exercises.values()))
             cell = gb.find_grade_cell(GPU_CELL, NOTEBOOK, self.assignment)
@@ -232,6 +244,12 @@ class ClassGradebook:
                               notebook=self._notebook(notebook, student))
             self.gb.db.add(comment)
             return comment
+
+
+def _gpu_group() -> str:
+    from grader.nbgrader_release import gpu_group
+
+    return gpu_group()
 
 
 def _number(cell: Any) -> float:

@@ -1,9 +1,14 @@
-# nbgrader configuration of the attention-kata course (written by `grader.release.build_release`).
+# nbgrader configuration of the attention-kata course (written by `python -m grader release`).
+# One assignment per group, each released (and due) on its own:
 #
 #   cd <this folder>
-#   nbgrader generate_assignment attention-kata --force   # source/ -> release/ (students' copies)
-#   nbgrader autograde attention-kata                     # after collecting into submitted/
-#   nbgrader export                                       # grades.csv
+#   nbgrader generate_assignment 03_causal --force   # source/03_causal -> release/03_causal (students' copy)
+#   nbgrader release_assignment 03_causal            # then, after the due date: nbgrader collect 03_causal
+#   python -m grader nbgrader . --assignment 03_causal   # grade with the isolated grader (NOT nbgrader autograde)
+#   nbgrader export                                  # grades.csv; nbgrader release_feedback 03_causal
+#
+# `nbgrader autograde` would run the students' code in the grading kernel, where it can forge its
+# own grades; `python -m grader nbgrader` never runs it in-process (docs/nbgrader.md).
 c = get_config()  # noqa: F821 -- provided by nbgrader when it loads this file
 
 c.CourseDirectory.course_id = "attention-kata"
@@ -12,8 +17,3 @@ c.CourseDirectory.course_id = "attention-kata"
 c.ClearSolutions.begin_solution_delimeter = "### BEGIN SOLUTION"
 c.ClearSolutions.end_solution_delimeter = "### END SOLUTION"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-c.ClearHiddenTests.begin_test_delimeter = "### BEGIN HIDDEN TESTS"
-c.ClearHiddenTests.end_test_delimeter = "### END HIDDEN TESTS"
-
-# Autograding runs every cell; the GPT-2-sized module takes a moment on a slow CPU.
-c.ExecutePreprocessor.timeout = 120
