@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     progress.add_arguments(commands.add_parser("check", help=progress.HELP))
     attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
+    from grader import nbgrader_grading  # Jupyter classes: grader/nbgrader_grading.py, docs/nbgrader.md
+
+    nbgrader_grading.add_arguments(commands.add_parser("nbgrader", help=nbgrader_grading.HELP))
     return parser
 
 
@@ -328,8 +331,15 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
 
 
+def cmd_nbgrader(args: argparse.Namespace) -> int:
+    from grader import nbgrader_grading
+
+    return nbgrader_grading.run(args)
+
+
 COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "release": cmd_release,
-            "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view}
+            "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view,
+            "nbgrader": cmd_nbgrader}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
