@@ -187,11 +187,12 @@ def _report_hook() -> Any:
 
 def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Collection[str] | None = None,
                      substitutes: Mapping[str, Path] | None = None, call_timeout: float = 5.0,
-                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR, keep_open: bool = False) -> list[TestOutcome]:
+                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR, keep_open: bool = False,
+                     domains: Domains | None = None) -> list[TestOutcome]:
     """Run the hidden tests (all, or those of ``exercises``) against one submission.
 
-    ``worker_or_dir`` is a client from :func:`start_worker` (then ``substitutes``, ``call_timeout``
-    and ``memory_mb`` were fixed when it was started) or a submission directory. The worker is
+    ``worker_or_dir`` is a client from :func:`start_worker` (then ``substitutes``, ``call_timeout``,
+    ``memory_mb`` and ``domains`` were fixed when it was started) or a submission directory. The worker is
     closed afterwards (one run, one worker) unless ``keep_open``: then the caller closes it.
     """
     import pytest
@@ -202,7 +203,7 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
             raise ValueError("pass substitutes to start_worker() when handing over a started worker")
     else:
         client = start_worker(Path(worker_or_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                              substitutes=substitutes)
+                              domains=domains, substitutes=substitutes)
     rubric = load_rubric(tests_dir)
     where = rubric.owner_of
     if client.max_starts is not None:

@@ -4,6 +4,8 @@
 a test once per mode: ``bwrap`` (bubblewrap, as root), ``uid`` (root without user namespaces, as
 in Gradescope's and CI's containers) and ``none``; ``isolating`` leaves ``none`` out. A mode that
 cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
+``shared_domains`` is one template (the best isolation here) for the whole session, for the tests
+that do not vary the mode: starting a template imports torch, and the suite must stay quick.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ ISOLATING = [m for m in MODES if m.values[0] != "none"]
 @pytest.fixture(scope="module", params=MODES)
 def domains(request):
     with Domains(choose_isolation(request.param)) as d:
+        yield d
+
+
+@pytest.fixture(scope="session")
+def shared_domains():
+    with Domains(choose_isolation("auto")) as d:
         yield d
 
 

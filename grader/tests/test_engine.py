@@ -114,8 +114,8 @@ def _failing(outcomes, exercise):
 # ---- full runs ---------------------------------------------------------------------------
 @needs_hidden
 @pytest.mark.timeout(600)
-def test_solutions_pass_everything():
-    outcomes = run_hidden_tests(start_worker(SOLUTIONS))
+def test_solutions_pass_everything(shared_domains):
+    outcomes = run_hidden_tests(start_worker(SOLUTIONS, domains=shared_domains))
     assert outcomes
     bad = [f"{o.nodeid}: {o.message}" for o in outcomes if not o.passed]
     assert not bad, "\n".join(bad)
@@ -173,44 +173,15 @@ def test_hostile_submission(name, domains, tmp_path, capfd):
 
 @needs_hidden
 @pytest.mark.timeout(600)
-def test_exercises_and_substitutes(tmp_path):
+def test_exercises_and_substitutes(tmp_path, shared_domains):
     """Only the selected exercises run; a substituted module is graded with the reference in place."""
     sub = build_submission("exit_at_import", tmp_path)
-    outcomes = run_hidden_tests(sub, exercises=["04_multihead/multihead_wrapper"],
+    outcomes = run_hidden_tests(sub, domains=shared_domains, exercises=["04_multihead/multihead_wrapper"],
                                 substitutes={"causal_attention": SOLUTIONS / "03_causal" / "causal_attention.py"})
     assert outcomes and {o.exercise for o in outcomes} == {"04_multihead/multihead_wrapper"}
     assert all(o.passed for o in outcomes), [o.message for o in outcomes if not o.passed]
     # The original is untouched and still broken.
     assert "os._exit" in (sub / "03_causal" / "causal_attention.py").read_text()
-
-
-@needs_hidden
-@pytest.mark.timeout(600)
-def test_timing_against_import_torch(capsys):
-    """End-to-end grading of the solutions vs `python -c "import torch"` and vs the tests run in-process."""
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch"], check=True, capture_output=True)
-    import_torch = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", str(TESTS_DIR), "--impl", str(SOLUTIONS), "-q",
-                    "-p", "no:cacheprovider", "-p", "no:timeout"], check=True, capture_output=True, cwd=REPO)
-    local = time.perf_counter() - t0
-
-    code = ("import time; t0 = time.perf_counter()\n"
-            "from grader.engine import start_worker, run_hidden_tests\n"
-            f"w = start_worker({str(SOLUTIONS)!r}); o = run_hidden_tests(w)\n"
-            "assert o and all(x.passed for x in o)\n"
-            "print(time.perf_counter() - t0)")
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, cwd=REPO)
-    graded = time.perf_counter() - t0
-    with capsys.disabled():
-        print(f"\nimport torch: {import_torch:.2f} s; hidden tests in-process (LocalImpl, fresh python): "
-              f"{local:.2f} s; isolated grading (fresh python): {graded:.2f} s = {graded / import_torch:.1f}x "
-              f"import torch, {graded / local:.2f}x LocalImpl")
-    # The hidden tests themselves cost several import-torch's, so the guard is against LocalImpl.
-    assert graded <= 1.5 * local + 2.5 * import_torch
 
 
 # ---- the client and the proxies directly (fast) ------------------------------------------
@@ -226,7 +197,7 @@ WHERE = {"attention_scores": "01_simple_attention/attention_scores",
 
 
 @pytest.mark.timeout(120)
-def test_values_errors_and_restarts(tmp_path):
+def test_values_errors_and_restarts(tmp_path, shared_domains):
     src = '''
 import torch
 
@@ -260,7 +231,7 @@ def attention_score_matrix(x):
     return x.sum()
 '''
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub, call_timeout=5) as client:
+    with WorkerClient(sub, domains=shared_domains, call_timeout=5) as client:
         impl = RemoteImpl(client, WHERE)
         with pytest.raises(ValueError, match="bad value") as e:
             impl.attention_scores("value")
@@ -295,10 +266,10 @@ def attention_score_matrix(x):
 
 
 @pytest.mark.timeout(120)
-def test_timeout_kills_and_names_the_place(tmp_path):
+def test_timeout_kills_and_names_the_place(tmp_path, shared_domains):
     src = "def attention_scores():\n    while True:\n        pass\n"
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub, call_timeout=1.0) as client:
+    with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
         t0 = time.perf_counter()
@@ -309,14 +280,14 @@ def test_timeout_kills_and_names_the_place(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_kill_parent_does_not_kill_the_grader(tmp_path):
+def test_kill_parent_does_not_kill_the_grader(tmp_path, shared_domains):
     src = ("import os, signal\n\n"
            "def attention_scores(kill):\n"
            "    if kill:\n"
            "        os.kill(os.getppid(), signal.SIGKILL)\n"
            "    return os.getppid()\n")
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub) as client:
+    with WorkerClient(sub, domains=shared_domains) as client:
         impl = RemoteImpl(client, WHERE)
         assert impl.attention_scores(False) != os.getpid()  # the worker's parent is never the grader
         try:
@@ -328,10 +299,10 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_output_flood_is_drained_and_bounded(tmp_path):
+def test_output_flood_is_drained_and_bounded(tmp_path, shared_domains):
     src = "import sys\n\ndef attention_scores():\n    sys.stdout.write('y' * 10_000_000)\n    sys.stdout.flush()\n    return 1\n"
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub) as client:
+    with WorkerClient(sub, domains=shared_domains) as client:
         impl = RemoteImpl(client, WHERE)
         assert impl.attention_scores() == 1
         assert len(client._proc.tail) <= 2 * 4096 + 65536
@@ -352,30 +323,30 @@ def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
 
 @needs_hidden
 @pytest.mark.timeout(300)
-def test_slow_calls_are_bounded_per_test(tmp_path):
+def test_slow_calls_are_bounded_per_test(tmp_path, shared_domains):
     """Calls just under the timeout, over and over: the test's budget stops it, the exercise is poisoned."""
     sub = build_submission("solutions_copy", tmp_path)
-    slow = "import time as _t\n\n\ndef _nap():\n    _t.sleep(0.9)\n"
+    slow = "import time as _t\n\n\ndef _nap():\n    _t.sleep(0.45)\n"
     path = sub / "03_causal" / "causal_mask.py"
     text = path.read_text().replace("    ### BEGIN SOLUTION\n", "    _nap()\n")
     path.write_text(text + "\n" + slow)
     t0 = time.perf_counter()
-    outcomes = run_hidden_tests(sub, exercises=["03_causal/causal_mask"], call_timeout=1.0)
+    outcomes = run_hidden_tests(sub, domains=shared_domains, exercises=["03_causal/causal_mask"], call_timeout=0.5)
     elapsed = time.perf_counter() - t0
     messages = [o.message for o in outcomes if not o.passed]
-    assert any("time budget of 4 s" in m or "timed out after" in m for m in messages), messages
+    assert any("time budget of 2 s" in m or "timed out after" in m for m in messages), messages
     assert any("not run: an earlier test of this exercise timed out" in m for m in messages), messages
     assert elapsed < 60, elapsed
 
 
 @pytest.mark.timeout(120)
-def test_stopped_worker_times_out_even_while_sending(tmp_path):
+def test_stopped_worker_times_out_even_while_sending(tmp_path, shared_domains):
     src = ("import os, signal, threading, time\n\n"
            "def attention_scores(x=None):\n"
            "    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))).start()\n"
            "    return 1\n")
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub, call_timeout=1.0) as client:
+    with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
         assert fn() == 1
@@ -416,14 +387,14 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path):
+def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains):
     """A starved call is not timed out early; one that sleeps is stopped at 3x the timeout."""
     src = ("import time\n\n"
            "def attention_scores(seconds):\n"
            "    time.sleep(seconds)\n"
            "    return seconds\n")
     sub = _toy(tmp_path / "sub", src)
-    with WorkerClient(sub, call_timeout=1.0) as client:
+    with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
         assert fn(1.5) == 1.5  # over the timeout in wall clock, far under it in CPU

@@ -141,7 +141,7 @@ def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path:
         t0 = time.perf_counter()
         for _ in range(3):
             out = fn()
-            assert type(out[0]) is tuple and len(out) == 20000
+            assert type(out[0]) is tuple and len(out) == 3000  # 9000 new types in all: a cache would hold > 1000
         assert time.perf_counter() - t0 < 20
     import grader.worker_client as wc
 
