@@ -1,0 +1,487 @@
+"""The nbgrader course of a release, and ``python -m grader nbgrader`` grading it (docs/nbgrader.md).
+
+Cheap checks (the source notebooks, the intake of broken notebooks, the command's refusals) run
+always. The whole course (``course``, module-scoped, marked slow) is what an instructor does: release,
+``nbgrader generate_assignment`` for every group (nbgrader's own API, in this process: the command
+would spend seconds starting), fake ``submitted/`` notebooks (correct, mistaken, stubs, a kernel
+tamperer, an unreadable one, one with a deleted cell), ``python -m grader nbgrader`` (a subprocess,
+the real command) beside ``python -m grader score-all`` on the equivalent ``.py`` files, then
+``nbgrader export`` (its CSV plugin) and ``nbgrader release_feedback`` (its exchange, in a temporary
+root).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
+from grader.notebook_intake import MAX_CELL_BYTES, NotebookError, notebook_modules as read_modules
+from grader.release import build_release
+from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
+
+BIN = str(Path(sys.executable).parent)
+SUBMITTED = ("03_causal", "04_multihead")  # the assignments the fake class hands in
+# One realistic mistake per module, the same in the notebooks and in the .py files (solutions/ text).
+MISTAKES = {
+    "03_causal/causal_mask": ("return masked / masked.sum(dim=-1, keepdim=True)", "return masked"),
+    "03_causal/causal_attention": ("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"),
+    "04_multihead/multihead_attention": ("return self.out_proj(context)", "return context"),
+}
+# A kernel tamperer: what defeats nbgrader autograde (later test cells skipped, asserts that cannot
+# fail, the kernel told to stop), each put into a stub's solution cell of 03_causal.
+TAMPER = {
+    "causal_mask": "try:\n    ip = get_ipython()\n    ip.run_cell = ip.run_cell_async = lambda *a, **k: None\n"
+                   "except NameError:\n    pass\n",
+    "attention_dropout": "import builtins\nclass _Never(Exception):\n    pass\nbuiltins.AssertionError = _Never\n"
+                         "torch.allclose = lambda *a, **k: True\n",
+    "causal_attention": "import sys\nsys.exit(0)\n",
+}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")  # nbgrader's Gradebook shells out to alembic
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _cell(nb, grade_id: str):
+    (cell,) = [c for c in nb.cells if _meta(c).get("grade_id") == grade_id]
+    return cell
+
+
+def _hidden_lines() -> set[str]:
+    """Non-trivial lines of the hidden tests (tests/<group>/test_*.py) that no file of exercises/ (what
+    students get anyway: the public tests, kata_checks.py, the documents) holds."""
+    public = {line.strip() for path in (REPO_ROOT / "exercises").rglob("*") if path.is_file()
+              for line in path.read_text(errors="replace").splitlines()}
+    return {line.strip() for path in TESTS_DIR.glob("*/test_*.py") for line in path.read_text().splitlines()
+            if len(line.strip()) > 30 and not line.strip().startswith("#")} - public
+
+
+def _solution_lines() -> dict[str, set[str]]:
+    """{exercise id: the lines between its ### BEGIN/END SOLUTION markers} (longer than 25 characters)."""
+    found = {}
+    for ex_id, ex in load_rubric().exercises.items():
+        inside, lines = False, set()
+        for line in ex.reference_file.read_text().splitlines():
+            stripped = line.strip()
+            if stripped in ("### BEGIN SOLUTION", "### END SOLUTION"):
+                inside = stripped == "### BEGIN SOLUTION"
+            elif inside and len(stripped) > 25:
+                lines.add(stripped)
+        found[ex_id] = lines
+    return found
+
+
+# --- the source notebooks (cheap) ------------------------------------------------------------------
+
+
+def test_one_notebook_per_group_with_public_tests_only_and_no_other_groups_answer():
+    rubric = load_rubric()
+    hidden = _hidden_lines()
+    assert len(hidden) > 100, "the scan would be vacuous"
+    for group in GROUPS:
+        nb = group_notebook(group)
+        nbformat.validate(nb)
+        ids = [_meta(c)["grade_id"] for c in nb.cells if _meta(c)]
+        assert len(ids) == len(set(ids)), ids
+        points = 0
+        for ex in rubric.in_group(group):
+            solution, tests = _cell(nb, ex.module), _cell(nb, f"{ex.module}_tests")
+            assert _meta(solution) == {"grade": False, "grade_id": ex.module, "locked": False, "schema_version": 3,
+                                       "solution": True}
+            assert "### BEGIN SOLUTION" in solution.source
+            meta = _meta(tests)
+            assert (meta["grade"], meta["solution"], meta["locked"]) == (True, False, True)
+            assert meta["points"] == ex.points and isinstance(meta["points"], int)
+            points += meta["points"]
+            public = (REPO_ROOT / "exercises" / ex.group / f"test_{ex.module}.py").read_text()
+            # the public test file itself (its docstring aside), and a call running each of its tests
+            assert public.split('"""\n', 2)[-1].strip() in tests.source
+            assert tests.source.count("def test_") == public.count("def test_") > 0
+            assert f"run_public_tests({ex.module!r}, [" in tests.source
+        text = "\n".join(c.source for c in nb.cells if not _meta(c).get("solution"))  # solution cells: the answers
+        assert "HIDDEN TESTS" not in text
+        assert [line for line in hidden if line in text] == [], f"{group} quotes the hidden tests"
+        for dep in outside_dependencies(group):  # the borrowed module: the student's own, never graded here
+            cell = _cell(nb, dep.module)
+            assert _meta(cell)["solution"] and not _meta(cell)["grade"] and not _meta(cell)["locked"]
+            assert "### BEGIN SOLUTION" in cell.source, "generate_assignment must release it as a stub"
+        if group == gpu_group():
+            gpu = _meta(_cell(nb, GPU_CELL))
+            assert gpu["grade"] and gpu["locked"] and gpu["points"] == rubric.gpu_points
+            points += gpu["points"]
+        else:
+            assert GPU_CELL not in ids
+        assert points == sum(ex.points for ex in rubric.in_group(group)) + (rubric.gpu_points if group == gpu_group() else 0)
+    assert [dep.id for dep in outside_dependencies("04_multihead")] == ["03_causal/causal_attention"]
+    assert gpu_group() == "04_multihead"
+
+
+def test_public_test_files_define_no_name_a_solution_cell_defines():
+    """A notebook is one namespace: a test cell must not overwrite the student's names."""
+    rubric = load_rubric()
+    public_names = {name for ex in rubric.exercises.values() for name in ex.names}
+    import ast
+
+    for path in sorted((REPO_ROOT / "exercises").glob("*/test_*.py")):
+        tree = ast.parse(path.read_text())
+        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+        defined |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+        assert not defined & public_names, (path, defined & public_names)
+
+
+# --- intake of untrusted notebooks (cheap) ---------------------------------------------------------
+
+
+def _notebook_file(tmp_path: Path, nb: dict | str | bytes) -> Path:
+    path = tmp_path / "03_causal.ipynb"
+    data = nb if isinstance(nb, (str, bytes)) else json.dumps(nb)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def _solution_cell(module: str, source) -> dict:
+    return {"cell_type": "code", "source": source, "metadata": {"nbgrader": {"grade_id": module, "solution": True}},
+            "outputs": [], "execution_count": None}
+
+
+MODULES_03 = ["causal_mask", "attention_dropout", "causal_attention"]
+
+
+def test_intake_reads_solution_cells_by_grade_id_into_the_module_layout(tmp_path: Path):
+    cells = [_solution_cell(m, [f"def {m}():\n", "    return 1\n"]) for m in MODULES_03]
+    cells.insert(0, {"cell_type": "code", "source": "raise SystemExit", "metadata": {}, "outputs": []})
+    files = read_modules(_notebook_file(tmp_path, {"cells": cells}), MODULES_03)
+    assert sorted(files) == [f"03_causal/{m}.py" for m in sorted(MODULES_03)]
+    text = files["03_causal/causal_mask.py"].decode()
+    assert text.splitlines()[0].startswith("import math, torch, torch.nn as nn  #")
+    assert text.splitlines()[1:] == ["def causal_mask():", "    return 1"]
+    nb04 = group_notebook("04_multihead")
+    path = tmp_path / "04.ipynb"
+    nbformat.write(nb04, path)
+    files = read_modules(path, [ex.module for ex in notebook_modules("04_multihead")])
+    assert "03_causal/causal_attention.py" in files  # the student's own CausalAttention, as a module
+    wrapper = files["04_multihead/multihead_wrapper.py"].decode()
+    assert "from causal_attention import CausalAttention" in wrapper.splitlines()[0]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "unreadable JSON"),
+    (b"\xff\xfe", "unreadable JSON"),
+    ("[1, 2]", "no list of cells"),
+    ({"cells": [_solution_cell("causal_mask", "x = 1")]}, "no solution cell 'attention_dropout', 'causal_attention'"),
+    ({"cells": [_solution_cell(m, "x = 1") for m in MODULES_03 + ["causal_mask"]]}, "two solution cells named 'causal_mask'"),
+    ({"cells": [_solution_cell(m, 42 if m == "causal_mask" else "x") for m in MODULES_03]}, "has no text source"),
+    ({"cells": [_solution_cell(m, "#" * (MAX_CELL_BYTES + 1) if m == "causal_attention" else "x") for m in MODULES_03]},
+     "'causal_attention' is larger than"),
+    ({"cells": [dict(_solution_cell(m, "x"), cell_type="markdown") for m in MODULES_03]}, "not a code cell"),
+])
+def test_intake_refuses_a_broken_notebook_in_one_line(tmp_path: Path, content, message: str):
+    with pytest.raises(NotebookError, match="^03_causal.ipynb: ") as err:
+        read_modules(_notebook_file(tmp_path, content), MODULES_03)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_intake_never_follows_a_symlink(tmp_path: Path):
+    secret = tmp_path / "secret.ipynb"
+    secret.write_text(json.dumps({"cells": [_solution_cell(m, "x") for m in MODULES_03]}))
+    (tmp_path / "03_causal.ipynb").symlink_to(secret)
+    with pytest.raises(NotebookError, match="cannot be read"):
+        read_modules(tmp_path / "03_causal.ipynb", MODULES_03)
+
+
+def _grader(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=_env(),
+                          cwd=REPO_ROOT, timeout=600)
+
+
+@pytest.mark.timeout(120)
+def test_an_unusable_course_or_assignment_exits_2_with_one_line(tmp_path: Path):
+    cases = [([str(tmp_path / "nowhere")], "not a directory"),
+             ([str(tmp_path)], "no submitted/ folder"),
+             ([str(tmp_path), "--assignment", "attention-kata"], "invalid choice")]
+    for args, message in cases:
+        result = _grader("nbgrader", *args)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
+    result = _grader("nbgrader", str(tmp_path))
+    assert result.returncode == 2 and "no gradebook.db" in result.stderr, result.stderr
+
+
+@pytest.mark.timeout(60)
+def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is_written(tmp_path: Path):
+    from nbgrader.api import Gradebook
+
+    from grader.nbgrader_grading import CourseError, find_course
+
+    (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
+    os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")  # nbgrader's Gradebook runs alembic
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
+        pass
+    with pytest.raises(CourseError, match="generate_assignment 03_causal first"):
+        find_course(tmp_path)
+    other = tmp_path / "other"
+    (other / "submitted" / "bob" / "hw1").mkdir(parents=True)
+    shutil.copy(tmp_path / "gradebook.db", other / "gradebook.db")
+    with pytest.raises(CourseError, match="nothing submitted"):
+        find_course(other)
+    shutil.rmtree(other)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        assert gb.assignments == []  # nothing was added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gradebook.db", "submitted"]
+
+
+# --- the whole course (slow) -----------------------------------------------------------------------
+
+
+def _generate_assignments(course: Path) -> None:
+    """``nbgrader generate_assignment <group>`` for every group, through nbgrader's API."""
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    api = NbGraderAPI(config=config)
+    for group in GROUPS:
+        result = api.generate_assignment(group, force=True)
+        assert result["success"], result.get("log", "") + result.get("error", "")
+
+
+def _mistaken(text: str, ex_id: str) -> str:
+    if ex_id not in MISTAKES:
+        return text
+    old, new = MISTAKES[ex_id]
+    assert text.count(old) == 1, (ex_id, old)
+    return text.replace(old, new)
+
+
+def _hand_in(course: Path, student: str, group: str, nb, secret: str | None = "s3cret") -> None:
+    folder = course / "submitted" / student / group
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / f"{group}.ipynb")
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    if secret:
+        (folder / "submission_secret.txt").write_text(secret + student)
+
+
+def _class(course: Path, pyclass: Path) -> None:
+    """The fake class: notebooks in submitted/, and the same code as .py files in pyclass/<student>/."""
+    rubric = load_rubric()
+    for group in SUBMITTED:
+        source = nbformat.read(course / "source" / group / f"{group}.ipynb", as_version=4)
+        released = nbformat.read(course / "release" / group / f"{group}.ipynb", as_version=4)
+        _hand_in(course, "correct", group, source)
+        mistaken = nbformat.from_dict(json.loads(json.dumps(source)))
+        for ex in notebook_modules(group):
+            cell = _cell(mistaken, ex.module)
+            cell.source = _mistaken(cell.source, ex.id)
+        _hand_in(course, "mistaken", group, mistaken)
+        _hand_in(course, "stubs", group, released)
+    tamperer = nbformat.read(course / "release" / "03_causal" / "03_causal.ipynb", as_version=4)
+    for module, code in TAMPER.items():
+        _cell(tamperer, module).source = code + _cell(tamperer, module).source
+    _hand_in(course, "tamperer", "03_causal", tamperer)
+    # unusable notebooks: that student's error, the others graded
+    (course / "submitted" / "broken" / "03_causal").mkdir(parents=True)
+    (course / "submitted" / "broken" / "03_causal" / "03_causal.ipynb").write_text('{"cells": [')
+    deleted = nbformat.read(course / "source" / "04_multihead" / "04_multihead.ipynb", as_version=4)
+    deleted.cells.remove(_cell(deleted, "head_split"))
+    _hand_in(course, "broken", "04_multihead", deleted, secret=None)
+    # the .py files of the same code
+    for student, base in (("correct", REPO_ROOT / "solutions"), ("mistaken", REPO_ROOT / "solutions"),
+                          ("stubs", REPO_ROOT / "exercises")):
+        for ex in rubric.exercises.values():
+            target = pyclass / student / ex.group / f"{ex.module}.py"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            text = (base / ex.group / f"{ex.module}.py").read_text()
+            target.write_text(_mistaken(text, ex.id) if student == "mistaken" else text)
+    os.chmod(pyclass, 0o700)
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("release") / "out"
+    build_release(out)
+    course = out / "nbgrader"
+    _generate_assignments(course)
+    pyclass = out / "pyclass"
+    _class(course, pyclass)
+    before = _tree(course / "submitted")
+    # the notebooks with the isolated grader, and the same code as .py files with score-all, side by side
+    nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO_ROOT)
+    py = _grader("score-all", str(pyclass), "--csv", str(out / "py.csv"), "--json-dir", str(out / "py-json"), "--jobs", "1")
+    nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
+    assert py.returncode == 0, py.stderr[-3000:]
+    assert nb_run.returncode == 0, nb_stderr[-3000:]
+    reports = {student: json.loads((out / "py-json" / f"{student}.json").read_text()) for student in ("correct", "mistaken", "stubs")}
+    return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "submitted_before": before}
+
+
+def _exported(course: Path, out: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """``nbgrader export``'s CSV (its plugin, in this process), by (assignment, student)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        CsvExportPlugin(to=str(out)).export(gb)
+    with open(out, newline="") as f:
+        return {(row["assignment"], row["student_id"]): row for row in csv.DictReader(f)}
+
+
+def _cell_scores(course: Path, group: str, student: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        notebook = gb.find_submission_notebook(group, group, student)
+        return {grade.name: grade.score for grade in notebook.grades}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_gradebook_has_each_assignments_exercises_and_export_shows_them(course: dict, tmp_path: Path):
+    root = course["course"]
+    rows = _exported(root, tmp_path / "grades.csv")
+    rubric = load_rubric()
+    full = {g: sum(ex.points for ex in rubric.in_group(g)) + (rubric.gpu_points if g == gpu_group() else 0) for g in GROUPS}
+    for group in SUBMITTED:
+        assert float(rows[group, "correct"]["score"]) == float(rows[group, "correct"]["max_score"]) == full[group]
+        assert float(rows[group, "stubs"]["score"]) == 0.0
+        assert 0 < float(rows[group, "mistaken"]["score"]) < full[group]
+        assert rows[group, "correct"]["timestamp"].startswith("2026-11-20 10:00:00")
+        cells = _cell_scores(root, group, "correct")
+        expected = {f"{ex.module}_tests" for ex in rubric.in_group(group)} | ({GPU_CELL} if group == gpu_group() else set())
+        assert set(cells) == expected, cells
+    assert float(rows["03_causal", "tamperer"]["score"]) == 0.0, "tampering with the kernel gains nothing"
+    assert float(rows["03_causal", "broken"]["score"]) == 0.0 and float(rows["04_multihead", "broken"]["score"]) == 0.0
+    stderr = course["stderr"]
+    assert "broken: 03_causal.ipynb: not a notebook (unreadable JSON" in stderr, stderr[-2000:]
+    assert "broken: 04_multihead.ipynb: no solution cell 'head_split'" in stderr, stderr[-2000:]
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        comment = gb.find_comment("causal_mask", "03_causal", "03_causal", "broken").auto_comment
+        assert "unreadable JSON" in comment
+        assert gb.find_assignment("03_causal").max_score == full["03_causal"]  # the course's max scores stay
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
+    root = course["course"]
+    for student, report in course["py"].items():
+        for group in SUBMITTED:
+            cells = _cell_scores(root, group, student)
+            for ex in load_rubric().in_group(group):
+                assert cells[f"{ex.module}_tests"] == pytest.approx(report["exercises"][ex.id]["score"]), (student, ex.id)
+            if group == gpu_group():
+                assert cells[GPU_CELL] == pytest.approx(report["gpu_check"]["score"]), student
+    # the mistaken CausalAttention (pasted into 04 as well) costs its points once, in 03_causal: the
+    # wrapper built on it is re-graded with a correct one
+    mistaken = _cell_scores(root, "04_multihead", "mistaken")
+    assert mistaken["multihead_wrapper_tests"] == load_rubric().exercises["04_multihead/multihead_wrapper"].points
+    assert 0 < _cell_scores(root, "03_causal", "mistaken")["causal_attention_tests"] < 10, "partial credit"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict, tmp_path: Path):
+    root = course["course"]
+    hidden = _hidden_lines()
+    pages = sorted((root / "feedback").glob("*/*/*.html"))
+    assert {(p.parent.parent.name, p.parent.name) for p in pages} == {
+        *((s, g) for s in ("correct", "mistaken", "stubs", "broken") for g in SUBMITTED), ("tamperer", "03_causal")}
+    for page in pages:
+        text = page.read_text()
+        assert [line for line in hidden if line in text] == [], page
+        assert "<script" not in text
+        assert page.name == f"{page.parent.name}.html"
+    mistaken = (root / "feedback" / "mistaken" / "04_multihead" / "04_multihead.html").read_text()
+    assert "04_multihead/multihead_attention" in mistaken and "03_causal/" not in mistaken and "GPU-run check" in mistaken
+    assert "GPU-run check" not in (root / "feedback" / "mistaken" / "03_causal" / "03_causal.html").read_text()
+    assert "no solution cell" in (root / "feedback" / "broken" / "04_multihead" / "04_multihead.html").read_text()
+    assert (root / "feedback" / "correct" / "03_causal" / "submission_secret.txt").read_text() == "s3cretcorrect"
+    assert _tree(root / "submitted") == course["submitted_before"], "the grader wrote into submitted/"
+
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.utils import notebook_hash
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.CourseDirectory.root = str(root)
+    config.Exchange.root = str(tmp_path / "exchange")
+    (tmp_path / "exchange").mkdir()
+    result = NbGraderAPI(config=config).release_feedback("03_causal", "correct")
+    assert result["success"], result.get("log", "") + result.get("error", "")
+    released = tmp_path / "exchange" / "attention-kata" / "feedback" / (
+        notebook_hash(secret="s3cretcorrect", notebook_id="03_causal") + ".html")
+    assert released.read_text() == (root / "feedback" / "correct" / "03_causal" / "03_causal.html").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_released_notebooks_hold_no_solution_and_the_source_notebooks_pass_their_public_tests(course: dict):
+    """Every released notebook: no solution line of any exercise (04's CausalAttention cell is a stub);
+    the test cells run (outside a kernel, in a subprocess) pass on the source notebooks and fail on the
+    released stubs with NotImplementedError."""
+    root = course["course"]
+    solutions = _solution_lines()
+    for group in GROUPS:
+        released = (root / "release" / group / f"{group}.ipynb").read_text()
+        assert "BEGIN SOLUTION" not in released
+        for ex_id, lines in solutions.items():
+            assert [line for line in lines if line in released] == [], f"{group} shows {ex_id}'s solution"
+        assert (root / "release" / group / "kata_checks.py").is_file()
+    script = (
+        "import json, os, sys, nbformat\n"
+        "results = {}\n"
+        "for path in sys.argv[1:]:\n"
+        "    os.chdir(os.path.dirname(path)); sys.path.insert(0, os.getcwd())\n"
+        "    sys.modules.pop('kata_checks', None)\n"
+        "    ns = {'__name__': '__main__'}\n"
+        "    for cell in nbformat.read(path, as_version=4).cells:\n"
+        "        meta = cell.metadata.get('nbgrader', {})\n"
+        "        if cell.cell_type != 'code':\n"
+        "            continue\n"
+        "        try:\n"
+        "            exec(cell.source, ns)\n"
+        "            outcome = 'ok'\n"
+        "        except BaseException as err:\n"
+        "            outcome = type(err).__name__\n"
+        "        if meta.get('grade'):\n"
+        "            results[path + ':' + meta['grade_id']] = outcome\n"
+        "    sys.path.pop(0)\n"
+        "print(json.dumps(results))\n")
+    paths = [str(root / kind / g / f"{g}.ipynb") for kind in ("source", "release") for g in GROUPS]
+    result = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, timeout=300,
+                            env=_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = json.loads(result.stdout.splitlines()[-1])
+    tests = [k for k in outcomes if not k.endswith(GPU_CELL)]
+    assert len(tests) == 2 * len(load_rubric().exercises)
+    assert {k: v for k, v in outcomes.items() if "/source/" in k and v != "ok"} == {}
+    assert {k: v for k, v in outcomes.items() if "/release/" in k and k in tests and v != "AssertionError"} == {}
+    # each failing public test says why, in one line: the stubs' NotImplementedError
+    assert result.stdout.count("FAILED test_") >= len(tests) // 2 and "NotImplementedError" in result.stdout
