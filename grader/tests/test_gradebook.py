@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.gradebook import GPU_CELL, NOTEBOOK, cell_name, record_in_gradebook
-from grader.rubric import load_rubric
+from grader.rubric import GROUPS, load_rubric
 
 ASSIGNMENT = "attention-kata"
 
@@ -69,9 +69,11 @@ def test_recorded_reports_are_exported_and_updated_not_duplicated(tmp_path: Path
         assert float(rows[student]["max_score"]) == pytest.approx(load_rubric().max_score)
         assert rows[student]["assignment"] == ASSIGNMENT
 
-    # Re-grade bob: his row changes, nobody is added or duplicated, the others keep their scores.
+    # Re-grade bob: his row changes, nobody is added or duplicated, the others keep their scores
+    # (read with export's CSV plugin in this process: the command's start costs seconds).
     record_in_gradebook(db, ASSIGNMENT, {"bob": fake_report(0.75, gpu=10.0)})
-    rows = export(tmp_path, db)
+    rows = {student: row for (_, student), row in in_process_export(db, tmp_path / "again.csv").items()}
+    assert len(rows) == 3
     assert set(rows) == {"alice", "bob", "carol"}
     assert float(rows["bob"]["score"]) == pytest.approx(fake_report(0.75, gpu=10.0)["score"])
     assert float(rows["alice"]["score"]) == pytest.approx(reports["alice"]["score"])
@@ -96,51 +98,55 @@ def test_one_grade_cell_per_exercise_plus_gpu_check(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def course_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The gradebook of the course grader/release.py writes, as ``nbgrader generate_assignment
-    attention-kata`` fills it (its SaveCells preprocessor on each source notebook; the whole command
-    takes 15 s here and gives the same notebooks, cells and max scores)."""
+    """The gradebook of the course grader/nbgrader_release.py writes, as ``nbgrader generate_assignment
+    <group>`` fills it for every group (its SaveCells preprocessor on each source notebook; the command
+    takes seconds more and gives the same assignments, notebooks, cells and max scores)."""
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
-    from grader.release import build_nbgrader_course
-    from grader.rubric import GROUPS
+    from grader.nbgrader_release import build_nbgrader_course
 
     course = tmp_path_factory.mktemp("course") / "nbgrader"
     build_nbgrader_course(course)
     db = course / "gradebook.db"
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     with Gradebook(f"sqlite:///{db}") as gb:
-        gb.update_or_create_assignment(ASSIGNMENT)
+        for group in GROUPS:
+            gb.update_or_create_assignment(group)
     for group in GROUPS:
-        nb = nbformat.read(course / "source" / ASSIGNMENT / f"{group}.ipynb", as_version=4)
-        SaveCells().preprocess(nb, {"nbgrader": {"db_url": f"sqlite:///{db}", "assignment": ASSIGNMENT, "notebook": group}})
+        nb = nbformat.read(course / "source" / group / f"{group}.ipynb", as_version=4)
+        SaveCells().preprocess(nb, {"nbgrader": {"db_url": f"sqlite:///{db}", "assignment": group, "notebook": group}})
     return db
 
 
 def course_max_scores(db: Path) -> dict[str, float]:
+    """{assignment: its max score} of every assignment of the course."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{db}") as gb:
-        assignment = gb.find_assignment(ASSIGNMENT)
-        scores = {nb.name: nb.max_score for nb in assignment.notebooks}
-        scores[ASSIGNMENT] = assignment.max_score
-        return scores
+        return {assignment.name: assignment.max_score for assignment in gb.assignments}
 
 
-def in_process_export(db: Path, out: Path) -> dict[str, dict[str, str]]:
-    """What ``nbgrader export`` writes (its CSV plugin, without the 7 s of starting the app)."""
+def in_process_export(db: Path, out: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """What ``nbgrader export`` writes (its CSV plugin, without the 7 s of starting the app), by
+    (assignment, student)."""
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
     with Gradebook(f"sqlite:///{db}") as gb:
         CsvExportPlugin(to=str(out)).export(gb)
     with open(out, newline="") as f:
-        return {row["student_id"]: row for row in csv.DictReader(f)}
+        return {(row["assignment"], row["student_id"]): row for row in csv.DictReader(f)}
+
+
+def _points(group: str, report: dict, gpu: bool) -> float:
+    return sum(ex["score"] for ex_id, ex in report["exercises"].items() if ex_id.startswith(group + "/")) + (
+        report["gpu_check"]["score"] if gpu else 0.0)
 
 
 @pytest.mark.timeout(120)
-def test_the_release_course_gradebook_takes_the_grades_and_keeps_its_max_scores(course_db: Path, tmp_path: Path):
+def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_its_max_scores(course_db: Path, tmp_path: Path):
     import shutil
 
     from nbgrader.api import Gradebook
@@ -152,34 +158,40 @@ def test_the_release_course_gradebook_takes_the_grades_and_keeps_its_max_scores(
     shutil.copy(course_db, db)
     before = course_max_scores(db)
     rubric = load_rubric()
-    assert before[ASSIGNMENT] == sum(ex.points for ex in rubric.exercises.values())  # 90: no GPU cell
+    assert before == {g: sum(ex.points for ex in rubric.in_group(g)) + (rubric.gpu_points if g == "04_multihead" else 0)
+                      for g in GROUPS}  # one assignment per group; the GPU-run check's cell in 04_multihead
     with Gradebook(f"sqlite:///{db}") as gb, warnings.catch_warnings():  # erin was autograded by nbgrader before
         warnings.filterwarnings("ignore", message=r".*not in session.*")  # nbgrader 0.9 with SQLAlchemy 2
         gb.update_or_create_student("erin")
-        gb.add_submission(ASSIGNMENT, "erin")
-    reports = {"alice": fake_report(1.0), "bob": fake_report(0.5), "erin": fake_report(0.25)}
-    record_in_gradebook(db, ASSIGNMENT, reports)
-    with ClassGradebook(db, ASSIGNMENT) as gb:
-        assert gb.layout.kind == "course" and any("GPU-run check" in w for w in gb.warnings)
+        gb.add_submission("03_causal", "erin")
+    reports = {"alice": fake_report(1.0), "bob": fake_report(0.5), "erin": fake_report(0.25, gpu=2.5)}
+    for group in ("03_causal", "04_multihead"):
+        record_in_gradebook(db, group, reports)
+    with ClassGradebook(db, "03_causal") as gb:
+        assert gb.layout.kind == "course" and gb.warnings == []
+        assert set(gb.layout.cells) == {ex.id for ex in rubric.in_group("03_causal")}  # only its own exercises
         gb.record(csv_row("carol", {"error": "-nothing to grade"}, "0" * 64))
     assert course_max_scores(db) == before  # nothing added, no max score changed
     rows = in_process_export(db, tmp_path / "grades.csv")
-    assert set(rows) == {"alice", "bob", "carol", "erin"}
     for student, report in reports.items():
-        assert float(rows[student]["score"]) == pytest.approx(report["score"] - report["gpu_check"]["score"]), student
-        assert float(rows[student]["max_score"]) == pytest.approx(before[ASSIGNMENT])
-    assert float(rows["carol"]["score"]) == 0.0
+        for group in ("03_causal", "04_multihead"):
+            row = rows[group, student]
+            assert float(row["score"]) == pytest.approx(_points(group, report, group == "04_multihead")), (group, student)
+            assert float(row["max_score"]) == pytest.approx(before[group])
+        assert float(rows["01_simple_attention", student]["score"]) == 0.0  # not recorded there
+    assert float(rows["03_causal", "carol"]["score"]) == 0.0
     with Gradebook(f"sqlite:///{db}") as gb:
-        grade = gb.find_grade("causal_attention_tests", "03_causal", ASSIGNMENT, "bob")
+        grade = gb.find_grade("causal_attention_tests", "03_causal", "03_causal", "bob")
         assert grade.auto_score == pytest.approx(5.0) and grade.max_score == 10.0 and not grade.needs_manual_grade
-        comment = gb.find_comment("causal_mask", "03_causal", ASSIGNMENT, "carol")
+        assert gb.find_grade("gpu_check", "04_multihead", "04_multihead", "erin").auto_score == pytest.approx(2.5)
+        comment = gb.find_comment("causal_mask", "03_causal", "03_causal", "carol")
         assert comment.auto_comment.endswith("-nothing to grade")  # the reason, unescaped
     # carol's submission is graded at last: the reason goes, the scores come
-    with ClassGradebook(db, ASSIGNMENT) as gb:
+    with ClassGradebook(db, "03_causal") as gb:
         gb.record(csv_row("carol", {"report": fake_report(1.0)}, "1" * 64))
     with Gradebook(f"sqlite:///{db}") as gb:
-        assert gb.find_comment("causal_mask", "03_causal", ASSIGNMENT, "carol").auto_comment is None
-        assert gb.find_submission(ASSIGNMENT, "carol").score == pytest.approx(before[ASSIGNMENT])
+        assert gb.find_comment("causal_mask", "03_causal", "03_causal", "carol").auto_comment is None
+        assert gb.find_submission("03_causal", "carol").score == pytest.approx(before["03_causal"])
 
 
 @pytest.mark.timeout(120)
@@ -202,7 +214,9 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
     # the course's gradebook also takes a separate assignment of the kata layout, beside the course's
     before = course_max_scores(db)
     record_in_gradebook(db, "attention-kata-cli", {"alice": fake_report(1.0)})
-    assert course_max_scores(db) == before
+    assert course_max_scores(db) == dict(before, **{"attention-kata-cli": load_rubric().max_score})
+    with pytest.raises(GradebookError, match="generate_assignment 02_trainable"):  # what the nbgrader path asks for
+        ClassGradebook(db, "02_trainable_weights_typo", must_exist=True)
 
 
 @pytest.mark.timeout(120)
@@ -217,7 +231,7 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
         gb.record(csv_row("dave", {"error": "grading took longer than 600 s"}, "0" * 64))
         gb.record(csv_row("erin", {"report": fake_report(0.5)}, "0" * 64))
     rows = in_process_export(db, tmp_path / "grades.csv")
-    assert set(rows) == {"dave", "erin"} and float(rows["dave"]["score"]) == 0.0
+    assert set(rows) == {(ASSIGNMENT, "dave"), (ASSIGNMENT, "erin")} and float(rows[ASSIGNMENT, "dave"]["score"]) == 0.0
     with Gradebook(f"sqlite:///{db}") as gb:
         assert "longer than 600 s" in gb.find_comment(COMMENT_CELL, NOTEBOOK, ASSIGNMENT, "dave").auto_comment
         assert gb.find_assignment(ASSIGNMENT).max_score == pytest.approx(load_rubric().max_score)
