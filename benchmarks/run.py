@@ -2,7 +2,7 @@
 """Benchmarks (issue 6): the student loop, one ``grader score``, ``score-all`` on a class and nbgrader.
 
     python benchmarks/run.py [--students 50] [--nbgrader-students 10] [--repeat 3] [--batch-repeat 1]
-                             [--skip-nbgrader] [--quick] [--out benchmarks/results.md]
+                             [--skip-nbgrader] [--quick | --dry-run] [--out benchmarks/results.md]
 
 Everything is measured in ONE run on this machine, side by side, with each baseline timed in the same
 run and interleaved with what it is compared to (``python -c "import torch"`` runs between all the
@@ -28,6 +28,11 @@ the nbgrader course). Subprocesses run ``sys.executable`` from the repository ro
 ``PYTHONDONTWRITEBYTECODE`` unset, except the student loop (run from the student's copy, as a student
 does) and nbgrader (run from the course folder, where its config is). Exit code: 0 when every command
 did what it should (the speed targets are reported, not enforced), 1 otherwise.
+
+``--dry-run`` checks this script, not the grader: everything runs (the student releases, the class
+with its mutants, every row, check and target line of the table) except the measured commands, each
+replaced by a timed ``python -c pass`` that "succeeds" as the real one should; the outputs the checks
+read (the score report, the CSV) are not there, so those checks say ``not checked (dry run)``.
 """
 
 from __future__ import annotations
@@ -48,10 +53,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from grader import mutation  # noqa: E402  (the mutants are patches to the solutions: grader/mutation.py)
 
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-MUTANTS = REPO / "tests" / "mutants"
 BIN = str(Path(sys.executable).parent)
 ASSIGNMENT = "attention-kata"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
@@ -121,11 +126,15 @@ class Row:
         return self.wall() / self.per
 
 
+DRY_RUN = False  # --dry-run: every measured command is replaced by `python -c pass`
+
+
 def run_timed(cmd: list[str], cwd: Path = REPO, ok: tuple[int, ...] = (0,), timeout: float = 600) -> tuple[Timing, subprocess.CompletedProcess]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy = machine_busy()
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    run = [sys.executable, "-c", f"raise SystemExit({ok[0]})"] if DRY_RUN else cmd
+    proc = subprocess.run(run, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - start
     busy = machine_busy() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -189,7 +198,7 @@ def overlay_solutions(exercises_dir: Path) -> None:
 
 
 def mutant_names() -> list[str]:
-    return sorted(p.parent.name for p in MUTANTS.glob("*/mutant.json"))
+    return [m["name"] for m in mutation.load_mutants()]
 
 
 def class_plan(n: int) -> list[tuple[str, str]]:
@@ -214,6 +223,7 @@ def class_plan(n: int) -> list[tuple[str, str]]:
 def build_class(folder: Path, n: int) -> list[tuple[str, str]]:
     """One ``<student>/exercises/`` per student (a copy of the repo's exercises, filled per the plan)."""
     plan = class_plan(n)
+    mutants = {m["name"]: m for m in mutation.load_mutants()}
     for student, kind in plan:
         exercises = folder / student / "exercises"
         shutil.copytree(EXERCISES, exercises, ignore=IGNORE)
@@ -221,10 +231,7 @@ def build_class(folder: Path, n: int) -> list[tuple[str, str]]:
             continue
         overlay_solutions(exercises)
         if kind != "solution":
-            mutant = MUTANTS / kind
-            for path in mutant.rglob("*.py"):
-                if "__pycache__" not in path.parts:
-                    shutil.copyfile(path, exercises / path.relative_to(mutant))
+            mutation.write_patched(mutants[kind], exercises)
     return plan
 
 
@@ -294,9 +301,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-nbgrader", action="store_true", help="leave out nbgrader autograde")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 3 students, 2 for nbgrader, every command once, no warm-up")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="--quick with every measured command replaced by `python -c pass`: checks this script "
+                             "and its table, measures nothing")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results.md", help="markdown file to write")
     args = parser.parse_args(argv)
-    if args.quick:
+    global DRY_RUN
+    DRY_RUN = args.dry_run
+    if args.quick or args.dry_run:
         args.students, args.nbgrader_students, args.repeat, args.batch_repeat = 3, 2, 1, 1
     if min(args.students, args.nbgrader_students, args.repeat, args.batch_repeat) < 1:
         parser.error("--students, --nbgrader-students, --repeat and --batch-repeat must be at least 1")
@@ -366,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
                 baseline_torch()
                 timing, proc = run_timed(score)
                 rows["score-auto"].timings.append(timing)
-                report = _json(proc.stdout)
+                report = {"isolation": "dry run"} if DRY_RUN else _json(proc.stdout)
                 isolation = report.get("isolation", "?")
                 if report.get("score") != report.get("max_score"):
                     failures.append(f"grader score on the solutions: {report.get('score')} / {report.get('max_score')}")
@@ -402,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
                 timing, _ = run_timed([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(grades),
                                        "--jobs", str(jobs)], timeout=3600)
                 rows["score-all"].timings.append(timing)
-                checks.append(_check_csv(grades, plan))
+                checks.append(_check_csv(grades, plan) if not DRY_RUN else
+                              (f"score-all CSV has {len(plan)} rows (one per student)", None, "not checked (dry run)", False))
                 log(f"in-process floor on {n} {i + 1}/{args.batch_repeat}")
                 rows["in-process-floor"].timings.append(run_timed(
                     [sys.executable, str(Path(__file__).resolve()), "--in-process-floor", str(klass), "--jobs", str(jobs)],
@@ -517,6 +530,8 @@ def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, s
         f"- code: {code}",
         f"- started {started}; load average (1, 5, 15 min) at start {load_start}, at end {load_end}",
         f"- command: `python benchmarks/run.py {' '.join(argv)}`".replace("run.py `", "run.py`"),
+        *(["- DRY RUN: every measured command was replaced by `python -c pass`; the figures measure nothing"]
+          if DRY_RUN else []),
         f"- score-all and the batch rows use --jobs {jobs} (the number of cores); SUB is a copy of the "
         "repository's exercises/ with the solutions filled in",
         "",

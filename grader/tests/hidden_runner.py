@@ -1,41 +1,38 @@
-"""Helpers for proving the hidden tests: run them on an implementation dir, read back per-test outcomes.
+"""Helpers for proving the hidden tests: run them on implementation dirs, read back per-test outcomes.
 
-* ``run_hidden_tests(impl_dir)`` runs ``python -m pytest tests --impl impl_dir`` in a subprocess
-  from the repository root and parses its JUnit XML into ``{nodeid: Outcome}``.
-* ``overlay_dir(mutant)`` builds a throwaway implementation: ``solutions/`` copied to a temporary
-  directory with the mutant's module files laid over it.
-* ``load_mutants()`` reads ``tests/mutants/<name>/mutant.json`` for every mutant.
+* ``run_hidden({job id: (impl dir, exercises or None)})`` runs the hidden tests of those exercises
+  (all when None) on each dir, ``python -m pytest tests/... --impl=DIR`` as it were: one process
+  imports torch and collects the hidden tests once, each run is a child forked from it, two at a
+  time (forked_pytest.py);
+* ``overlay(mutant, dest)``: ``solutions/`` copied to ``dest`` with the mutant's patch applied;
+* ``alone(exercise, dest)``: an implementation holding the reference modules of ``exercise`` and of
+  what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
+  process importing it;
+* ``affected_by(exercise)``: the exercises whose tests can reach its module (itself and the
+  exercises that depend on it); ``mutant_problems()`` judges one mutant's run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TESTS_DIR = REPO_ROOT / "tests"
-SOLUTIONS_DIR = REPO_ROOT / "solutions"
+from grader import mutation
+from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, exercise_of_test, load_rubric
+
+try:
+    from . import forked_pytest
+except ImportError:
+    import forked_pytest
+
 EXERCISES_DIR = REPO_ROOT / "exercises"
-MUTANTS_DIR = TESTS_DIR / "mutants"
-RUBRIC_PATH = TESTS_DIR / "rubric.json"
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-
-
-def load_rubric() -> dict:
-    return json.loads(RUBRIC_PATH.read_text())
-
-
-def exercise_ids() -> list[str]:
-    return list(load_rubric()["exercises"])
+TRIPWIRE_EXIT = 97
+TRIPWIRE = (
+    "import os\n"
+    "os.write(2, b'tripwire: {module} was imported while testing {exercise} alone\\n')\n"
+    f"os._exit({TRIPWIRE_EXIT})\n"
+)
 
 
 class Outcome(NamedTuple):
@@ -49,134 +46,97 @@ class Outcome(NamedTuple):
     def passed(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def first_line(self) -> str:
+        lines = [line for line in self.message.splitlines() if line.startswith("E ")]
+        return (lines or self.message.splitlines() or [""])[0]
+
 
 class HiddenRunError(RuntimeError):
-    """pytest did not produce a usable report (usage error, crash, nothing collected, ...)."""
+    """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def _exercise_of(classname: str) -> tuple[str, str]:
-    """``tests.03_causal.test_causal_mask.TestX`` -> (``03_causal/causal_mask``, ``tests/03_causal/test_causal_mask.py::TestX``)."""
-    parts = classname.split(".")
-    for i in range(len(parts) - 1):
-        if parts[i] in GROUPS and parts[i + 1].startswith("test_"):
-            path = "/".join(parts[: i + 2]) + ".py"
-            nodeid = "::".join([path, *parts[i + 2 :]])
-            return f"{parts[i]}/{parts[i + 1].removeprefix('test_')}", nodeid
-    return "", classname.replace(".", "/")
+def depends_on(ex_id: str) -> set[str]:
+    """Every exercise whose module ``ex_id``'s module may import, directly or not (rubric.json's ``depends_on``)."""
+    exercises = load_rubric().exercises
+    found: set[str] = set()
+    todo = list(exercises[ex_id].depends_on)
+    while todo:
+        dep = todo.pop()
+        if dep not in found:
+            found.add(dep)
+            todo.extend(exercises[dep].depends_on)
+    return found
 
 
-def parse_junit(xml_path: Path) -> dict[str, Outcome]:
-    """``{nodeid: Outcome}`` from a pytest JUnit XML report.
+def affected_by(ex_id: str) -> list[str]:
+    """``ex_id`` and every exercise that depends on it: the only ones whose tests can import its module
+    (test_hidden_tests.py proves it: each exercise's tests pass with every other module a tripwire)."""
+    return [other for other in load_rubric().exercises if other == ex_id or ex_id in depends_on(other)]
 
-    The exercise comes from the ``exercise`` property the hidden tests' conftest records, else from
-    the test file's path in ``classname``. A test reported more than once (e.g. passed, then an error
-    in teardown) keeps its worst outcome.
+
+def _select(exercises: list[str] | None) -> list[str] | None:
+    """The node id prefixes of the hidden tests of ``exercises`` (None: all)."""
+    if exercises is None:
+        return None
+    rubric = load_rubric().exercises
+    return [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
+
+
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]]) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+    """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
+    HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
+
+    The hidden tests are collected once (``pytest tests``); each run is a forked child that sets ``--impl``
+    to its dir and runs the tests of its exercises.
     """
-    rank = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-    results: dict[str, Outcome] = {}
-    for case in ET.parse(xml_path).getroot().iter("testcase"):
-        exercise, nodeid = _exercise_of(case.get("classname", ""))
-        nodeid = f"{nodeid}::{case.get('name', '')}"
-        for prop in case.iter("property"):
-            if prop.get("name") == "exercise":
-                exercise = prop.get("value", exercise)
-        status, message = "passed", ""
-        for tag in ("error", "failure", "skipped"):
-            node = case.find(tag)
-            if node is not None:
-                status = {"failure": "failed"}.get(tag, tag)
-                message = (node.get("message") or node.text or "").strip()
-                break
-        new = Outcome(exercise, status, message)
-        old = results.get(nodeid)
-        if old is None or rank[new.status] > rank[old.status]:
-            results[nodeid] = new
+    jobs = [{"id": job_id, "options": {"impl": str(impl)}, "select": _select(exercises)}
+            for job_id, (impl, exercises) in runs.items()]
+    raw = forked_pytest.run_jobs(jobs, collect=[str(TESTS_DIR), "--tb=short"], timeout=180)
+    results: dict[str, dict[str, Outcome] | HiddenRunError] = {}
+    for job_id, (impl, exercises) in runs.items():
+        res = raw[job_id]
+        if res["rc"] not in (0, 1) or not res["tests"]:
+            results[job_id] = HiddenRunError(f"the hidden tests of {exercises or 'every exercise'} on {impl} ended with "
+                                             f"{res['rc']} ({len(res['tests'])} tests):\n{res['output']}")
+        else:
+            results[job_id] = {nodeid: Outcome(exercise or exercise_of_test(nodeid) or "", status, message)
+                               for nodeid, (status, exercise, message) in res["tests"].items()}
     return results
 
 
-def run_hidden_tests(
-    impl_dir: Path, *extra_args: str, timeout: float = 300, env: dict[str, str] | None = None
-) -> dict[str, Outcome]:
-    """Run every hidden test against ``impl_dir`` in a fresh interpreter; ``{nodeid: Outcome}``.
-
-    ``env`` adds to (overrides) this process's environment. Raises HiddenRunError when pytest ends
-    with anything but "all passed" / "some failed" (exit codes 0 and 1) or writes no report.
-    """
-    with tempfile.TemporaryDirectory(prefix="hidden-run-") as tmp:
-        xml_path = Path(tmp) / "r.xml"
-        cmd = [
-            sys.executable, "-m", "pytest", "tests", "--impl", str(impl_dir),
-            "-p", "no:cacheprovider", f"--junitxml={xml_path}", "-q", *extra_args,
-        ]
-        full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
-        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
-        if proc.returncode not in (0, 1) or not xml_path.exists():
-            raise HiddenRunError(
-                f"{' '.join(cmd)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-            )
-        return parse_junit(xml_path)
+def _copy_solutions(dest: Path) -> Path:
+    shutil.copytree(SOLUTIONS_DIR, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
 
 
-@dataclass(frozen=True)
-class Mutant:
-    """A broken implementation: ``tests/mutants/<name>/<group>/<module>.py`` + ``mutant.json``."""
-
-    name: str
-    path: Path
-    exercise: str
-    mistake: str
-    collateral: tuple[str, ...] = field(default=())
-
-    @property
-    def files(self) -> list[Path]:
-        """The module files it overlays, relative to the mutant folder (``03_causal/causal_attention.py``)."""
-        return sorted(p.relative_to(self.path) for p in self.path.rglob("*.py") if "__pycache__" not in p.parts)
+def overlay(mutant: dict, dest: Path) -> Path:
+    """``dest``: a copy of ``solutions/`` with the mutant's patch applied."""
+    mutation.write_patched(mutant, _copy_solutions(dest))
+    return dest
 
 
-def load_mutants() -> list[Mutant]:
-    mutants = []
-    for meta_path in sorted(MUTANTS_DIR.glob("*/mutant.json")):
-        meta = json.loads(meta_path.read_text())
-        mutants.append(
-            Mutant(
-                name=meta_path.parent.name,
-                path=meta_path.parent,
-                exercise=meta["exercise"],
-                mistake=meta["mistake"],
-                collateral=tuple(meta.get("collateral", ())),
-            )
-        )
-    return mutants
+def alone(ex_id: str, dest: Path) -> Path:
+    """``dest``: the reference modules of ``ex_id`` and of what it depends on; tripwires for all the others."""
+    keep = {ex_id, *depends_on(ex_id)}
+    _copy_solutions(dest)
+    for other in load_rubric().exercises.values():
+        if other.id not in keep:
+            target = dest / other.reference_file.relative_to(SOLUTIONS_DIR)
+            target.write_text(TRIPWIRE.format(module=other.module, exercise=ex_id))
+    return dest
 
 
-@contextlib.contextmanager
-def overlay_dir(mutant: Mutant) -> Iterator[Path]:
-    """A temporary copy of ``solutions/`` with the mutant's module files written over it."""
-    with tempfile.TemporaryDirectory(prefix=f"mutant-{mutant.name}-") as tmp:
-        impl = Path(tmp) / "impl"
-        shutil.copytree(SOLUTIONS_DIR, impl, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        for rel in mutant.files:
-            shutil.copyfile(mutant.path / rel, impl / rel)
-        yield impl
-
-
-# Mutants run two at a time on two cores: one torch thread each avoids oversubscription.
-MUTANT_RUN_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def check_mutant(mutant: Mutant) -> tuple[list[str], dict[str, Outcome]]:
-    """Run the hidden tests on solutions + the mutant; the problems found (empty: the mutant is caught)."""
-    with overlay_dir(mutant) as impl:
-        try:
-            results = run_hidden_tests(impl, env=MUTANT_RUN_ENV)
-        except (HiddenRunError, subprocess.TimeoutExpired) as exc:
-            return [f"the hidden-test run did not complete: {exc}"], {}
-    own_failed = [n for n, o in results.items() if o.exercise == mutant.exercise and not o.passed]
+def mutant_problems(mutant: dict, results: dict[str, Outcome] | HiddenRunError) -> list[str]:
+    """What is wrong with one mutant's run (empty: caught by its own exercise, and no other exercise broken)."""
+    if isinstance(results, HiddenRunError):
+        return [f"the hidden-test run did not complete: {results}"]
+    own = mutant["exercise"]
     problems = []
-    if not own_failed:
-        problems.append(f"survived: no test of {mutant.exercise} fails ({mutant.mistake})")
-    allowed = {mutant.exercise, *mutant.collateral}
+    if not any(o.exercise == own and not o.passed for o in results.values()):
+        problems.append(f"survived: no test of {own} fails ({mutant['mistake']})")
+    allowed = {own, *mutant.get("collateral", ())}
     for nodeid, o in sorted(results.items()):
         if o.exercise not in allowed and not o.passed:
-            problems.append(f"breaks {o.exercise}: {nodeid} {o.status}: {o.message.splitlines()[0] if o.message else ''}")
-    return problems, results
+            problems.append(f"breaks {o.exercise or '?'}: {nodeid} {o.status}: {o.first_line}")
+    return problems

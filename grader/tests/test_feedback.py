@@ -142,9 +142,10 @@ def test_cli_bad_feedback_options_exit_2_with_one_line(tmp_path: Path):
 def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Path):
     import json
 
-    from grader.rubric import REPO_ROOT
+    from grader import mutation
 
-    mutant = REPO_ROOT / "tests" / "mutants" / "13_causal_mask_transposed"
+    mutant = tmp_path / "13_causal_mask_transposed"  # a submission of one module: the mutated causal_mask.py
+    mutation.write_patched(mutation.mutant("13_causal_mask_transposed"), mutant)
     out = tmp_path / "feedback"
     out.mkdir()
     proc = _cli("score", str(mutant), "--gpu", "skip", "--format", "gradescope", "--visibility", "messages",

@@ -2,111 +2,167 @@
 
 (a) every hidden test passes on the reference ``solutions/``, and every exercise has tests;
 (b) every hidden test fails on the unfilled stubs in ``exercises/``;
-(c) every mutant in ``tests/mutants/`` (solutions with one realistic mistake) fails at least one
-    test of its own exercise and no test of any other exercise (save the collateral exercises it
-    declares, which must build on its exercise per ``rubric.json``'s ``depends_on``).
+(c) every exercise's tests reach no module but its own and those it depends on (rubric.json's
+    ``depends_on``): they pass on an implementation where every other module is a tripwire that kills
+    the process importing it. So a mistake in one module can only affect the tests of its exercise and
+    of the exercises that depend on it (``hidden_runner.affected_by``);
+(d) every mutant in ``tests/mutants/mutants.py`` (solutions with one realistic mistake) fails at least
+    one test of its own exercise and no test of any other exercise (save the collateral exercises it
+    declares, which must build on its exercise): by (c), running the tests of the exercises it can
+    affect is running every test that could fail;
+(e) that verdict can fail: two control mutants, a no-op and one that breaks an exercise it does not
+    declare, run beside the real ones and must be judged wrong.
 
-The hidden tests run in subprocesses (``python -m pytest tests --impl DIR``), see hidden_runner.py.
+All the runs share one warm process (hidden_runner.run_hidden, forked_pytest.py): torch is imported
+once, each run is a forked child, two at a time.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
+from grader import mutation
+from grader.rubric import load_rubric
 
 try:
     from . import hidden_runner as hr
 except ImportError:
     import hidden_runner as hr
 
-MUTANTS = hr.load_mutants()
-RUBRIC = hr.load_rubric()["exercises"]
+MUTANTS = mutation.load_mutants()
+EXERCISES = load_rubric().exercises
 SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
-
-pytestmark = pytest.mark.slow  # python -m pytest -m 'not slow' leaves it out; CI runs it
+MUTANT_KEYS = {*mutation.PATCH_KEYS, "mistake", "collateral"}
+# (e): a mutant that changes nothing, and mutant 20 without the collateral it needs.
+_M20 = next(m for m in MUTANTS if m["name"] == "20_causal_mask_not_cut_to_tokens")
+CONTROLS = {
+    "control_noop": ({"name": "control_noop", "exercise": _M20["exercise"], "mistake": "none",
+                      "replace": _M20["replace"], "with": _M20["replace"]}, "survived: no test of "),
+    "control_undeclared_collateral": ({**_M20, "name": "control_undeclared_collateral", "collateral": []},
+                                      "breaks 04_multihead/multihead_wrapper: "),
+}
 
 
 def _summary(results: dict[str, hr.Outcome]) -> str:
-    lines = [f"{nodeid}: {o.status} {o.message.splitlines()[0] if o.message else ''}" for nodeid, o in results.items()]
-    return "\n".join(lines)
+    return "\n".join(f"{nodeid}: {o.status} {o.first_line}" for nodeid, o in results.items())
 
 
-def _by_exercise(results: dict[str, hr.Outcome]) -> dict[str, list[hr.Outcome]]:
-    grouped: dict[str, list[hr.Outcome]] = {}
-    for o in results.values():
-        grouped.setdefault(o.exercise, []).append(o)
-    return grouped
+def _exercises(results: dict[str, hr.Outcome]) -> set[str]:
+    return {o.exercise for o in results.values()}
 
 
+def _completed(results):
+    if isinstance(results, Exception):
+        pytest.fail(str(results))
+    return results
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every run of (a)-(e) at once: ``{job id: {nodeid: Outcome} or the error}``."""
+    tmp = tmp_path_factory.mktemp("hidden")
+    jobs = {"solutions": (hr.SOLUTIONS_DIR, None), "stubs": (hr.EXERCISES_DIR, None)}
+    for i, ex_id in enumerate(EXERCISES):
+        jobs[f"alone {ex_id}"] = (hr.alone(ex_id, tmp / f"alone-{i}"), [ex_id])
+    broken = {}
+    for m in [*MUTANTS, *(control for control, _ in CONTROLS.values())]:
+        try:
+            jobs[m["name"]] = (hr.overlay(m, tmp / m["name"]), hr.affected_by(m["exercise"]))
+        except (mutation.PatchError, KeyError) as err:
+            broken[m["name"]] = err
+    return {**hr.run_hidden(jobs), **broken}
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_hidden_tests_pass_on_solutions():
-    results = hr.run_hidden_tests(hr.SOLUTIONS_DIR)
+def test_hidden_tests_pass_on_solutions(runs):
+    results = _completed(runs["solutions"])
     not_passed = {n: o for n, o in results.items() if not o.passed}
     assert not not_passed, f"hidden tests not passing on solutions/:\n{_summary(not_passed)}"
-    untested = sorted(set(RUBRIC) - set(_by_exercise(results)))
+    untested = sorted(set(EXERCISES) - _exercises(results))
     assert not untested, f"exercises without any hidden test: {untested}"
-    unknown = sorted(set(_by_exercise(results)) - set(RUBRIC))
+    unknown = sorted(_exercises(results) - set(EXERCISES))
     assert not unknown, f"hidden tests mapped to no rubric exercise: {unknown}"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_hidden_tests_fail_on_stubs():
+def test_hidden_tests_fail_on_stubs(runs):
     assert hr.EXERCISES_DIR.is_dir(), "exercises/ (the stubs) does not exist"
-    results = hr.run_hidden_tests(hr.EXERCISES_DIR)
-    assert results, "no hidden test ran on exercises/"
+    results = _completed(runs["stubs"])
     not_failed = {n: o for n, o in results.items() if o.status in ("passed", "skipped")}
     assert not not_failed, f"hidden tests that do not fail on the stubs in exercises/:\n{_summary(not_failed)}"
-    untested = sorted(set(RUBRIC) - set(_by_exercise(results)))
+    untested = sorted(set(EXERCISES) - _exercises(results))
     assert not untested, f"exercises without any hidden test: {untested}"
 
 
-def test_mutant_suite_is_well_formed():
-    assert len(MUTANTS) >= 18, f"only {len(MUTANTS)} mutants in tests/mutants/"
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_each_exercise_s_tests_reach_only_its_own_module_and_what_it_depends_on(runs):
     problems = []
-    for m in MUTANTS:
-        group, module = m.exercise.split("/") if m.exercise in RUBRIC else ("?", "?")
-        if m.exercise not in RUBRIC:
-            problems.append(f"{m.name}: unknown exercise {m.exercise!r}")
+    for ex_id in EXERCISES:
+        results = runs[f"alone {ex_id}"]
+        if isinstance(results, Exception):
+            problems.append(f"{ex_id}: its tests reach a module outside {ex_id} and its depends_on "
+                            f"(a tripwire fired, or the run failed):\n{results}")
             continue
-        if not m.mistake.strip():
-            problems.append(f"{m.name}: no mistake described")
-        own_file = f"{group}/{module}.py"
-        files = [p.as_posix() for p in m.files]
-        if files != [own_file]:
-            problems.append(f"{m.name}: overlays {files}, expected exactly [{own_file!r}]")
-            continue
-        mutant_src = (m.path / own_file).read_text()
-        solution_src = (hr.SOLUTIONS_DIR / own_file).read_text()
-        if mutant_src == solution_src:
-            problems.append(f"{m.name}: identical to solutions/{own_file}")
-        if SOLUTION_REGION.sub("", mutant_src) != SOLUTION_REGION.sub("", solution_src):
-            problems.append(
-                f"{m.name}: differs from solutions/{own_file} outside its ### BEGIN/END SOLUTION regions "
-                "(stale copy? re-copy the reference and re-apply the one mistake)"
-            )
-        for other in m.collateral:
-            if m.exercise not in RUBRIC.get(other, {}).get("depends_on", []):
-                problems.append(
-                    f"{m.name}: collateral {other!r} does not depend on {m.exercise!r} in rubric.json"
-                )
-        extra = sorted(p.name for p in m.path.iterdir() if p.name != "mutant.json" and p.name not in hr.GROUPS)
-        if extra:
-            problems.append(f"{m.name}: unexpected entries {extra}")
-        meta = json.loads((m.path / "mutant.json").read_text())
-        unknown_keys = sorted(set(meta) - {"exercise", "mistake", "collateral"})
-        if unknown_keys:
-            problems.append(f"{m.name}: unknown mutant.json keys {unknown_keys}")
+        not_passed = {n: o for n, o in results.items() if not o.passed}
+        if not_passed or _exercises(results) != {ex_id}:
+            problems.append(f"{ex_id}, tested alone (exercises {sorted(_exercises(results))}):\n{_summary(not_passed)}")
     assert not problems, "\n".join(problems)
 
 
+def test_mutant_suite_is_well_formed():
+    assert len(MUTANTS) >= 18, f"only {len(MUTANTS)} mutants in {mutation.MUTANTS_FILE}"
+    names = [m.get("name") for m in MUTANTS]
+    assert len(names) == len(set(names)), f"duplicate mutant names: {sorted(n for n in names if names.count(n) > 1)}"
+    problems = []
+    for m in MUTANTS:
+        unknown_keys = sorted(set(m) - MUTANT_KEYS)
+        if unknown_keys:
+            problems.append(f"{m.get('name')}: unknown keys {unknown_keys}")
+        if not str(m.get("mistake", "")).strip():
+            problems.append(f"{m.get('name')}: no mistake described")
+        try:
+            source = mutation.reference_file(m).read_text()
+            if mutation.apply(source, m) == source:
+                problems.append(f"{m['name']}: changes nothing")
+        except mutation.PatchError as err:
+            problems.append(str(err))
+            continue
+        start = source.index(m["replace"])
+        if not any(r.start() <= start and start + len(m["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
+            problems.append(f"{m['name']}: changes solutions/{m['exercise']}.py outside its ### BEGIN/END SOLUTION regions")
+        for other in m.get("collateral", ()):
+            if other == m["exercise"] or other not in hr.affected_by(m["exercise"]):
+                problems.append(f"{m['name']}: collateral {other!r} does not depend on {m['exercise']!r} in rubric.json")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_every_mutant_is_caught_by_its_own_exercise_only():
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(hr.check_mutant, MUTANTS))
+def test_every_mutant_is_caught_by_its_own_exercise_only(runs):
     report = []
-    for m, (problems, _) in zip(MUTANTS, outcomes):
-        report.extend(f"{m.name} [{m.exercise}]: {p}" for p in problems)
+    for m in MUTANTS:
+        report.extend(f"{m['name']} [{m['exercise']}]: {p}" for p in hr.mutant_problems(m, runs[m["name"]]))
     assert not report, f"{len(report)} mutant problem(s):\n" + "\n".join(report)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_mutant_verdict_rejects_a_no_op_and_undeclared_collateral_damage(runs):
+    for name, (control, expected) in CONTROLS.items():
+        problems = hr.mutant_problems(control, runs[name])
+        assert any(p.startswith(expected) for p in problems), (name, expected, problems)
+
+
+def test_a_patch_whose_anchor_is_missing_or_ambiguous_fails_naming_it():
+    source = "a = 1\nb = 1\n"
+    assert mutation.apply(source, {"name": "m", "exercise": "x/y", "replace": "a = 1", "with": "a = 2"}) == "a = 2\nb = 1\n"
+    for anchor, problem in (("c = 1", "is not found"), ("= 1", "occurs 2 times"), ("", "is not found")):
+        with pytest.raises(mutation.PatchError, match=rf"^m: the anchor {re.escape(repr(anchor))} {problem}"):
+            mutation.apply(source, {"name": "m", "exercise": "x/y", "replace": anchor, "with": "z"})
+    with pytest.raises(mutation.PatchError, match="m: unknown exercise 'x/y'"):
+        mutation.patched_source({"name": "m", "exercise": "x/y", "replace": "a", "with": "b"})

@@ -1,68 +1,74 @@
 """The public tests (``exercises/<group>/test_<module>.py``) catch the mistakes students make, and say which.
 
-* every mistake in ``student_mistakes/mistakes.py`` (a small patch to one reference solution) fails
-  the public test it names, with a message that names the mistake (all of them run by
-  ``student_mistakes/driver.py`` in one subprocess: torch is imported once);
+* every mistake in ``student_mistakes/mistakes.py`` (a small patch to one reference solution, the
+  format of grader/mutation.py) fails the public test it names, with a message that names the mistake;
 * one public test file per exercise module, every test named after its module, so that
   ``pytest exercises -k <module>`` selects exactly that module's tests;
 * the shared checks (``exercises/kata_checks.py``) and the public tests quote no solution line;
 * the ``>>>`` examples in the solutions' docstrings run (``pytest --doctest-modules solutions``, with the
   documents' tensors from ``solutions/conftest.py``).
 
+The mistakes and the doctests run in one warm process, each in a forked child (public_runner.py).
 That every public test fails on the stubs and passes on the solutions is proved in test_exercises.py.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from grader import mutation
+from grader.rubric import REPO_ROOT, load_rubric
+
+try:
+    from . import public_runner as pr
+except ImportError:
+    import public_runner as pr
+
 HERE = Path(__file__).resolve().parent
-REPO_ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE / "student_mistakes"))
-from mistakes import MISTAKES, apply  # noqa: E402
-
-EXERCISE_IDS = list(json.loads((REPO_ROOT / "tests" / "rubric.json").read_text())["exercises"])
-MODULES = [ex_id.split("/")[1] for ex_id in EXERCISE_IDS]
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+MISTAKES = mutation.load_patches(HERE / "student_mistakes" / "mistakes.py", "MISTAKES")
+EXERCISE_IDS = list(load_rubric().exercises)
+MODULES = [ex.module for ex in load_rubric().exercises.values()]
+DOCTESTS = "__doctests__"
 
 
 @pytest.fixture(scope="module")
-def mistake_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
-    out = tmp_path_factory.mktemp("mistakes") / "results.json"
-    proc = subprocess.run([sys.executable, str(HERE / "student_mistakes" / "driver.py"), str(out)], cwd=REPO_ROOT,
-                          env=_env(), capture_output=True, text=True, timeout=170)
-    assert out.is_file(), f"the driver wrote no results (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return json.loads(out.read_text())
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, tuple[str, str]]]:
+    """Every mistake's run (``{name: {test name: (status, message)}}``) and the doctests' (``DOCTESTS``)."""
+    tmp = tmp_path_factory.mktemp("mistakes")
+    jobs = {DOCTESTS: (REPO_ROOT, ["--doctest-modules", "solutions"])}
+    broken = {}
+    for m in MISTAKES:
+        tree = pr.public_tree(tmp / m["name"], solved=True)
+        try:
+            mutation.write_patched(m, tree)
+        except mutation.PatchError as err:
+            broken[m["name"]] = {"__error__": ("patch", str(err))}
+            continue
+        test_file = pr.public_test_file(m["exercise"], tree)
+        jobs[m["name"]] = pr.tree_run(tmp / m["name"], test_file.parent if m.get("run") == "group" else test_file)
+    results = pr.run_public(jobs)
+    by_name = {job: {nodeid.split("::")[-1]: outcome for nodeid, outcome in tests.items()}
+               for job, tests in results.items() if job != DOCTESTS}
+    return {**by_name, **broken, DOCTESTS: results[DOCTESTS]}
 
 
 def test_every_mistake_patch_applies_to_exactly_one_place():
     names = [m["name"] for m in MISTAKES]
     assert len(names) == len(set(names)) and len(MISTAKES) >= 15, names
     for m in MISTAKES:
-        source = (REPO_ROOT / "solutions" / m["file"]).read_text()
-        assert apply(source, m) != source, m["name"]
+        assert mutation.patched_source(m) != mutation.reference_file(m).read_text(), m["name"]
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m["name"] for m in MISTAKES])
-def test_public_tests_catch_the_mistake_and_name_it(mistake_results, mistake):
-    results = mistake_results[mistake["name"]]
+def test_public_tests_catch_the_mistake_and_name_it(runs, mistake):
+    results = runs[mistake["name"]]
     assert "__error__" not in results, results.get("__error__")
     status, message = results.get(mistake["expect_test"], ["not run", ""])
-    assert status == "failure", (
+    assert status == "failed", (
         f"{mistake['expect_test']} did not fail ({status}) with the mistake {mistake['name']!r}; "
         f"ran: {sorted(results)}"
     )
@@ -76,12 +82,12 @@ def test_public_tests_catch_the_mistake_and_name_it(mistake_results, mistake):
 
 
 def test_one_public_test_file_per_module_and_every_test_named_after_its_module():
-    found = {p.relative_to(REPO_ROOT / "exercises").as_posix() for p in (REPO_ROOT / "exercises").glob("*/test_*.py")}
-    expected = {f"{ex_id.split('/')[0]}/test_{ex_id.split('/')[1]}.py" for ex_id in EXERCISE_IDS}
+    found = set(pr.EXERCISES_DIR.glob("*/test_*.py"))
+    expected = {pr.public_test_file(ex_id) for ex_id in EXERCISE_IDS}
     assert found == expected, f"extra {sorted(found - expected)}, missing {sorted(expected - found)}"
     for ex_id in EXERCISE_IDS:
-        group, module = ex_id.split("/")
-        path = REPO_ROOT / "exercises" / group / f"test_{module}.py"
+        module = load_rubric().exercises[ex_id].module
+        path = pr.public_test_file(ex_id)
         tree = ast.parse(path.read_text())
         tests = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
         assert len(tests) >= 2, (path, tests)
@@ -102,7 +108,7 @@ def _solution_lines() -> dict[str, str]:
     lines: dict[str, str] = {}
     for ex_id in EXERCISE_IDS:
         inside = False
-        for line in (REPO_ROOT / "solutions" / f"{ex_id}.py").read_text().splitlines():
+        for line in load_rubric().exercises[ex_id].reference_file.read_text().splitlines():
             stripped = line.strip()
             if stripped in ("### BEGIN SOLUTION", "### END SOLUTION"):
                 inside = stripped == "### BEGIN SOLUTION"
@@ -121,14 +127,10 @@ def test_shared_checks_and_public_tests_quote_no_solution_line():
     assert not leaks, "\n".join(leaks)
 
 
-@pytest.mark.timeout(120)
-def test_solution_docstring_examples_run_as_doctests(tmp_path: Path):
-    report = tmp_path / "doctest.xml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--doctest-modules", "solutions", "-q", "-p", "no:cacheprovider",
-         f"--junitxml={report}"],
-        cwd=REPO_ROOT, env=_env(), capture_output=True, text=True, timeout=110,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    cases = [c.get("name") for c in ET.parse(report).getroot().iter("testcase")]
-    assert len(cases) >= 20, cases  # every exercise's functions and classes carry an example
+@pytest.mark.timeout(180)
+def test_solution_docstring_examples_run_as_doctests(runs):
+    results = runs[DOCTESTS]
+    assert "__error__" not in results, results.get("__error__")
+    not_passed = {nodeid: message[-2000:] for nodeid, (status, message) in results.items() if status != "passed"}
+    assert not not_passed, not_passed
+    assert len(results) >= 20, sorted(results)  # every exercise's functions and classes carry an example

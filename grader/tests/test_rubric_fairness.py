@@ -26,11 +26,12 @@ from pathlib import Path
 
 import pytest
 
+from grader import mutation
 from grader.domains import Domains
 from grader.results import TestOutcome
 from grader.grading import GradeOptions, grade
 from grader.isolation import choose_isolation
-from grader.rubric import GROUPS, KINDS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
+from grader.rubric import GROUPS, KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.scoring import summarize
 
 pytestmark = pytest.mark.timeout(300)
@@ -170,8 +171,7 @@ def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
 
 def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tmp_path):
     sub = build(tmp_path, "mask_not_cut")
-    mutant = REPO_ROOT / "tests" / "mutants" / "20_causal_mask_not_cut_to_tokens" / "03_causal" / "causal_attention.py"
-    shutil.copy(mutant, sub / "03_causal" / "causal_attention.py")
+    mutation.write_patched(mutation.mutant("20_causal_mask_not_cut_to_tokens"), sub)
     report = graded(sub)
     lost = _lost(report)
     assert set(lost) == {"03_causal/causal_attention"}, (lost, report.gpu_check.message)

@@ -1,11 +1,11 @@
 """Realistic student mistakes that the PUBLIC tests must catch, each with the diagnosis they must show.
 
-Each entry is a small patch to one reference solution (``solutions/<file>``): the text ``replace``,
-which must occur exactly once in that file, becomes ``with``. With the patch applied,
-``exercises/<group>/test_<module>.py`` (the public tests of the patched module; the whole group's
-folder when ``run`` is ``"group"``) must fail the test ``expect_test`` with a message containing
-``expect_message``; every test whose name starts with one of ``expect_passed`` must still pass.
-``grader/tests/test_public_tests.py`` proves it for every entry (see ``driver.py``).
+Each entry is a patch to one reference solution, in the format of ``grader/mutation.py`` (``name``,
+``exercise``, ``replace``, which must occur exactly once in ``solutions/<exercise>.py``, and ``with``),
+with what the public tests must do once it is applied: ``exercises/<group>/test_<module>.py`` (the
+whole group's folder when ``run`` is ``"group"``) must fail the test ``expect_test`` with a message
+containing ``expect_message``; every test whose name starts with one of ``expect_passed`` must still
+pass. ``grader/tests/test_public_tests.py`` proves it for every entry.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 MISTAKES: list[dict] = [
     {
         "name": "softmax_naive_ignores_dim",
-        "file": "01_simple_attention/normalization.py",
+        "exercise": "01_simple_attention/normalization",
         "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
         "with": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=-1, keepdim=True)",
         "expect_test": "test_normalization_softmax_naive_along_each_dim",
@@ -21,7 +21,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "normalize_by_sum_without_keepdim",
-        "file": "01_simple_attention/normalization.py",
+        "exercise": "01_simple_attention/normalization",
         "replace": "return scores / scores.sum(dim=dim, keepdim=True)",
         "with": "return scores / scores.sum(dim=dim)",
         "expect_test": "test_normalization_normalize_by_sum_of_a_matrix_along_each_dim",
@@ -29,7 +29,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "context_vectors_softmax_over_columns",
-        "file": "01_simple_attention/context_vectors.py",
+        "exercise": "01_simple_attention/context_vectors",
         "replace": "attn_weights = torch.softmax(attn_scores, dim=-1)",
         "with": "attn_weights = torch.softmax(attn_scores, dim=-2)",
         "expect_test": "test_context_vectors_keep_a_batch_dimension",
@@ -37,7 +37,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "self_attention_v2_keys_dot_T",
-        "file": "02_trainable_weights/self_attention.py",
+        "exercise": "02_trainable_weights/self_attention",
         "replace": "keys = self.W_key(x)\n        queries = self.W_query(x)\n        values = self.W_value(x)\n"
                    "        attn_scores = queries @ keys.transpose(-2, -1)",
         "with": "keys = self.W_key(x)\n        queries = self.W_query(x)\n        values = self.W_value(x)\n"
@@ -47,7 +47,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "copy_v2_to_v1_aliases",
-        "file": "02_trainable_weights/weight_transfer.py",
+        "exercise": "02_trainable_weights/weight_transfer",
         "replace": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
         "with": "getattr(sa_v1, name).data = getattr(sa_v2, name).weight.data.T",
         "expect_test": "test_weight_transfer_copies_values_into_the_existing_parameters",
@@ -55,7 +55,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "copy_v2_to_v1_reshape_not_transpose",
-        "file": "02_trainable_weights/weight_transfer.py",
+        "exercise": "02_trainable_weights/weight_transfer",
         "replace": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
         "with": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.reshape(getattr(sa_v1, name).shape))",
         "expect_test": "test_weight_transfer_v2_to_v1_makes_both_compute_the_same",
@@ -63,7 +63,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "copy_v1_to_v2_keeps_bias",
-        "file": "02_trainable_weights/weight_transfer.py",
+        "exercise": "02_trainable_weights/weight_transfer",
         "replace": "if linear.bias is not None:\n                linear.bias.zero_()",
         "with": "pass",
         "expect_test": "test_weight_transfer_v1_to_v2_with_biases_makes_both_compute_the_same",
@@ -71,7 +71,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "copy_v2_to_v1_without_checking_shapes_first",
-        "file": "02_trainable_weights/weight_transfer.py",
+        "exercise": "02_trainable_weights/weight_transfer",
         "replace": "if linear.weight.T.shape != param.shape:",
         "with": "if False:",
         "expect_test": "test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing",
@@ -79,7 +79,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "mask_future_scores_without_device",
-        "file": "03_causal/causal_mask.py",
+        "exercise": "03_causal/causal_mask",
         "replace": "dtype=torch.bool, device=attn_scores.device)",
         "with": "dtype=torch.bool)",
         "expect_test": "test_causal_mask_functions_work_on_a_batch_on_any_device",
@@ -87,7 +87,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "dropout_nan_at_p_one",
-        "file": "03_causal/attention_dropout.py",
+        "exercise": "03_causal/attention_dropout",
         "replace": "    if p == 1.0:\n        return torch.zeros_like(x)\n",
         "with": "",
         "expect_test": "test_attention_dropout_drops_everything_at_p_one",
@@ -95,7 +95,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "dropout_negative_p_wrong_exception",
-        "file": "03_causal/attention_dropout.py",
+        "exercise": "03_causal/attention_dropout",
         "replace": "if not 0.0 <= p <= 1.0:",
         "with": "if p > 1.0:",
         "expect_test": "test_attention_dropout_rejects_a_probability_outside_0_and_1[-0.1]",
@@ -103,7 +103,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_never_applies_dropout",
-        "file": "03_causal/causal_attention.py",
+        "exercise": "03_causal/causal_attention",
         "replace": "        attn_weights = self.dropout(attn_weights)\n",
         "with": "",
         "expect_test": "test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only",
@@ -111,7 +111,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_mask_plain_attribute",
-        "file": "03_causal/causal_attention.py",
+        "exercise": "03_causal/causal_attention",
         "replace": 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
         "with": "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)",
         "expect_test": "test_causal_attention_mask_is_a_buffer",
@@ -119,7 +119,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_mask_not_persistent",
-        "file": "03_causal/causal_attention.py",
+        "exercise": "03_causal/causal_attention",
         "replace": "torch.triu(torch.ones(context_length, context_length), diagonal=1))",
         "with": "torch.triu(torch.ones(context_length, context_length), diagonal=1), persistent=False)",
         "expect_test": "test_causal_attention_mask_is_a_buffer",
@@ -127,7 +127,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_mask_not_cut_to_tokens",
-        "file": "03_causal/causal_attention.py",
+        "exercise": "03_causal/causal_attention",
         "replace": "self.mask.bool()[:num_tokens, :num_tokens]",
         "with": "self.mask.bool()",
         "expect_test": "test_causal_attention_matches_attention_computed_from_its_own_weights",
@@ -135,7 +135,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_syntax_error_spares_the_other_modules",
-        "file": "03_causal/causal_attention.py",
+        "exercise": "03_causal/causal_attention",
         "replace": "def forward(self, x: torch.Tensor) -> torch.Tensor:",
         "with": "def forward(self, x: torch.Tensor) -> torch.Tensor",
         "run": "group",
@@ -145,7 +145,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "wrapper_ignores_qkv_bias",
-        "file": "04_multihead/multihead_wrapper.py",
+        "exercise": "04_multihead/multihead_wrapper",
         "replace": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
         "with": "[CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)]",
         "expect_test": "test_multihead_wrapper_passes_qkv_bias_to_every_head",
@@ -153,7 +153,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "multihead_attention_without_scaling",
-        "file": "04_multihead/multihead_attention.py",
+        "exercise": "04_multihead/multihead_attention",
         "replace": "torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
         "with": "torch.softmax(attn_scores, dim=-1)",
         "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
@@ -161,7 +161,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "multihead_attention_scaled_by_d_out",
-        "file": "04_multihead/multihead_attention.py",
+        "exercise": "04_multihead/multihead_attention",
         "replace": "torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
         "with": "torch.softmax(attn_scores / self.d_out**0.5, dim=-1)",
         "expect_test": "test_multihead_attention_seed_123_matches_the_reference_values",
@@ -169,7 +169,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "multihead_attention_forgets_out_proj",
-        "file": "04_multihead/multihead_attention.py",
+        "exercise": "04_multihead/multihead_attention",
         "replace": "return self.out_proj(context)",
         "with": "return context",
         "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
@@ -177,7 +177,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "multihead_attention_mask_made_in_forward_without_device",
-        "file": "04_multihead/multihead_attention.py",
+        "exercise": "04_multihead/multihead_attention",
         "replace": "attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
         "with": "attn_scores.masked_fill(torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)",
         "expect_test": "test_multihead_attention_runs_on_any_device",
@@ -185,11 +185,3 @@ MISTAKES: list[dict] = [
     },
 ]
 
-
-def apply(source: str, mistake: dict) -> str:
-    """``source`` with the mistake's one replacement; ValueError unless its anchor occurs exactly once."""
-    count = source.count(mistake["replace"])
-    if count != 1:
-        raise ValueError(f"{mistake['name']}: the text to replace occurs {count} times in solutions/{mistake['file']} "
-                         f"(expected exactly once): {mistake['replace']!r}")
-    return source.replace(mistake["replace"], mistake["with"])
