@@ -6,14 +6,32 @@ in Gradescope's and CI's containers) and ``none``; ``isolating`` leaves ``none``
 cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
 ``shared_domains`` is one template (the best isolation here) for the whole session, for the tests
 that do not vary the mode: starting a template imports torch, and the suite must stay quick.
+
+The whole suite (``python -m pytest`` with no path: the README's test command) runs on every core
+when pytest-xdist is installed (the ``dev`` extra): most of its time is spent waiting on sandboxes,
+subprocesses and time limits. A path, ``-n 0`` or ``-n N`` on the command line decides otherwise.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from grader.domains import Domains
 from grader.isolation import bwrap_problem, choose_isolation, uid_problem
+
+def pytest_configure(config: pytest.Config) -> None:
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if (whole_suite and config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
+            and config.getoption("numprocesses", None) is None and not config.getoption("collectonly")
+            and not config.getoption("usepdb")):
+        workers = len(os.sched_getaffinity(0))
+        if workers > 1:  # xdist's own pytest_configure (trylast) starts the workers from these
+            config.option.numprocesses = workers
+            config.option.dist = "loadgroup"
+            config.option.tx = ["popen"] * workers
+
 
 PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
 MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
