@@ -5,6 +5,7 @@ The submissions are the reference solutions with CausalAttention changed in one 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,19 @@ def submission(tmp_path: Path, old: str = "", new: str = "") -> Path:
     return sub
 
 
-def check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None):
+@pytest.fixture
+def check(shared_domains):
+    """``check(submission, mode, ...)``: the GPU-run check's result, the worker forked from the session's
+    template (starting a template of its own would import torch again for every test)."""
+    return functools.partial(run_check, domains=shared_domains)
+
+
+def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
+              domains=None):
     if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
-    client = start_worker(sub)
+    client = start_worker(sub, domains=domains)
     try:
         impl = RemoteImpl(client, load_rubric().owner_of)
         if fake_cuda:
@@ -64,13 +73,13 @@ class FakeCuda:
         return run
 
 
-def test_correct_modules_pass_the_simulation(tmp_path: Path) -> None:
+def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
     assert (result.status, result.score, result.max_score) == ("simulated_passed", 10.0, 10.0)
     assert result.device.startswith("meta")
 
 
-def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path) -> None:
+def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
     plain = "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)"
     result = check(submission(tmp_path, REGISTERED, plain))
     assert result.status == "simulated_failed"
@@ -78,30 +87,30 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path) -> None:
     assert result.score == pytest.approx(10 / 3, abs=0.01)  # CausalAttention and the wrapper built on it fail; MHA passes
 
 
-def test_tensor_created_on_the_cpu_in_forward_fails(tmp_path: Path) -> None:
+def test_tensor_created_on_the_cpu_in_forward_fails(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]",
                               "torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"))
     assert result.status == "simulated_failed" and "device=x.device" in result.message
 
 
-def test_data_dependent_ops_are_inconclusive_not_failed(tmp_path: Path) -> None:
+def test_data_dependent_ops_are_inconclusive_not_failed(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, "        keys = self.W_key(x)\n",
                               "        assert not torch.isnan(x).any()\n        keys = self.W_key(x)\n"))
     assert result.status == "inconclusive" and "inconclusive" in result.message
     assert result.score == 10.0
 
 
-def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
     result = check(submission(tmp_path), fake_cuda=True, monkeypatch=monkeypatch)
     assert (result.status, result.device, result.score) == ("passed", "cuda:0 (Fake GPU)", 10.0)
 
 
-def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
     result = check(submission(tmp_path), fake_cuda=True, corrupt=True, monkeypatch=monkeypatch)
     assert result.status == "failed" and result.score == 0 and "differs from the reference output" in result.message
 
 
-def test_require_without_cuda_and_skip(tmp_path: Path) -> None:
+def test_require_without_cuda_and_skip(tmp_path: Path, check) -> None:
     sub = submission(tmp_path)
     with pytest.raises(GpuUnavailable, match="CUDA is not available"):
         check(sub, mode="require")
@@ -111,13 +120,13 @@ def test_require_without_cuda_and_skip(tmp_path: Path) -> None:
 
 # ---- points lost once: a mistake unrelated to devices is its own exercise's, not this check's ----------
 
-def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path) -> None:
+def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path, check) -> None:
     """T = 5 < context_length fails on the CPU (its exercise charges that); T = context_length runs: full points."""
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"))
     assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
 
 
-def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(tmp_path: Path) -> None:
+def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(tmp_path: Path, check) -> None:
     """CausalAttention returns its values (no attention): it earns nothing; the wrapper built on it is judged
     on its own part (its heads' outputs concatenated) and keeps its third; MultiHeadAttention its own."""
     result = check(submission(tmp_path, "        return attn_weights @ values\n", "        return values\n"))
@@ -127,7 +136,7 @@ def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(
         "the GPU-run check needs a module that works on the CPU first"]
 
 
-def test_a_stub_earns_none_and_the_wrapper_on_it_none_either(tmp_path: Path) -> None:
+def test_a_stub_earns_none_and_the_wrapper_on_it_none_either(tmp_path: Path, check) -> None:
     """A CausalAttention whose forward raises does nothing: it fails, and so does the wrapper (its heads raise)."""
     result = check(submission(tmp_path, "        num_tokens = x.shape[-2]\n",
                               "        raise NotImplementedError('not written yet')\n"))
@@ -137,7 +146,7 @@ def test_a_stub_earns_none_and_the_wrapper_on_it_none_either(tmp_path: Path) -> 
     assert lines[1].startswith("MultiHeadAttentionWrapper does not run on the CPU")
 
 
-def test_a_module_not_there_is_left_out(tmp_path: Path) -> None:
+def test_a_module_not_there_is_left_out(tmp_path: Path, check) -> None:
     """No multihead_attention.py: its exercise charges it; the check's points go to the two modules there."""
     sub = submission(tmp_path)
     (sub / "04_multihead" / "multihead_attention.py").unlink()
@@ -147,7 +156,7 @@ def test_a_module_not_there_is_left_out(tmp_path: Path) -> None:
                               "points are split over the modules that are), its own exercise counts it")
 
 
-def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path) -> None:
+def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path, check) -> None:
     """Whether a module is there is read from its files: one that fails its import only when run (here, or
     only in this check's worker) cannot make itself vanish from the check. The wrapper imports it: it fails too."""
     sub = submission(tmp_path)
@@ -159,7 +168,7 @@ def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path)
                                                        "MultiHeadAttentionWrapper cannot be imported"]
 
 
-def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path) -> None:
+def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> None:
     """No causal_attention.py (so no wrapper either) and no multihead_attention.py: 0, not a free 10."""
     sub = submission(tmp_path)
     (sub / CAUSAL).unlink()
