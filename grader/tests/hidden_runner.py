@@ -83,15 +83,17 @@ def _select(exercises: list[str] | None) -> list[str] | None:
     return [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
 
 
-def run_hidden(runs: dict[str, tuple[Path, list[str] | None]]) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = ()
+               ) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
 
-    The hidden tests are collected once (``pytest tests``); each run is a forked child that sets ``--impl``
-    to its dir and runs the tests of its exercises.
+    The hidden tests are collected once (``pytest tests --tb=short``); each run is a forked child that sets
+    ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``terse`` report their
+    failures in one line each (``--tb=line``: the stubs' 99 NotImplementedErrors, 1 s less).
     """
-    jobs = [{"id": job_id, "options": {"impl": str(impl)}, "select": _select(exercises)}
-            for job_id, (impl, exercises) in runs.items()]
+    jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {})},
+             "select": _select(exercises)} for job_id, (impl, exercises) in runs.items()]
     raw = forked_pytest.run_jobs(jobs, collect=[str(TESTS_DIR), "--tb=short"], timeout=180)
     results: dict[str, dict[str, Outcome] | HiddenRunError] = {}
     for job_id, (impl, exercises) in runs.items():
