@@ -2,7 +2,7 @@
 
 ``domains`` (one template per mode and test module: a class graded one student after another) runs
 a test once per mode: ``bwrap`` (bubblewrap, as root), ``uid`` (root without user namespaces, as
-in Gradescope's and CI's containers) and ``none``; ``isolating`` leaves ``none`` out. A mode that
+in Gradescope's and CI's containers) and ``none``; ``isolating`` (the same, per module) leaves ``none`` out. A mode that
 cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
 ``shared_domains`` is one template (the best isolation here) for the whole session, for the tests
 that do not vary the mode: starting a template imports torch, and the suite must stay quick.
@@ -51,7 +51,7 @@ def shared_domains():
         yield d
 
 
-@pytest.fixture(params=ISOLATING)
+@pytest.fixture(scope="module", params=ISOLATING)
 def isolating(request):
     with Domains(choose_isolation(request.param)) as d:
         yield d

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.engine import run_hidden_tests, score, start_worker
-from grader.rubric import REPO_ROOT, load_rubric
+from grader.rubric import REPO_ROOT
 from grader.domains import Domains
 from grader.isolation import bwrap_problem, choose_isolation
 from test_engine import build_submission
@@ -42,16 +42,6 @@ def test_sandbox_is_usable_where_ci_installs_it() -> None:
     """CI installs bubblewrap, so there the sandbox tests must run, not skip."""
     if os.environ.get("CI"):
         assert bwrap_problem() is None, bwrap_problem()
-
-
-@needs_bwrap
-def test_killing_the_parent_leaves_grading_complete(tmp_path: Path) -> None:
-    sub = build_submission("kill_parent", tmp_path)
-    earned = grade(sub, "bwrap")
-    rubric = load_rubric()
-    untouched = [ex for ex in rubric.exercises if ex != "04_multihead/multihead_attention"]
-    assert all(earned[ex] == pytest.approx(rubric.exercises[ex].points) for ex in untouched)
-    assert earned.get("04_multihead/multihead_attention", 0.0) == 0.0
 
 
 @needs_bwrap
