@@ -53,6 +53,11 @@ def _exercises(results: dict[str, hr.Outcome]) -> set[str]:
     return {o.exercise for o in results.values()}
 
 
+def _assert_every_exercise_tested(results: dict[str, hr.Outcome]) -> None:
+    untested = sorted(set(EXERCISES) - _exercises(results))
+    assert not untested, f"exercises without any hidden test: {untested}"
+
+
 def _completed(results):
     if isinstance(results, Exception):
         pytest.fail(str(results))
@@ -81,8 +86,7 @@ def test_hidden_tests_pass_on_solutions(runs):
     results = _completed(runs["solutions"])
     not_passed = {n: o for n, o in results.items() if not o.passed}
     assert not not_passed, f"hidden tests not passing on solutions/:\n{_summary(not_passed)}"
-    untested = sorted(set(EXERCISES) - _exercises(results))
-    assert not untested, f"exercises without any hidden test: {untested}"
+    _assert_every_exercise_tested(results)
     unknown = sorted(_exercises(results) - set(EXERCISES))
     assert not unknown, f"hidden tests mapped to no rubric exercise: {unknown}"
 
@@ -94,8 +98,7 @@ def test_hidden_tests_fail_on_stubs(runs):
     results = _completed(runs["stubs"])
     not_failed = {n: o for n, o in results.items() if o.status in ("passed", "skipped")}
     assert not not_failed, f"hidden tests that do not fail on the stubs in exercises/:\n{_summary(not_failed)}"
-    untested = sorted(set(EXERCISES) - _exercises(results))
-    assert not untested, f"exercises without any hidden test: {untested}"
+    _assert_every_exercise_tested(results)
 
 
 @pytest.mark.slow
