@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
 def find_course(root: Path, assignment: str | None = None) -> Course:
     """The course at ``root`` and the assignments to grade; CourseError when it cannot be graded."""
     from grader.gradebook import ClassGradebook, GradebookError
+    from grader.submission import _is_real_dir
 
     root = Path(root)
     if not root.is_dir():
@@ -145,7 +146,7 @@ def find_course(root: Path, assignment: str | None = None) -> Course:
     students: dict[str, list[str]] = {}
     for group in [assignment] if assignment else GROUPS:
         found = sorted(entry.name for entry in (root / "submitted").iterdir()
-                       if not entry.name.startswith(".") and _real_dir(entry) and _real_dir(entry / group))
+                       if not entry.name.startswith(".") and _is_real_dir(entry) and _is_real_dir(entry / group))
         if found or assignment:
             students[group] = found
     if not students:
@@ -170,10 +171,6 @@ def prepare_work_dir(course: Course) -> None:
         os.chmod(course.work / "intake", 0o700)
     except OSError as err:
         raise CourseError(f"{course.work}: {err.strerror or err}") from None
-
-
-def _real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()
 
 
 def staged_name(assignment: str, student: str) -> str:

@@ -27,7 +27,7 @@ import stat
 from pathlib import Path
 
 from grader.rubric import load_rubric
-from grader.submission import MAX_FILE_BYTES
+from grader.submission import MAX_FILE_BYTES, _one_line
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
@@ -119,7 +119,3 @@ def notebook_modules(path: Path, modules: list[str]) -> dict[str, bytes]:
     groups = load_rubric().module_groups
     cells = solution_cells(read_notebook(path), modules, path.name)
     return {f"{groups[module]}/{module}.py": module_file(module, cells[module]) for module in modules}
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:200] or type(err).__name__

@@ -24,12 +24,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.gradebook import _ensure_alembic_on_path
 from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
 from grader.notebook_intake import MAX_CELL_BYTES, NotebookError, notebook_modules as read_modules
 from grader.release import build_release
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
+from test_release import _env, solution_lines  # the venv's bin on PATH; the solutions' lines
 
-BIN = str(Path(sys.executable).parent)
 SUBMITTED = ("03_causal", "04_multihead")  # the assignments the fake class hands in
 # One realistic mistake per module, the same in the notebooks and in the .py files (solutions/ text).
 MISTAKES = {
@@ -48,13 +49,6 @@ TAMPER = {
 }
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")  # nbgrader's Gradebook shells out to alembic
-    env.pop("PYTEST_ADDOPTS", None)
-    return env
-
-
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {})
 
@@ -71,21 +65,6 @@ def _hidden_lines() -> set[str]:
               for line in path.read_text(errors="replace").splitlines()}
     return {line.strip() for path in TESTS_DIR.glob("*/test_*.py") for line in path.read_text().splitlines()
             if len(line.strip()) > 30 and not line.strip().startswith("#")} - public
-
-
-def _solution_lines() -> dict[str, set[str]]:
-    """{exercise id: the lines between its ### BEGIN/END SOLUTION markers} (longer than 25 characters)."""
-    found = {}
-    for ex_id, ex in load_rubric().exercises.items():
-        inside, lines = False, set()
-        for line in ex.reference_file.read_text().splitlines():
-            stripped = line.strip()
-            if stripped in ("### BEGIN SOLUTION", "### END SOLUTION"):
-                inside = stripped == "### BEGIN SOLUTION"
-            elif inside and len(stripped) > 25:
-                lines.add(stripped)
-        found[ex_id] = lines
-    return found
 
 
 # --- the source notebooks (cheap) ------------------------------------------------------------------
@@ -231,7 +210,7 @@ def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is
     from grader.nbgrader_grading import CourseError, find_course
 
     (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
-    os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")  # nbgrader's Gradebook runs alembic
+    _ensure_alembic_on_path()  # nbgrader's Gradebook runs alembic
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
         pass
     with pytest.raises(CourseError, match="generate_assignment 03_causal first"):
@@ -255,7 +234,7 @@ def _generate_assignments(course: Path) -> None:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
-    os.environ["PATH"] = BIN + os.pathsep + os.environ.get("PATH", "")
+    _ensure_alembic_on_path()
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     api = NbGraderAPI(config=config)
@@ -315,6 +294,28 @@ def _class(course: Path, pyclass: Path) -> None:
     os.chmod(pyclass, 0o700)
 
 
+RUN_CELLS = (  # every code cell of each notebook, in order, in one namespace, outside a kernel
+    "import json, os, sys\n"
+    "results = {}\n"
+    "for path in sys.argv[1:]:\n"
+    "    os.chdir(os.path.dirname(path)); sys.path.insert(0, os.getcwd())\n"
+    "    sys.modules.pop('kata_checks', None)\n"
+    "    ns = {'__name__': '__main__'}\n"
+    "    for cell in json.load(open(path))['cells']:\n"
+    "        meta = cell['metadata'].get('nbgrader', {})\n"
+    "        if cell['cell_type'] != 'code':\n"
+    "            continue\n"
+    "        try:\n"
+    "            exec(''.join(cell['source']), ns)\n"
+    "            outcome = 'ok'\n"
+    "        except BaseException as err:\n"
+    "            outcome = type(err).__name__\n"
+    "        if meta.get('grade'):\n"
+    "            results[path + ':' + meta['grade_id']] = outcome\n"
+    "    sys.path.pop(0)\n"
+    "print(json.dumps(results))\n")
+
+
 def _tree(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*"))
             if p.is_file()}
@@ -329,6 +330,10 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     pyclass = out / "pyclass"
     _class(course, pyclass)
     before = _tree(course / "submitted")
+    # the test cells of the source and released notebooks, run outside a kernel, beside the grading
+    paths = [str(course / kind / g / f"{g}.ipynb") for kind in ("source", "release") for g in GROUPS]
+    cells_run = subprocess.Popen([sys.executable, "-c", RUN_CELLS, *paths], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=_env())
     # the notebooks with the isolated grader, and the same code as .py files with score-all, side by side
     nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", "2"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO_ROOT)
@@ -336,8 +341,11 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
     assert py.returncode == 0, py.stderr[-3000:]
     assert nb_run.returncode == 0, nb_stderr[-3000:]
+    cells_stdout, cells_stderr = cells_run.communicate(timeout=600)
+    cells = subprocess.CompletedProcess(cells_run.args, cells_run.returncode, cells_stdout, cells_stderr)
     reports = {student: json.loads((out / "py-json" / f"{student}.json").read_text()) for student in ("correct", "mistaken", "stubs")}
-    return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "submitted_before": before}
+    return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "submitted_before": before,
+            "cells_run": cells}
 
 
 def _exported(course: Path, out: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -447,36 +455,14 @@ def test_released_notebooks_hold_no_solution_and_the_source_notebooks_pass_their
     the test cells run (outside a kernel, in a subprocess) pass on the source notebooks and fail on the
     released stubs with NotImplementedError."""
     root = course["course"]
-    solutions = _solution_lines()
+    solutions = solution_lines()
     for group in GROUPS:
         released = (root / "release" / group / f"{group}.ipynb").read_text()
         assert "BEGIN SOLUTION" not in released
         for ex_id, lines in solutions.items():
             assert [line for line in lines if line in released] == [], f"{group} shows {ex_id}'s solution"
         assert (root / "release" / group / "kata_checks.py").is_file()
-    script = (
-        "import json, os, sys, nbformat\n"
-        "results = {}\n"
-        "for path in sys.argv[1:]:\n"
-        "    os.chdir(os.path.dirname(path)); sys.path.insert(0, os.getcwd())\n"
-        "    sys.modules.pop('kata_checks', None)\n"
-        "    ns = {'__name__': '__main__'}\n"
-        "    for cell in nbformat.read(path, as_version=4).cells:\n"
-        "        meta = cell.metadata.get('nbgrader', {})\n"
-        "        if cell.cell_type != 'code':\n"
-        "            continue\n"
-        "        try:\n"
-        "            exec(cell.source, ns)\n"
-        "            outcome = 'ok'\n"
-        "        except BaseException as err:\n"
-        "            outcome = type(err).__name__\n"
-        "        if meta.get('grade'):\n"
-        "            results[path + ':' + meta['grade_id']] = outcome\n"
-        "    sys.path.pop(0)\n"
-        "print(json.dumps(results))\n")
-    paths = [str(root / kind / g / f"{g}.ipynb") for kind in ("source", "release") for g in GROUPS]
-    result = subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, timeout=300,
-                            env=_env())
+    result = course["cells_run"]
     assert result.returncode == 0, result.stderr[-3000:]
     outcomes = json.loads(result.stdout.splitlines()[-1])
     tests = [k for k in outcomes if not k.endswith(GPU_CELL)]
