@@ -247,17 +247,11 @@ def _copy_with_solutions(tmp_path: Path) -> Path:
     return tree
 
 
-def _seconds(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
-    result = subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300)
-    return time.perf_counter() - start, result
-
-
 @pytest.mark.timeout(300)
-def test_check_on_the_real_exercises_and_its_cost(tmp_path: Path):
+def test_check_on_the_real_exercises(tmp_path: Path):
     tree = _copy_with_solutions(tmp_path)
     check_command = [sys.executable, "-m", "grader", "check", "--exercises", str(tree)]
-    first, result = _seconds(check_command, tmp_path)
+    result = subprocess.run(check_command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     rows = {line.split()[1].split("/")[1]: line for line in text.splitlines()
@@ -274,11 +268,3 @@ def test_check_on_the_real_exercises_and_its_cost(tmp_path: Path):
     assert "attention kata: 7/12 modules done" in text
     assert "Next: attention_dropout (not started) -- exercises/03_causal/README.md, section '## attention_dropout'" in text
 
-    # Side by side: the whole check (the run above) against torch's import alone. One sample each keeps
-    # this test short. The target is 1.5x; the public tests themselves cost 2.5x here on a loaded machine
-    # (their first use of the meta device imports torch._dynamo), so the bound only catches a check that
-    # runs pytest once per group (4 torch imports and more) or per module.
-    torch_import, _ = _seconds([sys.executable, "-c", "import torch"], tmp_path)
-    ratio = first / torch_import
-    print(f"\ncheck: {first:.2f} s; import torch: {torch_import:.2f} s; ratio {ratio:.2f} (target 1.5)")
-    assert ratio < 5, f"check costs {ratio:.2f}x import torch (target 1.5x; a loaded machine may add some)"
