@@ -207,10 +207,7 @@ def cmd_score_all(args: argparse.Namespace) -> int:
                             progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
     except (BatchError, GradebookError) as err:
         raise UsageError(str(err)) from None
-    for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    for path in summary.outputs:
-        print(f"summary: {path}", file=sys.stderr)
+    _say_warnings_and_outputs(summary.warnings, summary.outputs)
     print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
           file=sys.stderr)
     return 0
@@ -236,6 +233,13 @@ def _check_gradebook(args: argparse.Namespace) -> None:
         raise UsageError("--gradebook and --assignment go together")
     if args.gradebook is not None:
         _check_writable(args.gradebook, "--gradebook")
+
+
+def _say_warnings_and_outputs(warnings: Sequence[str], outputs: Sequence[Path]) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for path in outputs:
+        print(f"summary: {path}", file=sys.stderr)
 
 
 def _raise_interrupt(signum: int, frame: object) -> NoReturn:
@@ -265,10 +269,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
                        gradebook=args.gradebook, assignment=args.assignment)
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    for path in result.outputs:
-        print(f"summary: {path}", file=sys.stderr)
+    _say_warnings_and_outputs(result.warnings, result.outputs)
     print(f"merged {result.rows} rows from {len(args.shards)} shards into {args.out}", file=sys.stderr)
     return 0
 

@@ -172,6 +172,7 @@ def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> s
     import ast
 
     from grader.rubric import GROUPS, load_rubric
+    from grader.scoring import imported_modules
 
     candidates = [root / group / f"{module}.py" for group in GROUPS]
     found = [f for f in candidates if f.is_file() and not f.is_symlink()]
@@ -186,12 +187,7 @@ def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> s
     except (OSError, RecursionError, MemoryError):
         return None
     kata_modules = load_rubric().module_groups
-    imported: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            imported.add(node.module.split(".")[0])
+    imported = imported_modules(tree)
     for other in sorted(imported & set(kata_modules) - _seen - {module}):
         why = not_there(root, other, _seen | {module})
         if why:

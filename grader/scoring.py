@@ -79,6 +79,17 @@ def _without_reference_text(outcome: TestOutcome, own_messages: Mapping[str, str
     return replace(outcome, message=message)
 
 
+def imported_modules(tree: ast.AST) -> set[str]:
+    """The top-level names of the modules a parsed source imports absolutely (``from a.b import c`` -> ``a``)."""
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
 def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
     """Exercise ids whose modules ``source_file`` imports, read with ``ast`` (never executed)."""
     try:
@@ -87,12 +98,7 @@ def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
         tree = ast.parse(source_file.read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
-    modules: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules.add(node.module.split(".")[0])
+    modules = imported_modules(tree)
     by_module = rubric.by_module
     return {by_module[m].id for m in modules if m in by_module}
 
