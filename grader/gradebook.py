@@ -91,7 +91,7 @@ class ClassGradebook:
         from nbgrader.api import Gradebook
 
         self.assignment = assignment
-        self.must_exist = must_exist  # refuse (GradebookError) an assignment the gradebook does not hold
+        self.must_exist = must_exist  # refuse (GradebookError) an assignment that is not the course's, create nothing
         self.warnings: list[str] = []
         self._rubric = load_rubric()
         self._warnings_filter = warnings.catch_warnings()
@@ -158,6 +158,9 @@ class ClassGradebook:
             solution_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.solution_cells}
             comments = [(ex.group, ex.module) for ex in covered.values() if (ex.group, ex.module) in solution_cells]
             return _Layout("course", cells, comments)
+        if self.must_exist:  # nothing is created in an assignment nbgrader has not generated
+            raise GradebookError(f"assignment {self.assignment!r} of the gradebook has no notebook of this kata's "
+                                 f"course: run nbgrader generate_assignment {self.assignment} first")
         if set(notebooks) - {NOTEBOOK}:
             raise GradebookError(
                 f"assignment {self.assignment!r} of the gradebook has notebooks {', '.join(sorted(notebooks))}: "

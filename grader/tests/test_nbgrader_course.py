@@ -215,6 +215,10 @@ def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is
         pass
     with pytest.raises(CourseError, match="generate_assignment 03_causal first"):
         find_course(tmp_path)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:  # a due date set before generate_assignment
+        gb.add_assignment("03_causal")
+    with pytest.raises(CourseError, match="no notebook of this kata's course: run nbgrader generate_assignment"):
+        find_course(tmp_path)
     other = tmp_path / "other"
     (other / "submitted" / "bob" / "hw1").mkdir(parents=True)
     shutil.copy(tmp_path / "gradebook.db", other / "gradebook.db")
@@ -222,7 +226,7 @@ def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is
         find_course(other)
     shutil.rmtree(other)
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
-        assert gb.assignments == []  # nothing was added
+        assert [(a.name, a.notebooks) for a in gb.assignments] == [("03_causal", [])]  # nothing was added
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gradebook.db", "submitted"]
 
 
@@ -415,6 +419,7 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+@pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")  # nbgrader 0.9's exchange
 def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict, tmp_path: Path):
     root = course["course"]
     hidden = _hidden_lines()
