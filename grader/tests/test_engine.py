@@ -64,7 +64,8 @@ def build_submission(name: str, root: Path) -> Path:
     """The reference solutions with ``submissions/<name>``'s files laid over them.
 
     ``X.hostile`` replaces ``X`` (a name pytest itself must not pick up in this repository);
-    ``X.prepend`` goes in front of the reference's ``X``, so an attack needs no copy of a solution.
+    ``X.prepend`` goes in front of the reference's ``X``, so an attack needs no copy of a solution;
+    ``gate.py.append`` is appended to every module.
     """
     dest = root / name
     for group in GROUPS:
@@ -77,6 +78,10 @@ def build_submission(name: str, root: Path) -> Path:
             if src.is_dir():
                 continue
             rel = str(src.relative_to(overlay))
+            if rel == "gate.py.append":
+                for module in dest.rglob("*.py"):
+                    module.write_text(module.read_text() + src.read_text())
+                continue
             if rel.endswith(".prepend"):
                 target = dest / rel.removesuffix(".prepend")
                 target.write_bytes(src.read_bytes() + b"\n\n" + target.read_bytes())

@@ -20,55 +20,29 @@ module ``X``; ``gate.py.append`` is appended to every reference module).
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from grader import mutation
-from grader.domains import Domains
 from grader.results import TestOutcome
 from grader.grading import GradeOptions, grade
-from grader.isolation import choose_isolation
-from grader.rubric import GROUPS, KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
+from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.scoring import summarize
+from test_engine import build_submission
 
 pytestmark = pytest.mark.timeout(300)
-SUBMISSIONS = Path(__file__).with_name("submissions")
 RUBRIC = load_rubric()
 TOTAL = RUBRIC.max_score
 
 
-def build(tmp: Path, name: str) -> Path:
-    """The reference solutions in ``tmp/name``, with ``submissions/<name>`` (if any) laid over them."""
-    dest = tmp / name
-    for group in GROUPS:
-        (dest / group).mkdir(parents=True)
-        for src in (SOLUTIONS_DIR / group).glob("*.py"):
-            shutil.copy(src, dest / group / src.name)
-    folder = SUBMISSIONS / name
-    for src in sorted(folder.rglob("*.hostile")) if folder.is_dir() else ():
-        (dest / str(src.relative_to(folder)).removesuffix(".hostile")).write_bytes(src.read_bytes())
-    gate = folder / "gate.py.append"
-    if gate.is_file():
-        for module in dest.rglob("*.py"):
-            module.write_text(module.read_text() + gate.read_text())
-    return dest
-
-
 @pytest.fixture(scope="module")
-def domains():
-    with Domains(choose_isolation("auto")) as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def graded(domains, tmp_path_factory):
+def graded(shared_domains):
     """``graded(path)``: the grader's report of the submission at ``path`` (the GPU-run check included)."""
 
     def run(path: Path):
-        return grade(path, GradeOptions(), domains)
+        return grade(path, GradeOptions(), shared_domains)
 
     return run
 
@@ -159,7 +133,7 @@ def test_solutions_score_100(graded):
 
 @pytest.mark.parametrize("name,most", [("lazy_raising", 1.0), ("lazy_identity", 3.0), ("lazy_documents_only", 10.0)])
 def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
-    report = graded(build(tmp_path, name))
+    report = graded(build_submission(name, tmp_path))
     earned = {k: v for k, v in _scores(report).items() if v}
     print(f"{name}: {report.score} of {TOTAL}: {earned}")
     assert report.score <= most, earned
@@ -170,7 +144,7 @@ def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
 
 
 def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tmp_path):
-    sub = build(tmp_path, "mask_not_cut")
+    sub = build_submission("mask_not_cut", tmp_path)
     mutation.write_patched(mutation.mutant("20_causal_mask_not_cut_to_tokens"), sub)
     report = graded(sub)
     lost = _lost(report)
@@ -180,7 +154,7 @@ def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tm
 
 
 def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
-    sub = build(tmp_path, "missing_mha")
+    sub = build_submission("missing_mha", tmp_path)
     (sub / "04_multihead" / "multihead_attention.py").unlink()
     report = graded(sub)
     assert _lost(report) == {"04_multihead/multihead_attention": 8.0}, report.gpu_check.message
@@ -188,7 +162,7 @@ def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
 
 
 def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_path):
-    sub = build(tmp_path, "syntax_error_ca")
+    sub = build_submission("syntax_error_ca", tmp_path)
     path = sub / "03_causal" / "causal_attention.py"
     path.write_text(path.read_text().replace("def forward(self, x", "def forward(self x", 1))
     report = graded(sub)
