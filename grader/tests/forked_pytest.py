@@ -1,26 +1,27 @@
 """Many pytest runs, fast: one process imports torch and pytest once, each run is a fork()ed child.
 
-    python grader/tests/forked_pytest.py JOBS.json OUT.json
+    python grader/tests/forked_pytest.py SPEC.json OUT.json
 
-``JOBS.json``: ``{"parallel": 2, "timeout": 120, "collect": [pytest arguments] (optional), "jobs": [...]}``.
-The driver imports torch (one thread), pytest and pytest's plugins, then runs the jobs, each in a child
-forked from that warm process, ``parallel`` at a time. Two modes:
+``SPEC.json``: ``{"parallel": 2, "timeout": 120, "sessions": [{"args": [...], "cwd": DIR, "forbid": [...],
+"jobs": [...]}, ...]}``. The driver imports torch (one thread), pytest and pytest's plugins once. For
+each session, a child forked from it runs ``pytest.main(args)`` from ``cwd`` up to the end of the
+collection (which imports the test modules and their conftest files, never the code under test, which
+the tests load only while they run; none of the modules named in ``forbid`` may have been imported by
+then), and hands each job to a grandchild forked after the collection, ``parallel`` at a time. A job
+``{"id", "options", "path", "select"}`` sets the pytest options ``options`` (``{"impl": DIR}`` for the
+hidden tests' ``--impl``), puts the folders ``path`` first on ``sys.path`` (where the tests' bare-name
+imports find the code under test), and runs the collected tests whose node id starts with one of
+``select`` (all when absent), as pytest's own test loop does.
 
-* without ``collect``, a job ``{"id", "args", "cwd"}`` is ``pytest.main(args)`` run from ``cwd``;
-* with ``collect``, the driver itself runs ``pytest.main(collect)`` up to the end of the collection
-  (which imports the test modules and their conftest, never code under test: the hidden tests reach it
-  only through their ``impl`` fixture), and a job ``{"id", "options", "select"}`` runs, in its child,
-  the collected tests whose node id starts with one of ``select`` (all when absent), with the pytest
-  options ``options`` set first (``{"impl": DIR}`` for the hidden tests' ``--impl``).
+Code under test is only ever imported in a job's process, which ends with the job. It sends back its
+per-test outcomes as JSON through a pipe; the driver writes ``{job id: {"rc": exit code, "tests": {nodeid:
+[status, exercise, message]}, "output": tail, "seconds": wall}}`` to OUT.json. ``status`` is ``passed``,
+``skipped``, ``failed`` or ``error`` (a test reported twice keeps its worst); ``exercise`` is the
+hidden tests' ``exercise`` property ("" elsewhere); ``output`` (the job's stdout and stderr) is kept only
+when the exit code is not pytest's 0 or 1; ``rc`` is -1 when the job died or timed out, or when its
+session's collection failed.
 
-Code under test is only ever imported in a child, which ends with its job. A child sends back its
-per-test outcomes as JSON through a pipe; the driver writes ``{id: {"rc": exit code, "tests": {nodeid:
-[status, exercise, message]}, "output": tail, "seconds": wall}}`` to OUT.json. ``status`` is
-``passed``, ``skipped``, ``failed`` or ``error`` (a test reported twice keeps its worst); ``exercise``
-is the hidden tests' ``exercise`` property ("" elsewhere); ``output`` (the child's stdout and stderr) is
-kept only when pytest did not end with 0 or 1; ``rc`` is -1 when the child died or timed out.
-
-``run_jobs()`` is the API for the project's tests: it runs the driver in a subprocess.
+``run_sessions()`` is the API for the project's tests: it runs the driver in a subprocess.
 """
 
 from __future__ import annotations
@@ -39,16 +40,17 @@ from typing import Callable
 HERE = Path(__file__).resolve()
 REPO_ROOT = HERE.parents[2]
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-# Every run: no cache, and no gc.collect() of torch's heap at the end of each session (0.3 s a run).
-QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q"]
+# Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), in-process capture
+# (each forked job has its own copy), and short tracebacks unless the args say otherwise.
+QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q", "--capture=sys"]
 
 
-def run_jobs(jobs: list[dict], *, collect: list[str] | None = None, parallel: int = 2, timeout: float = 120,
-             total_timeout: float = 600) -> dict[str, dict]:
-    """Run ``jobs`` in the driver; ``{id: result}`` (see the module's docstring)."""
+def run_sessions(sessions: list[dict], *, parallel: int = 2, timeout: float = 120,
+                 total_timeout: float = 600) -> dict[str, dict]:
+    """Run the sessions' jobs in the driver; ``{job id: result}`` (see the module's docstring)."""
     with tempfile.TemporaryDirectory(prefix="forked-pytest-") as tmp:
-        spec, out = Path(tmp) / "jobs.json", Path(tmp) / "out.json"
-        spec.write_text(json.dumps({"collect": collect, "parallel": parallel, "timeout": timeout, "jobs": jobs}))
+        spec, out = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        spec.write_text(json.dumps({"parallel": parallel, "timeout": timeout, "sessions": sessions}))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         proc = subprocess.run([sys.executable, str(HERE), str(spec), str(out)], cwd=REPO_ROOT, env=env,
@@ -60,15 +62,10 @@ def run_jobs(jobs: list[dict], *, collect: list[str] | None = None, parallel: in
 
 
 class _Collector:
-    """A pytest plugin that keeps every test's worst outcome (collection errors count as errors)."""
+    """A pytest plugin that keeps every test's worst outcome."""
 
     def __init__(self) -> None:
         self.tests: dict[str, list[str]] = {}
-
-    def _keep(self, nodeid: str, status: str, exercise: str, message: str) -> None:
-        old = self.tests.get(nodeid)
-        if old is None or RANK[status] > RANK[old[0]]:
-            self.tests[nodeid] = [status, exercise or (old[1] if old else ""), message]
 
     def pytest_runtest_logreport(self, report) -> None:
         if report.passed:
@@ -78,30 +75,9 @@ class _Collector:
         else:
             status = "failed" if report.when == "call" else "error"
         exercise = dict(getattr(report, "user_properties", ())).get("exercise", "")
-        self._keep(report.nodeid, status, exercise, "" if report.passed else str(report.longreprtext))
-
-    def pytest_collectreport(self, report) -> None:
-        if report.failed:
-            self._keep(report.nodeid or "<collection>", "error", "", str(report.longreprtext))
-
-
-def _child(job: dict, run: Callable[[dict, _Collector], int], write_fd: int, log_path: str) -> None:
-    """In the forked child: run the job, send the outcomes through the pipe, never return."""
-    try:
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        collector = _Collector()
-        rc = run(job, collector)
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(json.dumps({"rc": rc, "tests": collector.tests}).encode())
-        os._exit(0)
-    except BaseException:  # noqa: BLE001 - whatever happened, the exit status and the log say it
-        import traceback
-
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(3)
+        old = self.tests.get(report.nodeid)
+        if old is None or RANK[status] > RANK[old[0]]:
+            self.tests[report.nodeid] = [status, exercise, "" if report.passed else str(report.longreprtext)]
 
 
 def _tail(path: str, n: int = 4000) -> str:
@@ -111,115 +87,156 @@ def _tail(path: str, n: int = 4000) -> str:
         return ""
 
 
-def _result(run: dict, exit_code: int) -> dict:
+def _forked(work: Callable[[], object], log_path: str) -> tuple[int, int]:
+    """Fork a child that runs ``work()`` with its output to ``log_path`` and sends the JSON of what it
+    returns through a pipe; (pid, read end of the pipe). The child never returns."""
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        os.close(write_fd)
+        return pid, read_fd
     try:
-        data = json.loads(b"".join(run["chunks"]))
+        os.close(read_fd)
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        payload = json.dumps(work()).encode()
+        with os.fdopen(write_fd, "wb") as pipe:
+            pipe.write(payload)
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - whatever happened, the exit status and the log say it
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(3)
+
+
+def _result(chunks: list[bytes], exit_code: int, log: str) -> dict:
+    try:
+        data = json.loads(b"".join(chunks))
     except ValueError:
-        return {"rc": -1, "tests": {}, "output": f"the child exited {exit_code} without its results\n" + _tail(run["log"])}
-    data["output"] = "" if data["rc"] in (0, 1) else _tail(run["log"])
+        return {"rc": -1, "tests": {}, "output": f"the job's process exited {exit_code} without its results\n" + _tail(log)}
+    data["output"] = "" if data["rc"] in (0, 1) else _tail(log)
     return data
 
 
-def drive(jobs: list[dict], run: Callable[[dict, _Collector], int], parallel: int, timeout: float) -> dict[str, dict]:
-    """Every job in a forked child (``run(job, collector)`` -> pytest's exit code), ``parallel`` at a time."""
+def drive(jobs: list[dict], run: Callable[[dict], dict], parallel: int, timeout: float, logs: str) -> dict[str, dict]:
+    """Every job in a forked child (``run(job)`` -> ``{"rc", "tests"}``), ``parallel`` at a time."""
     todo, results = list(jobs), {}
     running: dict[int, dict] = {}  # read end of the child's pipe -> {"job", "pid", "chunks", "log", "start"}
     sel = selectors.DefaultSelector()
-    with tempfile.TemporaryDirectory(prefix="forked-pytest-logs-") as logs:
-        while todo or running:
-            while todo and len(running) < parallel:
-                job = todo.pop(0)
-                log = os.path.join(logs, f"{len(results) + len(running)}.log")
-                read_fd, write_fd = os.pipe()
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    os.close(read_fd)
-                    _child(job, run, write_fd, log)
-                os.close(write_fd)
-                running[read_fd] = {"job": job, "pid": pid, "chunks": [], "log": log, "start": time.monotonic()}
-                sel.register(read_fd, selectors.EVENT_READ)
-            for key, _ in sel.select(timeout=1.0):
-                child = running[key.fd]
-                chunk = os.read(key.fd, 1 << 16)
-                if chunk:
-                    child["chunks"].append(chunk)
-                    continue
-                sel.unregister(key.fd)
-                os.close(key.fd)
-                del running[key.fd]
-                status = os.waitpid(child["pid"], 0)[1]
-                results[child["job"]["id"]] = {**_result(child, os.waitstatus_to_exitcode(status)),
-                                               "seconds": round(time.monotonic() - child["start"], 3)}
-            for fd, child in list(running.items()):
-                if time.monotonic() - child["start"] > timeout:
-                    os.kill(child["pid"], signal.SIGKILL)
-                    os.waitpid(child["pid"], 0)
-                    sel.unregister(fd)
-                    os.close(fd)
-                    del running[fd]
-                    results[child["job"]["id"]] = {"rc": -1, "tests": {}, "seconds": timeout,
-                                                   "output": f"timed out after {timeout:g} s\n" + _tail(child["log"])}
+    while todo or running:
+        while todo and len(running) < parallel:
+            job = todo.pop(0)
+            log = os.path.join(logs, f"job-{len(results) + len(running)}.log")
+            pid, read_fd = _forked(lambda job=job: run(job), log)
+            running[read_fd] = {"job": job, "pid": pid, "chunks": [], "log": log, "start": time.monotonic()}
+            sel.register(read_fd, selectors.EVENT_READ)
+        for key, _ in sel.select(timeout=1.0):
+            child = running[key.fd]
+            chunk = os.read(key.fd, 1 << 16)
+            if chunk:
+                child["chunks"].append(chunk)
+                continue
+            sel.unregister(key.fd)
+            os.close(key.fd)
+            del running[key.fd]
+            status = os.waitpid(child["pid"], 0)[1]
+            results[child["job"]["id"]] = {**_result(child["chunks"], os.waitstatus_to_exitcode(status), child["log"]),
+                                           "seconds": round(time.monotonic() - child["start"], 3)}
+        for fd, child in list(running.items()):
+            if time.monotonic() - child["start"] > timeout:
+                os.kill(child["pid"], signal.SIGKILL)
+                os.waitpid(child["pid"], 0)
+                sel.unregister(fd)
+                os.close(fd)
+                del running[fd]
+                results[child["job"]["id"]] = {"rc": -1, "tests": {}, "seconds": timeout,
+                                               "output": f"timed out after {timeout:g} s\n" + _tail(child["log"])}
     return results
 
 
-def _run_args(job: dict, collector: _Collector) -> int:
-    import pytest
-
-    os.chdir(job["cwd"])
-    return int(pytest.main([*job["args"], *QUIET], plugins=[collector]))
+def _run_job(session, job: dict) -> dict:
+    """In a job's process: the selected tests of the collected session, as pytest's own test loop runs them."""
+    for name, value in (job.get("options") or {}).items():
+        setattr(session.config.option, name, value)
+    sys.path[:0] = job.get("path") or []
+    collector = _Collector()
+    session.config.pluginmanager.register(collector)
+    select = tuple(job.get("select") or ("",))
+    items = [item for item in session.items if item.nodeid.startswith(select)]
+    for i, item in enumerate(items):  # the timeout plugin and the terminal hook in here, as in a pytest run
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+    failed = any(status in ("failed", "error") for status, _, _ in collector.tests.values())
+    return {"rc": 1 if failed else 0 if items else 5, "tests": collector.tests}
 
 
 class _ForkAfterCollection:
-    """The ``collect`` mode: a plugin whose test loop hands every job's share of the collected tests to a child."""
+    """A pytest plugin whose test loop runs the session's jobs in forked children instead of any test itself."""
 
-    def __init__(self, spec: dict) -> None:
-        self.spec, self.results = spec, None
+    def __init__(self, session: dict, parallel: int, timeout: float, logs: str) -> None:
+        self.spec, self.parallel, self.timeout, self.logs = session, parallel, timeout, logs
+        self.results: dict[str, dict] | None = None
 
     def pytest_runtestloop(self, session) -> bool:
-        self.results = drive(self.spec["jobs"], lambda job, collector: self._run_items(session, job, collector),
-                             int(self.spec.get("parallel", 2)), float(self.spec.get("timeout", 120)))
-        return True  # the driver itself runs no test
+        imported = sorted(set(self.spec.get("forbid", ())) & set(sys.modules))
+        if imported:  # the jobs could not put their own code first: say so for every one
+            why = f"the collection of pytest {' '.join(self.spec['args'])} imported code under test: {imported}"
+            self.results = {job["id"]: {"rc": -1, "tests": {}, "output": why} for job in self.spec["jobs"]}
+            return True
+        self.results = drive(self.spec["jobs"], lambda job: _run_job(session, job), self.parallel, self.timeout, self.logs)
+        return True
 
-    @staticmethod
-    def _run_items(session, job: dict, collector: _Collector) -> int:
-        for name, value in job.get("options", {}).items():
-            setattr(session.config.option, name, value)
-        session.config.pluginmanager.register(collector)
-        select = tuple(job.get("select") or ("",))
-        items = [item for item in session.items if item.nodeid.startswith(select)]
-        for i, item in enumerate(items):  # what pytest's own test loop does (the timeout plugin hooks in here)
-            item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
-        if not items:
-            return 5
-        return 1 if any(status in ("failed", "error") for status, _, _ in collector.tests.values()) else 0
+
+def _session(spec: dict, parallel: int, timeout: float, logs: str) -> dict:
+    """In a session's process: collect, then run the jobs; ``{"results": ...}``, or pytest's exit code
+    (``{"ended": rc}``) when it ended before its test loop (a collection error, a usage error)."""
+    import pytest
+
+    os.chdir(spec["cwd"])
+    plugin = _ForkAfterCollection(spec, parallel, timeout, logs)
+    rc = pytest.main([*spec["args"], *QUIET], plugins=[plugin])
+    return {"ended": int(rc)} if plugin.results is None else {"results": plugin.results}
 
 
 def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[0]).read_text())
+    parallel, timeout = int(spec.get("parallel", 2)), float(spec.get("timeout", 120))
     sys.dont_write_bytecode = True
     import importlib
     import importlib.util
     from importlib.metadata import entry_points
 
-    import pytest
+    import pytest  # noqa: F401 - imported once, here, for every session and job
     import torch
 
     torch.set_num_threads(1)  # before any torch work: no thread pool for the children to inherit
-    for ep in entry_points(group="pytest11"):  # imported once here, not in every child
+    for ep in entry_points(group="pytest11"):
         importlib.import_module(ep.module)
     if importlib.util.find_spec("hypothesis"):  # its pytest plugin imports it at the end of every session
         importlib.import_module("hypothesis")
-    if spec.get("collect") is None:
-        results = drive(spec["jobs"], _run_args, int(spec.get("parallel", 2)), float(spec.get("timeout", 120)))
-    else:
-        plugin = _ForkAfterCollection(spec)
-        rc = pytest.main([*spec["collect"], *QUIET, "--capture=sys"], plugins=[plugin])
-        if plugin.results is None:
-            print(f"the collection of {spec['collect']} ended with {rc} before any test could run", file=sys.stderr)
-            return 1
-        results = plugin.results
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="forked-pytest-logs-") as logs:
+        for i, session in enumerate(spec["sessions"]):  # one after another, each in its own process
+            session_logs = os.path.join(logs, str(i))
+            os.mkdir(session_logs)
+            log = os.path.join(session_logs, "session.log")
+            pid, read_fd = _forked(lambda session=session: _session(session, parallel, timeout, session_logs), log)
+            with os.fdopen(read_fd, "rb") as pipe:
+                data = pipe.read()
+            exit_code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            try:
+                outcome = json.loads(data)
+            except ValueError:
+                outcome = {"ended": f"nothing (its process exited {exit_code})"}
+            if "results" in outcome:
+                results.update(outcome["results"])
+                continue
+            why = f"pytest {' '.join(session['args'])} ended with {outcome['ended']} before its tests ran:\n{_tail(log)}"
+            results.update({job["id"]: {"rc": -1, "tests": {}, "output": why} for job in session["jobs"]})
     Path(argv[1]).write_text(json.dumps(results))
     return 0
 

@@ -94,7 +94,9 @@ def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str,
     """
     jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {})},
              "select": _select(exercises)} for job_id, (impl, exercises) in runs.items()]
-    raw = forked_pytest.run_jobs(jobs, collect=[str(TESTS_DIR), "--tb=short"], timeout=180)
+    modules = [ex.module for ex in load_rubric().exercises.values()]
+    raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
+                                       "jobs": jobs}], timeout=180)
     results: dict[str, dict[str, Outcome] | HiddenRunError] = {}
     for job_id, (impl, exercises) in runs.items():
         res = raw[job_id]

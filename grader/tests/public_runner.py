@@ -1,20 +1,34 @@
-"""Helpers for proving the public tests (``exercises/<group>/test_<module>.py``): student trees and their runs.
+"""Helpers for proving the public tests (``exercises/<group>/test_<module>.py``): every run they need, at once.
 
-* ``public_tree(dest, solved)``: ``dest/exercises``, a copy of the repository's ``exercises/`` (the
-  stubs, or with every module replaced by its reference solution), beside its own tiny
-  ``dest/pytest.ini``, so that the repository's pyproject settings (testpaths, timeout) do not apply;
-* ``tree_run(dest, target)``: the (cwd, pytest arguments) of a run of ``target`` (a test file or
-  folder of such a tree) with ``dest`` as rootdir;
-* ``run_public({job id: (cwd, arguments)})``: those runs, every one a child forked from one warm
-  process (forked_pytest.py: torch is imported once), two at a time; ``{job id: {nodeid: (status, message)}}``.
+``public_runs()`` (computed once per process, used by test_exercises.py and test_public_tests.py) runs
+the public tests on a copy of ``exercises/`` beside its own tiny ``pytest.ini`` (so that the
+repository's pyproject settings, testpaths and timeout, do not apply):
+
+* ``"stubs"``: every public test on the stubs as they are;
+* ``"solved"``: every public test with the reference solutions in place of the stubs;
+* one run per student mistake of ``student_mistakes/mistakes.py``: the public tests of the patched
+  module (its whole group's folder when the mistake says ``"run": "group"``), the solutions in place
+  and the patched module in place of its solution;
+* ``DOCTESTS``: ``pytest --doctest-modules solutions`` (the ``>>>`` examples, with the repository's
+  settings and ``solutions/conftest.py``).
+
+The public tests import the module under test by its bare name while they run (``kata_checks.load``,
+never at import time: test_public_tests.py checks it), so "in place" means first on ``sys.path``: the
+tests are collected once (forked_pytest.py: torch imported once, the collection checked to import no
+exercise module), and every run is a forked child whose ``sys.path`` starts with the solutions' group
+folders, after the folder of the patched module for a mistake. Results: ``{run: {nodeid: (status,
+message)}}``, or ``{"__error__": (what, why)}`` for a run that could not happen.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import tempfile
 from pathlib import Path
 
-from grader.rubric import REPO_ROOT, TESTS_DIR, load_rubric
+from grader import mutation
+from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 
 try:
     from . import forked_pytest
@@ -22,7 +36,10 @@ except ImportError:
     import forked_pytest
 
 EXERCISES_DIR = REPO_ROOT / "exercises"
+MISTAKES = mutation.load_patches(Path(__file__).resolve().parent / "student_mistakes" / "mistakes.py", "MISTAKES")
+DOCTESTS = "__doctests__"
 INI = "[pytest]\ntimeout = 60\nfilterwarnings =\n    ignore:Failed to initialize NumPy\n"
+SOLVED_PATH = [str(SOLUTIONS_DIR / group) for group in GROUPS]
 
 
 def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
@@ -30,31 +47,34 @@ def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
     return tree / load_rubric().exercises[ex_id].test_file.relative_to(TESTS_DIR)
 
 
-def public_tree(dest: Path, solved: bool) -> Path:
-    """``dest/exercises`` (see the module's docstring); its path."""
-    tree = dest / "exercises"
-    shutil.copytree(EXERCISES_DIR, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if solved:
-        for ex in load_rubric().exercises.values():
-            shutil.copy(ex.reference_file, tree / ex.group / ex.reference_file.name)
-    (dest / "pytest.ini").write_text(INI)
-    return tree
-
-
-def tree_run(dest: Path, target: Path) -> tuple[Path, list[str]]:
-    """Where and how to run ``target`` in the tree ``public_tree(dest, ...)`` made."""
-    return dest, [str(target), "-c", str(dest / "pytest.ini"), "--rootdir", str(dest)]
-
-
-def run_public(runs: dict[str, tuple[Path, list[str]]]) -> dict[str, dict[str, tuple[str, str]]]:
-    """``{job id: {nodeid: (status, message)}}``; a run that reports no test or ends with neither 0 nor 1
-    gives ``{"__error__": ("error", why)}``."""
-    jobs = [{"id": job_id, "cwd": str(cwd), "args": args} for job_id, (cwd, args) in runs.items()]
-    raw = forked_pytest.run_jobs(jobs, timeout=180)
+@functools.cache
+def public_runs() -> dict[str, dict[str, tuple[str, str]]]:
+    """Every run of the module's docstring (once per process)."""
+    modules = [ex.module for ex in load_rubric().exercises.values()]
+    with tempfile.TemporaryDirectory(prefix="public-runs-") as tmp_name:
+        tmp = Path(tmp_name)
+        shutil.copytree(EXERCISES_DIR, tmp / "exercises", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (tmp / "pytest.ini").write_text(INI)
+        jobs = [{"id": "stubs"}, {"id": "solved", "path": SOLVED_PATH}]
+        broken = {}
+        for m in MISTAKES:
+            try:
+                patched = mutation.write_patched(m, tmp / "mistakes" / m["name"])
+            except mutation.PatchError as err:
+                broken[m["name"]] = {"__error__": ("patch", str(err))}
+                continue
+            target = public_test_file(m["exercise"], Path("exercises"))
+            select = f"{target.parent.as_posix()}/" if m.get("run") == "group" else f"{target.as_posix()}::"
+            jobs.append({"id": m["name"], "path": [str(patched.parent), *SOLVED_PATH], "select": [select]})
+        raw = forked_pytest.run_sessions([
+            {"args": ["exercises", "-c", "pytest.ini", "--rootdir", str(tmp)], "cwd": str(tmp), "forbid": modules,
+             "jobs": jobs},
+            {"args": ["--doctest-modules", "solutions"], "cwd": str(REPO_ROOT), "jobs": [{"id": DOCTESTS}]},
+        ], timeout=180)
     results = {}
-    for job_id, res in raw.items():
+    for run, res in raw.items():
         if res["rc"] not in (0, 1) or not res["tests"]:
-            results[job_id] = {"__error__": ("error", f"pytest ended with {res['rc']}:\n{res['output']}")}
+            results[run] = {"__error__": ("pytest", f"ended with {res['rc']}:\n{res['output']}")}
         else:
-            results[job_id] = {nodeid: (status, message) for nodeid, (status, _, message) in res["tests"].items()}
-    return results
+            results[run] = {nodeid: (status, message) for nodeid, (status, _, message) in res["tests"].items()}
+    return {**results, **broken}

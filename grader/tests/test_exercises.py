@@ -5,9 +5,10 @@
   starting out sees "not written yet", never a broken test);
 * every public test passes once the 12 modules are replaced by the reference solutions.
 
-The public tests run on temporary copies, each with its own tiny ini as config and the copy as
-rootdir, so that the repository's pyproject settings (testpaths, timeout) do not interfere; both runs
-share one warm process, each in a forked child (public_runner.py).
+The public tests run on a temporary copy with its own tiny ini as config and the copy as rootdir, so
+that the repository's pyproject settings (testpaths, timeout) do not interfere; the solutions stand in
+for the stubs first on ``sys.path``. Both runs are forked children of one warm process, with
+test_public_tests.py's runs (public_runner.py).
 """
 
 from __future__ import annotations
@@ -88,16 +89,12 @@ def test_make_stub_names_the_enclosing_method():
 
 
 @pytest.fixture(scope="module")
-def public_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, tuple[str, str]]]:
+def public_runs() -> dict[str, dict[str, tuple[str, str]]]:
     """The public tests on the stubs and on the solutions: ``{"stubs"|"solved": {nodeid: (status, message)}}``."""
-    runs = {}
+    runs = pr.public_runs()
     for name in ("stubs", "solved"):
-        dest = tmp_path_factory.mktemp(name)
-        runs[name] = pr.tree_run(dest, pr.public_tree(dest, solved=name == "solved"))
-    results = pr.run_public(runs)
-    for name, cases in results.items():
-        assert "__error__" not in cases, f"the public tests did not run on the {name}: {cases['__error__'][1]}"
-    return results
+        assert "__error__" not in runs[name], f"the public tests did not run on the {name}: {runs[name]['__error__'][1]}"
+    return runs
 
 
 @pytest.mark.timeout(300)

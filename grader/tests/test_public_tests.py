@@ -15,7 +15,6 @@ That every public test fails on the stubs and passes on the solutions is proved 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -27,32 +26,16 @@ try:
 except ImportError:
     import public_runner as pr
 
-HERE = Path(__file__).resolve().parent
-MISTAKES = mutation.load_patches(HERE / "student_mistakes" / "mistakes.py", "MISTAKES")
+MISTAKES = pr.MISTAKES
 EXERCISE_IDS = list(load_rubric().exercises)
 MODULES = [ex.module for ex in load_rubric().exercises.values()]
-DOCTESTS = "__doctests__"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, tuple[str, str]]]:
-    """Every mistake's run (``{name: {test name: (status, message)}}``) and the doctests' (``DOCTESTS``)."""
-    tmp = tmp_path_factory.mktemp("mistakes")
-    jobs = {DOCTESTS: (REPO_ROOT, ["--doctest-modules", "solutions"])}
-    broken = {}
-    for m in MISTAKES:
-        tree = pr.public_tree(tmp / m["name"], solved=True)
-        try:
-            mutation.write_patched(m, tree)
-        except mutation.PatchError as err:
-            broken[m["name"]] = {"__error__": ("patch", str(err))}
-            continue
-        test_file = pr.public_test_file(m["exercise"], tree)
-        jobs[m["name"]] = pr.tree_run(tmp / m["name"], test_file.parent if m.get("run") == "group" else test_file)
-    results = pr.run_public(jobs)
-    by_name = {job: {nodeid.split("::")[-1]: outcome for nodeid, outcome in tests.items()}
-               for job, tests in results.items() if job != DOCTESTS}
-    return {**by_name, **broken, DOCTESTS: results[DOCTESTS]}
+def runs() -> dict[str, dict[str, tuple[str, str]]]:
+    """Every mistake's run, by test name (``{mistake: {test name: (status, message)}}``), and the doctests'."""
+    return {run: {nodeid.split("::")[-1] if run != pr.DOCTESTS else nodeid: outcome for nodeid, outcome in tests.items()}
+            for run, tests in pr.public_runs().items()}
 
 
 def test_every_mistake_patch_applies_to_exactly_one_place():
@@ -129,7 +112,7 @@ def test_shared_checks_and_public_tests_quote_no_solution_line():
 
 @pytest.mark.timeout(180)
 def test_solution_docstring_examples_run_as_doctests(runs):
-    results = runs[DOCTESTS]
+    results = runs[pr.DOCTESTS]
     assert "__error__" not in results, results.get("__error__")
     not_passed = {nodeid: message[-2000:] for nodeid, (status, message) in results.items() if status != "passed"}
     assert not not_passed, not_passed
