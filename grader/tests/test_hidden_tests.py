@@ -80,8 +80,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {**hr.run_hidden(jobs, terse=("stubs",)), **broken}
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_hidden_tests_pass_on_solutions(runs):
     results = _completed(runs["solutions"])
     not_passed = {n: o for n, o in results.items() if not o.passed}
@@ -91,8 +90,7 @@ def test_hidden_tests_pass_on_solutions(runs):
     assert not unknown, f"hidden tests mapped to no rubric exercise: {unknown}"
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_hidden_tests_fail_on_stubs(runs):
     assert hr.EXERCISES_DIR.is_dir(), "exercises/ (the stubs) does not exist"
     results = _completed(runs["stubs"])
@@ -101,8 +99,7 @@ def test_hidden_tests_fail_on_stubs(runs):
     _assert_every_exercise_tested(results)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_each_exercise_s_tests_reach_only_its_own_module_and_what_it_depends_on(runs):
     problems = []
     for ex_id in EXERCISES:
@@ -144,8 +141,7 @@ def test_mutant_suite_is_well_formed():
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_every_mutant_is_caught_by_its_own_exercise_only(runs):
     report = []
     for m in MUTANTS:
@@ -153,8 +149,7 @@ def test_every_mutant_is_caught_by_its_own_exercise_only(runs):
     assert not report, f"{len(report)} mutant problem(s):\n" + "\n".join(report)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(300)
 def test_the_mutant_verdict_rejects_a_no_op_and_undeclared_collateral_damage(runs):
     for name, (control, expected) in CONTROLS.items():
         problems = hr.mutant_problems(control, runs[name])
