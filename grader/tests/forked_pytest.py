@@ -40,8 +40,8 @@ from typing import Callable
 HERE = Path(__file__).resolve()
 REPO_ROOT = HERE.parents[2]
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-# Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), in-process capture
-# (each forked job has its own copy), and short tracebacks unless the args say otherwise.
+# Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), and in-process capture
+# (each forked job has its own copy of it, where file-descriptor capture would share one file).
 QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q", "--capture=sys"]
 
 
