@@ -13,9 +13,11 @@ Whatever is wrong (not JSON, not a notebook, a cell missing or twice, a cell ove
 a NotebookError with one line for the instructor.
 
 Each module file is the cell's source after one header line: the names the notebook's setup cell
-gives every cell (``math``, ``torch``, ``nn``) and the imports of other exercise modules that the
-module's file has in the command-line kata (``from causal_attention import CausalAttention``), which the
-release leaves out of the cell because the notebook defines those names in cells of their own. Line numbers in the grader's
+gives every cell (``math``, ``torch``, ``nn``, ``inputs``, ``batch``), the imports of other exercise
+modules that the module's file has in the command-line kata (``from causal_attention import
+CausalAttention``; the release leaves them out of the cell, as the notebook defines those names in cells
+of their own), and the import of each name the cell uses that an earlier solution cell defines
+(cell_imports), as in the notebook, where a cell sees what the cells above it defined. Line numbers in the grader's
 messages therefore count the cell's lines from 2.
 """
 
@@ -31,7 +33,13 @@ from grader.submission import MAX_FILE_BYTES, _one_line
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
-SETUP_NAMES = "import math, torch, torch.nn as nn"
+# The names the notebook's setup cell (grader/templates/notebook_setup.py) gives every cell; inputs is
+# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_course checks both).
+JOURNEY = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10],
+           [0.05, 0.80, 0.55]]
+SETUP_NAMES = (f"import math, torch, torch.nn as nn; inputs = torch.tensor({JOURNEY}); "
+               "batch = torch.stack((inputs, inputs), dim=0)")
+SETUP_DEFINES = frozenset({"math", "torch", "nn", "inputs", "batch"})
 
 
 class NotebookError(Exception):
@@ -94,11 +102,59 @@ def _source(source: object, module: str, name: str) -> str:
     return source
 
 
-def module_file(module: str, source: str) -> bytes:
+def module_file(module: str, source: str, imports: list[str] = ()) -> bytes:
     """The module file of a solution cell: the header line (see the module docstring), then the cell."""
-    header = "; ".join([SETUP_NAMES, *exercise_imports(module)])
+    header = "; ".join(dict.fromkeys([SETUP_NAMES, *exercise_imports(module), *imports]))
     return (header + "  # the notebook's setup cell, and the cells this one builds on\n" + source).encode(
         "utf-8", "surrogatepass")
+
+
+def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
+    """{module: imports} giving each cell the names it uses, binds nowhere, and an earlier solution cell
+    (in the notebook's order) defines at its top level: ``from causal_mask import causal_attention_weights``,
+    what its ``.py`` file would say. Read from the code (ast), never run; a cell that does not parse
+    gets none and gives none."""
+    import ast
+    import builtins
+
+    known = set(dir(builtins)) | SETUP_DEFINES
+    defined: dict[str, str] = {}  # name -> the module of the latest earlier cell defining it at its top level
+    result: dict[str, list[str]] = {}
+    for module, source in cells.items():
+        try:
+            tree = ast.parse(source)
+            nodes = list(ast.walk(tree))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            result[module] = []
+            continue
+        bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+        bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        bound |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+        used = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        wanted: dict[str, list[str]] = {}
+        for name in sorted(used - bound - known):
+            if name in defined:
+                wanted.setdefault(defined[name], []).append(name)
+        result[module] = [f"from {other} import {', '.join(names)}" for other, names in wanted.items()]
+        for node in tree.body:
+            for name in _top_level_names(node):
+                defined[name] = module
+    return result
+
+
+def _top_level_names(node: object) -> list[str]:
+    import ast
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+    return []
 
 
 def exercise_imports(module: str) -> list[str]:
@@ -118,4 +174,5 @@ def notebook_modules(path: Path, modules: list[str]) -> dict[str, bytes]:
     """``{"<group>/<module>.py": bytes}`` for each of ``modules``, from the notebook at ``path``."""
     groups = load_rubric().module_groups
     cells = solution_cells(read_notebook(path), modules, path.name)
-    return {f"{groups[module]}/{module}.py": module_file(module, cells[module]) for module in modules}
+    imports = cell_imports(cells)
+    return {f"{groups[module]}/{module}.py": module_file(module, cells[module], imports[module]) for module in modules}

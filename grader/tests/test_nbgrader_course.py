@@ -26,7 +26,8 @@ import pytest
 
 from grader.gradebook import _ensure_alembic_on_path
 from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
-from grader.notebook_intake import MAX_CELL_BYTES, NotebookError, notebook_modules as read_modules
+from grader.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
+from grader.notebook_intake import notebook_modules as read_modules
 from grader.release import build_release
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from test_release import _env, solution_lines  # the venv's bin on PATH; the solutions' lines
@@ -37,6 +38,15 @@ MISTAKES = {
     "03_causal/causal_mask": ("return masked / masked.sum(dim=-1, keepdim=True)", "return masked"),
     "03_causal/causal_attention": ("self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"),
     "04_multihead/multihead_attention": ("return self.out_proj(context)", "return context"),
+}
+# The mistaken student's cells also use what the notebook gives them: a name of the setup cell, and a
+# function of an earlier cell (the .py files import them, as their author would).
+NOTEBOOK_NAMES = {
+    "03_causal/causal_mask": ("\n_SHAPE = tuple(inputs.shape)\n",
+                              "\ninputs = torch.tensor(kata_inputs)\n_SHAPE = tuple(inputs.shape)\n"),
+    "03_causal/attention_dropout": ("\n_WEIGHTS = causal_attention_weights\n",
+                                    "\nfrom causal_mask import causal_attention_weights\n_WEIGHTS = causal_attention_weights\n"),
+    "04_multihead/multihead_attention": ("\n_SPLIT = split_heads\n", "\nfrom head_split import split_heads\n_SPLIT = split_heads\n"),
 }
 # A kernel tamperer: what defeats nbgrader autograde (later test cells skipped, asserts that cannot
 # fail, the kernel told to stop), each put into a stub's solution cell of 03_causal.
@@ -149,7 +159,7 @@ def test_intake_reads_solution_cells_by_grade_id_into_the_module_layout(tmp_path
     files = read_modules(_notebook_file(tmp_path, {"cells": cells}), MODULES_03)
     assert sorted(files) == [f"03_causal/{m}.py" for m in sorted(MODULES_03)]
     text = files["03_causal/causal_mask.py"].decode()
-    assert text.splitlines()[0].startswith("import math, torch, torch.nn as nn  #")
+    assert text.splitlines()[0].startswith(SETUP_NAMES + "  #")
     assert text.splitlines()[1:] == ["def causal_mask():", "    return 1"]
     nb04 = group_notebook("04_multihead")
     path = tmp_path / "04.ipynb"
@@ -158,6 +168,23 @@ def test_intake_reads_solution_cells_by_grade_id_into_the_module_layout(tmp_path
     assert "03_causal/causal_attention.py" in files  # the student's own CausalAttention, as a module
     wrapper = files["04_multihead/multihead_wrapper.py"].decode()
     assert "from causal_attention import CausalAttention" in wrapper.splitlines()[0]
+
+
+def test_a_cell_gets_the_names_of_the_setup_cell_and_of_earlier_cells_as_its_py_file_would_import_them():
+    import ast
+
+    kata_checks = ast.parse((REPO_ROOT / "exercises" / "kata_checks.py").read_text())
+    (journey,) = [node.value for node in kata_checks.body if isinstance(node, ast.Assign) and node.targets[0].id == "JOURNEY"]
+    assert ast.literal_eval(journey) == JOURNEY  # the setup cell's inputs
+    cells = {"causal_mask": "import torch\ndef causal_attention_weights(s, d):\n    return s\nscale = 2\n",
+             "attention_dropout": "def dropout(x, p, scale=1):\n    return x * scale\nbroken(",
+             "causal_attention": "class CausalAttention:\n    def f(self, s, mask):\n"
+                                 "        return causal_attention_weights(s, scale) + inputs + mask + dropout(s, 1) + elsewhere\n",
+             "multihead_wrapper": "def causal_attention_weights(s):\n    return s\ny = causal_attention_weights(scale)\n"}
+    assert cell_imports(cells) == {
+        "causal_mask": [], "attention_dropout": [],  # its own parameter named scale; a cell that does not parse
+        "causal_attention": ["from causal_mask import causal_attention_weights, scale"],  # dropout: not parsed
+        "multihead_wrapper": ["from causal_mask import scale"]}  # it defines causal_attention_weights itself
 
 
 @pytest.mark.parametrize("content, message", [
@@ -247,7 +274,9 @@ def _generate_assignments(course: Path) -> None:
         assert result["success"], result.get("log", "") + result.get("error", "")
 
 
-def _mistaken(text: str, ex_id: str) -> str:
+def _mistaken(text: str, ex_id: str, py: bool) -> str:
+    if ex_id in NOTEBOOK_NAMES:
+        text += NOTEBOOK_NAMES[ex_id][py].replace("kata_inputs", repr(JOURNEY))
     if ex_id not in MISTAKES:
         return text
     old, new = MISTAKES[ex_id]
@@ -274,7 +303,7 @@ def _class(course: Path, pyclass: Path) -> None:
         mistaken = nbformat.from_dict(json.loads(json.dumps(source)))
         for ex in notebook_modules(group):
             cell = _cell(mistaken, ex.module)
-            cell.source = _mistaken(cell.source, ex.id)
+            cell.source = _mistaken(cell.source, ex.id, py=False)
         _hand_in(course, "mistaken", group, mistaken)
         _hand_in(course, "stubs", group, released)
     tamperer = nbformat.read(course / "release" / "03_causal" / "03_causal.ipynb", as_version=4)
@@ -294,7 +323,7 @@ def _class(course: Path, pyclass: Path) -> None:
             target = pyclass / student / ex.group / f"{ex.module}.py"
             target.parent.mkdir(parents=True, exist_ok=True)
             text = (base / ex.group / f"{ex.module}.py").read_text()
-            target.write_text(_mistaken(text, ex.id) if student == "mistaken" else text)
+            target.write_text(_mistaken(text, ex.id, py=True) if student == "mistaken" else text)
     os.chmod(pyclass, 0o700)
 
 
