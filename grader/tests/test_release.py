@@ -144,7 +144,6 @@ PATH_SPAN = re.compile(r"^(?:\.\.?/)*[a-z0-9_.][\w.-]*(?:/[\w.-]+)+/?$")
 # Paths the top README names that are not in this tree, on purpose.
 ELSEWHERE = {
     ".github/workflows/classroom.yml": "in the student release",
-    "source/attention-kata/": "in the release's nbgrader course",
 }
 
 
