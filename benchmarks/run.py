@@ -15,7 +15,8 @@ waited for, the CPU seconds the whole machine was busy meanwhile (/proc/stat), a
 
 The issue's targets are checked below the table: ``grader score`` at most 2x ``import torch``;
 ``score-all`` at least 20x the throughput of one ``pytest tests --impl SUB`` process per submission
-for 50 submissions; the CSV has one row per student; nbgrader gives the solved notebooks full points.
+for 50 submissions; the CSV has one row per student; `grader nbgrader` gives the solved notebooks full
+points in nbgrader's export.
 
 The ``in-process-floor`` row is what the hidden tests themselves cost, with no isolation at all:
 torch and pytest imported once, then ``--jobs`` processes each run the hidden tests on their share
@@ -53,17 +54,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from grader.rubric import GROUPS  # noqa: E402  (importable once the repository root is on sys.path)
 from grader import mutation  # noqa: E402  (the mutants are patches to the solutions: grader/mutation.py)
 
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
 BIN = str(Path(sys.executable).parent)
-ASSIGNMENT = "attention-kata"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 # The keys of the table's rows, in order (grader/tests/test_benchmarks.py checks them).
 ROW_KEYS = ("import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
-            "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-autograde")
+            "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade")
 
 
 class BenchError(RuntimeError):
@@ -295,10 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         return in_process_floor(Path(argv_list[1]), int(argv_list[3]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=50, help="submissions for score-all (default 50)")
-    parser.add_argument("--nbgrader-students", type=int, default=10, help="students for nbgrader autograde (default 10)")
+    parser.add_argument("--nbgrader-students", type=int, default=10, help="students of the Jupyter class graded by grader nbgrader (default 10)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each single command (default 3; median reported)")
     parser.add_argument("--batch-repeat", type=int, default=1, help="runs of each batch measurement (default 1)")
-    parser.add_argument("--skip-nbgrader", action="store_true", help="leave out nbgrader autograde")
+    parser.add_argument("--skip-nbgrader", action="store_true", help="leave out the Jupyter class (grader nbgrader)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 3 students, 2 for nbgrader, every command once, no warm-up")
     parser.add_argument("--dry-run", action="store_true",
@@ -431,30 +432,36 @@ def main(argv: list[str] | None = None) -> int:
         except (BenchError, subprocess.TimeoutExpired) as err:
             failures.append(f"score-all: {err}")
 
-        # 4. nbgrader autograde on the source notebooks (solutions filled in), handed in by M students.
+        # 4. A Jupyter class: the source notebooks (solutions filled in) of every group, handed in by M
+        #    students, graded by `python -m grader nbgrader` (one assignment per group, no kernel run).
         if not args.skip_nbgrader:
             m = args.nbgrader_students
             try:
                 course = tmp / "nbgrader"
                 build_nbgrader_course(course)
+                course.chmod(0o700)  # uid isolation refuses a class folder others can read
                 nbgrader = os.path.join(BIN, "nbgrader")
-                log("nbgrader generate_assignment (setup, not timed)")
-                run_timed([nbgrader, "generate_assignment", ASSIGNMENT, "--force"], cwd=course)
-                for k in range(m):
-                    handed_in = course / "submitted" / f"student_{k + 1:03d}" / ASSIGNMENT
-                    handed_in.mkdir(parents=True)
-                    for nb in (course / "source" / ASSIGNMENT).glob("*.ipynb"):
-                        shutil.copy(nb, handed_in / nb.name)
-                rows["nbgrader-autograde"] = Row(
-                    "nbgrader-autograde", f"nbgrader autograde, {m} students (4 solved notebooks each)",
-                    f"nbgrader autograde {ASSIGNMENT} --force", per=m, baseline="score-all")
+                log("nbgrader generate_assignment, every group (setup, not timed)")
+                for group in GROUPS:
+                    run_timed([nbgrader, "generate_assignment", group, "--force"], cwd=course)
+                    for k in range(m):
+                        handed_in = course / "submitted" / f"student_{k + 1:03d}" / group
+                        handed_in.mkdir(parents=True)
+                        shutil.copy(course / "source" / group / f"{group}.ipynb", handed_in)
+                rows["nbgrader-grade"] = Row(
+                    "nbgrader-grade", f"grader nbgrader, {m} students (4 solved notebooks each)",
+                    f"python -m grader nbgrader COURSE --jobs {jobs}", per=m, baseline="score-all")
                 for i in range(args.batch_repeat):
-                    log(f"nbgrader autograde, {m} students {i + 1}/{args.batch_repeat}")
+                    log(f"grader nbgrader, {m} students {i + 1}/{args.batch_repeat}")
                     baseline_torch()
-                    rows["nbgrader-autograde"].timings.append(
-                        run_timed([nbgrader, "autograde", ASSIGNMENT, "--force"], cwd=course, timeout=3600)[0])
+                    shutil.rmtree(course / "grader", ignore_errors=True)  # no resume: grade everyone
+                    rows["nbgrader-grade"].timings.append(run_timed(
+                        [sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", str(jobs)],
+                        timeout=3600)[0])
                 run_timed([nbgrader, "export"], cwd=course)
-                checks.append(_check_nbgrader(course / "grades.csv", m))
+                checks.append(_check_nbgrader(course / "grades.csv", m) if not DRY_RUN else
+                              (f"nbgrader export: {m * len(GROUPS)} rows, all at full marks", None,
+                               "not checked (dry run)", False))
             except (BenchError, subprocess.TimeoutExpired) as err:
                 failures.append(f"nbgrader: {err}")
         baseline_torch()
@@ -474,9 +481,10 @@ def main(argv: list[str] | None = None) -> int:
         bound = rows["pytest-impl-each"].wall() / rows["in-process-floor"].wall()
         checks.append(("the in-process floor's throughput over one pytest process per submission (what the hidden "
                        "tests themselves allow here, with no isolation)", None, f"{bound:.1f}x", True))
-    if rows.get("nbgrader-autograde") and rows["nbgrader-autograde"].timings and rows.get("score-all") and rows["score-all"].timings:
-        ratio = rows["nbgrader-autograde"].per_sub() / rows["score-all"].per_sub()
-        checks.append(("nbgrader autograde vs score-all, seconds per submission", None, f"{ratio:.1f}x", True))
+    if rows.get("nbgrader-grade") and rows["nbgrader-grade"].timings and rows.get("score-all") and rows["score-all"].timings:
+        ratio = rows["nbgrader-grade"].per_sub() / rows["score-all"].per_sub()
+        checks.append(("grader nbgrader (4 notebooks) vs score-all (one folder), seconds per student", None,
+                       f"{ratio:.1f}x", True))
 
     text = render(rows, checks, failures, machine=machine, code=code, started=started, load_start=load_start,
                   load_end=load_end, argv=argv if argv is not None else sys.argv[1:], jobs=jobs)
@@ -513,10 +521,12 @@ def _check_csv(path: Path, plan: list[tuple[str, str]]) -> tuple[str, bool, str,
 
 
 def _check_nbgrader(path: Path, m: int) -> tuple[str, bool, str, bool]:
+    """nbgrader's export: one row per student and assignment, each at full marks."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     full = [r for r in rows if float(r["score"]) == float(r["max_score"]) > 0]
-    return (f"nbgrader export: {m} rows, all at full marks", len(rows) == m and len(full) == m,
+    n = m * len(GROUPS)
+    return (f"nbgrader export: {n} rows, all at full marks", len(rows) == n and len(full) == n,
             f"{len(rows)} rows, {len(full)} at full marks", False)
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/run.py: a dry run (``--dry-run --skip-nbgrader``) writes the table with every row and numeric ratios.
+"""benchmarks/run.py: a dry run (``--dry-run``) writes the table with every row and numeric ratios.
 
 The dry run checks the script, not the grader: it builds the student releases and the class (solutions,
 mutants from tests/mutants, stubs) and writes every row, check and target line, but each measured
@@ -21,8 +21,7 @@ from grader.rubric import load_rubric
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_ROWS = ["import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
-                 "score-all", "in-process-floor", "pytest-impl-each"]
-
+                 "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade"]
 
 
 def _table(text: str) -> dict[str, dict[str, str]]:
@@ -40,7 +39,7 @@ def _table(text: str) -> dict[str, dict[str, str]]:
 def test_dry_run_writes_the_table(tmp_path: Path):
     out = tmp_path / "results.md"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "run.py"), "--dry-run", "--skip-nbgrader", "--out", str(out)],
+        [sys.executable, str(REPO / "benchmarks" / "run.py"), "--dry-run", "--out", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=110,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -59,6 +58,7 @@ def test_dry_run_writes_the_table(tmp_path: Path):
     assert float(rows["import-torch"]["× import torch"]) == 1.0
     assert rows["score-all"]["per"] == rows["in-process-floor"]["per"] == rows["pytest-impl-each"]["per"] == "3"
     assert "- DRY RUN: " in text and "- info: score-all CSV has 3 rows (one per student): not checked (dry run)" in text
+    assert "nbgrader export: 8 rows, all at full marks: not checked (dry run)" in text  # 2 students x 4 groups
     for target in ("grader score (sandbox auto", "grader score --sandbox none", "score-all throughput"):
         assert any(line.startswith(("- PASS: ", "- FAIL: ")) and target in line and line.endswith("x")
                    for line in text.splitlines()), target
