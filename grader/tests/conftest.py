@@ -21,7 +21,11 @@ import pytest
 from grader.domains import Domains
 from grader.isolation import bwrap_problem, choose_isolation, uid_problem
 
+
 def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config, "workerinput", {}).get("kata_loadgroup"):  # a worker started by the lines below
+        config.option.loadgroup = True  # xdist_group marks keep their tests on one worker
+        return
     whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
     if (whole_suite and config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
             and config.getoption("numprocesses", None) is None and not config.getoption("collectonly")
@@ -31,6 +35,13 @@ def pytest_configure(config: pytest.Config) -> None:
             config.option.numprocesses = workers
             config.option.dist = "loadgroup"
             config.option.tx = ["popen"] * workers
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Workers take their options from the command line, which did not say loadgroup: tell them."""
+    if node.config.option.dist == "loadgroup":
+        node.workerinput["kata_loadgroup"] = True
 
 
 PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}

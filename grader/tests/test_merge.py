@@ -49,12 +49,12 @@ def test_merged_shards_equal_one_run(shards) -> None:
     assert submissions["ann"] == pytest.approx(90.0) and submissions["cy"] == 0.0
 
 
-def test_merging_refuses_damaged_or_overlapping_shards(shards) -> None:
+def test_merging_refuses_damaged_or_overlapping_shards(shards, capsys) -> None:
     tmp, csvs, dirs = shards
     out = tmp / "merged.csv"
     whole = csvs[0].read_bytes()
     csvs[0].write_bytes(whole[:-5])  # a shard killed mid-row
-    assert_refused(["merge", str(out), *map(str, csvs)], "cut short")
+    assert_refused(capsys, ["merge", str(out), *map(str, csvs)], "cut short")
     csvs[0].write_bytes(whole)
     other = tmp / "other.csv"  # the same student graded differently in two shards
     with open(other, "w", newline="") as f:
@@ -62,16 +62,16 @@ def test_merging_refuses_damaged_or_overlapping_shards(shards) -> None:
         writer.writeheader()
         name = next(iter(read(csvs[1])))
         writer.writerow(csv_row(name, {"error": "again"}, "0" * 64))
-    assert_refused(["merge", str(out), *map(str, csvs), str(other)], "different rows")
+    assert_refused(capsys, ["merge", str(out), *map(str, csvs), str(other)], "different rows")
     next(dirs[2].iterdir()).unlink()  # a graded student's report lost
-    assert_refused(["merge", str(out), *map(str, csvs), "--json-dir", str(tmp / "j"), "--from-json-dirs", *map(str, dirs)],
+    assert_refused(capsys, ["merge", str(out), *map(str, csvs), "--json-dir", str(tmp / "j"), "--from-json-dirs", *map(str, dirs)],
                    "no JSON report")
     (tmp / "foreign.csv").write_text("name,grade\nann,3\n")
-    assert_refused(["merge", str(out), str(tmp / "foreign.csv")], "not a score-all CSV")
-    assert_refused(["merge", str(out), str(tmp / "missing.csv")], "no such file")
-    assert_refused(["merge", str(out), str(csvs[0]), "--json-dir", str(tmp / "j")], "go together")
+    assert_refused(capsys, ["merge", str(out), str(tmp / "foreign.csv")], "not a score-all CSV")
+    assert_refused(capsys, ["merge", str(out), str(tmp / "missing.csv")], "no such file")
+    assert_refused(capsys, ["merge", str(out), str(csvs[0]), "--json-dir", str(tmp / "j")], "go together")
     (tmp / "notes.db").write_text("not a database")
-    assert_refused(["merge", str(out), *map(str, csvs), "--gradebook", str(tmp / "notes.db"), "--assignment", "hw3"],
+    assert_refused(capsys, ["merge", str(out), *map(str, csvs), "--gradebook", str(tmp / "notes.db"), "--assignment", "hw3"],
                    "not an nbgrader gradebook")
     assert not out.exists()
 
@@ -125,7 +125,12 @@ def read(path: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
-def assert_refused(args: list[str], says: str) -> None:
-    proc = run(*args)
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and says in proc.stderr, (args, proc.stderr)
-    assert "Traceback" not in proc.stderr
+def assert_refused(capsys: pytest.CaptureFixture, args: list[str], says: str) -> None:
+    """The command line refuses ``args`` with exit 2 and one line saying ``says`` (run in this process:
+    merge reads no student code)."""
+    from grader.cli import main
+
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and says in err, (args, err)
+    assert "Traceback" not in err
