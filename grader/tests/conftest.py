@@ -22,10 +22,23 @@ from grader.domains import Domains
 from grader.isolation import bwrap_problem, choose_isolation, uid_problem
 
 
+# Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
+# course, the forked pytest runs, one template per mode) or whose attacker writes to the host's /tmp
+# while another mode's test asserts it is clean: under pytest-xdist each runs whole on one worker.
+# Every other test is scheduled on its own. (xdist's own xdist_group marks do nothing under pytest 9:
+# xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
+ONE_WORKER = {
+    "test_batch.py": "batch",
+    "test_nbgrader_course.py": "nbgrader_course",
+    "test_hidden_tests.py": "hidden_runs",
+    "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
+    "test_exercises.py": "public_runs",
+    "test_isolation.py": "isolation",
+    "test_gradebook.py": "gradebook",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config, "workerinput", {}).get("kata_loadgroup"):  # a worker started by the lines below
-        config.option.loadgroup = True  # xdist_group marks keep their tests on one worker
-        return
     whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
     if (whole_suite and config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
             and config.getoption("numprocesses", None) is None and not config.getoption("collectonly")
@@ -33,15 +46,22 @@ def pytest_configure(config: pytest.Config) -> None:
         workers = len(os.sched_getaffinity(0))
         if workers > 1:  # xdist's own pytest_configure (trylast) starts the workers from these
             config.option.numprocesses = workers
-            config.option.dist = "loadgroup"
+            config.option.dist = "load"
             config.option.tx = ["popen"] * workers
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
-    """Workers take their options from the command line, which did not say loadgroup: tell them."""
-    if node.config.option.dist == "loadgroup":
-        node.workerinput["kata_loadgroup"] = True
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Whole modules of ONE_WORKER on one worker each (the largest first), every other test alone."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return ONE_WORKER.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+
+    return OneWorkerModules(config, log)
 
 
 PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}

@@ -54,7 +54,6 @@ def rows(csv_path: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
-@pytest.mark.xdist_group("batch_graded")  # one worker grades the class once
 def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     proc, csv_path, _ = graded
     assert proc.returncode == 0, proc.stderr
@@ -71,7 +70,6 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     assert all(float(table["kill_parent"][ex]) == points for ex, points in full.items())
 
 
-@pytest.mark.xdist_group("batch_graded")  # one worker grades the class once
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
     """Each row is what grading that student alone gives (grade() is what `score` runs)."""
     from grader.grading import GradeOptions, grade
@@ -87,7 +85,6 @@ def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None
         assert json.loads((out / f"{student}.json").read_text())["exercises"] == single["exercises"]
 
 
-@pytest.mark.xdist_group("batch_graded")  # one worker grades the class once
 def test_gradebook_holds_the_batch(graded) -> None:
     from nbgrader.api import Gradebook
 
@@ -97,7 +94,6 @@ def test_gradebook_holds_the_batch(graded) -> None:
         assert gb.find_submission("hw3", "bob").score == pytest.approx(0.0)
 
 
-@pytest.mark.xdist_group("batch_graded")  # one worker grades the class once
 def test_an_error_row_is_tried_again_and_the_others_stay(graded, classroom: Path) -> None:
     _, csv_path, _ = graded
     again = run("score-all", str(classroom), "--csv", str(csv_path))
@@ -139,7 +135,6 @@ def one_run(small_class: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return out / "grades.csv", out / "json"
 
 
-@pytest.mark.xdist_group("batch_one_run")  # one worker makes the one run once
 def test_one_run_is_sorted_hashed_and_says_how_long(one_run, small_class: Path) -> None:
     from grader.batch import HASH_COLUMN, csv_columns, submission_hash
 
@@ -155,7 +150,6 @@ def test_one_run_is_sorted_hashed_and_says_how_long(one_run, small_class: Path) 
     assert sorted(p.name for p in json_dir.iterdir()) == ["alice.json", "bob.json", "dave.json"]  # created
 
 
-@pytest.mark.xdist_group("batch_one_run")  # one worker makes the one run once
 def test_a_run_killed_mid_way_resumes_to_what_one_run_writes(one_run, small_class: Path, tmp_path: Path) -> None:
     """kill -9 after two rows; the resume grades the rest (and the error row again), the gradebook lists
     everyone, and the CSV and JSON reports are those of one uninterrupted run."""

@@ -25,8 +25,6 @@ try:
 except ImportError:
     import public_runner as pr
 
-pytestmark = pytest.mark.xdist_group("public_runs")  # on one xdist worker: public_runner's runs are made once for this file and test_public_tests.py
-
 EXERCISE_IDS = list(load_rubric().exercises)
 # One public test file per exercise module: exercises/<group>/test_<module>.py.
 PUBLIC_TESTS = {ex_id: pr.public_test_file(ex_id) for ex_id in EXERCISE_IDS}

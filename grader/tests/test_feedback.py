@@ -24,7 +24,7 @@ SECOND = "RuntimeError: The size of tensor a (4) must match the size of tensor b
 def report() -> dict:
     rubric = load_rubric()
     exercises = {ex_id: {"score": ex.points, "max_score": ex.points, "status": "passed",
-                         "message": f"all 3 tests passed"} for ex_id, ex in rubric.exercises.items()}
+                         "message": "all 3 tests passed"} for ex_id, ex in rubric.exercises.items()}
     exercises[MASK] = {"score": 4.0, "max_score": 8.0, "status": "partial",
                        "message": f"2 of 4 tests failed; first: {FIRST}"}
     tests = [{"name": f"{MASK}: test_printed", "score": 0.0, "max_score": 2.0, "status": "failed", "output": FIRST},

@@ -146,7 +146,6 @@ def _points(group: str, report: dict, gpu: bool) -> float:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xdist_group("course_db")  # one worker builds the course's gradebook once
 def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_its_max_scores(course_db: Path, tmp_path: Path):
     import shutil
 
@@ -196,7 +195,6 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.xdist_group("course_db")  # one worker builds the course's gradebook once
 def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
     import shutil
 

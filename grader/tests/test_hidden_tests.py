@@ -31,8 +31,6 @@ try:
 except ImportError:
     import hidden_runner as hr
 
-pytestmark = pytest.mark.xdist_group("hidden_runs")  # on one xdist worker: the hidden tests' runs (one warm driver) are made once
-
 MUTANTS = mutation.load_mutants()
 EXERCISES = load_rubric().exercises
 SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)

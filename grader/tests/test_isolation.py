@@ -45,9 +45,6 @@ def _uid_processes(uid: int) -> list[int]:
     return running_as(uid)
 
 
-# Its attacker plants files in the host's /tmp (shared under uid isolation until the reaper runs), and
-# the test asserts there are none: the modes run one after another, on one pytest-xdist worker.
-@pytest.mark.xdist_group("host_tmp")
 def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) -> None:
     """A student leaves a daemon that plants code in /tmp, stops and pokes every process it sees and
     writes fake results; the next student only loads what was planted; then an honest student."""

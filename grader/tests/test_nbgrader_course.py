@@ -402,7 +402,6 @@ def _cell_scores(course: Path, group: str, student: str) -> dict[str, float]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("nbgrader_course")  # one worker builds the course once
 def test_the_gradebook_has_each_assignments_exercises_and_export_shows_them(course: dict, tmp_path: Path):
     root = course["course"]
     rows = _exported(root, tmp_path / "grades.csv")
@@ -431,7 +430,6 @@ def test_the_gradebook_has_each_assignments_exercises_and_export_shows_them(cour
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("nbgrader_course")  # one worker builds the course once
 def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
     root = course["course"]
     for student, report in course["py"].items():
@@ -450,7 +448,6 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("nbgrader_course")  # one worker builds the course once
 @pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")  # nbgrader 0.9's exchange
 def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict, tmp_path: Path):
     root = course["course"]
@@ -487,7 +484,6 @@ def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict,
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@pytest.mark.xdist_group("nbgrader_course")  # one worker builds the course once
 def test_released_notebooks_hold_no_solution_and_the_source_notebooks_pass_their_public_tests(course: dict):
     """Every released notebook: no solution line of any exercise (04's CausalAttention cell is a stub);
     the test cells run (outside a kernel, in a subprocess) pass on the source notebooks and fail on the

@@ -26,8 +26,6 @@ try:
 except ImportError:
     import public_runner as pr
 
-pytestmark = pytest.mark.xdist_group("public_runs")  # on one xdist worker: public_runner's runs are made once for this file and test_exercises.py
-
 MISTAKES = pr.MISTAKES
 EXERCISE_IDS = list(load_rubric().exercises)
 MODULES = [ex.module for ex in load_rubric().exercises.values()]
