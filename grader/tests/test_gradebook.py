@@ -235,3 +235,33 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
     with Gradebook(f"sqlite:///{db}") as gb:
         assert "longer than 600 s" in gb.find_comment(COMMENT_CELL, NOTEBOOK, ASSIGNMENT, "dave").auto_comment
         assert gb.find_assignment(ASSIGNMENT).max_score == pytest.approx(load_rubric().max_score)
+
+
+def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path: Path) -> None:
+    """grader.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
+    import sqlite3
+
+    from nbgrader.api import get_alembic_version
+
+    from grader.gradebook import ClassGradebook, nbgrader_schema_head
+
+    head = nbgrader_schema_head()
+    assert head is not None and head == get_alembic_version()  # the alembic command's own answer
+    with ClassGradebook(tmp_path / "new.db", "hw3"):
+        pass
+    with sqlite3.connect(tmp_path / "new.db") as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+
+
+def test_notebooks_still_validate_without_the_iri_format_checker() -> None:
+    """grader/__init__.py keeps jsonschema from importing rfc3987_syntax; nbformat's checks still run."""
+    import nbformat
+
+    import grader
+
+    assert grader.__name__ in sys.modules and sys.modules["rfc3987_syntax"] is None
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nbformat.validate(nb)
+    nb.cells[0]["cell_type"] = "not a cell type"
+    with pytest.raises(nbformat.ValidationError):
+        nbformat.validate(nb)
