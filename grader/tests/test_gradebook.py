@@ -237,6 +237,7 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
         assert gb.find_assignment(ASSIGNMENT).max_score == pytest.approx(load_rubric().max_score)
 
 
+@pytest.mark.timeout(120)
 def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path: Path) -> None:
     """grader.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
     import sqlite3
