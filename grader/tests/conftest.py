@@ -23,8 +23,8 @@ from grader.isolation import bwrap_problem, choose_isolation, uid_problem
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
-# course, the forked pytest runs, one template per mode) or whose attacker writes to the host's /tmp
-# while another mode's test asserts it is clean: under pytest-xdist each runs whole on one worker.
+# course, the forked pytest runs), and a test whose attacker writes to the host's /tmp while its other
+# mode asserts it is clean: under pytest-xdist each (module, or module::test) runs whole on one worker.
 # Every other test is scheduled on its own. (xdist's own xdist_group marks do nothing under pytest 9:
 # xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
 ONE_WORKER = {
@@ -33,7 +33,7 @@ ONE_WORKER = {
     "test_hidden_tests.py": "hidden_runs",
     "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
     "test_exercises.py": "public_runs",
-    "test_isolation.py": "isolation",
+    "test_isolation.py::test_a_class_graded_one_after_another": "host_tmp",
     "test_gradebook.py": "gradebook",
 }
 
@@ -52,14 +52,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Whole modules of ONE_WORKER on one worker each (the largest first), every other test alone."""
+    """Each entry of ONE_WORKER on one worker (the largest first), every other test alone."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class OneWorkerModules(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return ONE_WORKER.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+            path, _, test = nodeid.partition("::")
+            module = path.rsplit("/", 1)[-1]
+            return ONE_WORKER.get(f"{module}::{test.split('[', 1)[0]}") or ONE_WORKER.get(module) or nodeid
 
     return OneWorkerModules(config, log)
 
