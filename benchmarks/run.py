@@ -454,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                 for i in range(args.batch_repeat):
                     log(f"grader nbgrader, {m} students {i + 1}/{args.batch_repeat}")
                     baseline_torch()
-                    shutil.rmtree(course / "grader", ignore_errors=True)  # no resume: grade everyone
+                    shutil.rmtree(course / "kata-grading", ignore_errors=True)  # no resume: grade everyone
                     rows["nbgrader-grade"].timings.append(run_timed(
                         [sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", str(jobs)],
                         timeout=3600)[0])

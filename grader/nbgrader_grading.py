@@ -7,11 +7,11 @@ this process or any other:
 
 1. intake (grader/notebook_intake.py): each ``COURSE_DIR/submitted/<student>/<assignment>/<assignment>.ipynb``
    is read as JSON and its solution cells become the module files of the command-line layout, staged
-   in ``COURSE_DIR/grader/intake/<assignment>__<student>/<group>/<module>.py`` (a folder only its
+   in ``COURSE_DIR/kata-grading/intake/<assignment>__<student>/<group>/<module>.py`` (a folder only its
    owner can read). A notebook that cannot be read becomes that student's error, with one line;
 2. grading: grader.batch.score_all over the staged folder, exactly as ``score-all`` grades a class
    (the same jobs, sandbox, time and memory limits, hidden tests, partial credit, re-grades, GPU-run
-   check), resumable: its CSV and JSON reports are ``COURSE_DIR/grader/grades.csv`` and ``json/``;
+   check), resumable: its CSV and JSON reports are ``COURSE_DIR/kata-grading/grades.csv`` and ``json/``;
 3. the gradebook (grader/gradebook.py, the course layout): each assignment's exercises in their
    ``<module>_tests`` cells, the GPU-run check in ``04_multihead``'s ``gpu_check`` cell; a student
    whose notebook could not be graded gets 0 and the reason as the comment;
@@ -38,7 +38,10 @@ from typing import Any, Callable
 from grader.rubric import GROUPS, load_rubric
 
 HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
-WORK_DIR = "grader"  # COURSE_DIR/grader: the staged layouts, the CSV and the JSON reports
+# COURSE_DIR/kata-grading: the staged layouts, the CSV and the JSON reports. Not "grader": instructors run
+# nbgrader's commands from the course folder, and there a folder named grader would shadow this package
+# for `python -m grader` (the current folder comes first on sys.path).
+WORK_DIR = "kata-grading"
 SEPARATOR = "__"  # <assignment>__<student>: a staged submission's name (no group name holds it)
 RELEASE_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader release_feedback reads beside the html
 
@@ -162,7 +165,7 @@ def find_course(root: Path, assignment: str | None = None) -> Course:
 
 
 def prepare_work_dir(course: Course) -> None:
-    """``COURSE_DIR/grader/``, readable by its owner only (uid isolation: no student reads another)."""
+    """``COURSE_DIR/kata-grading/``, readable by its owner only (uid isolation: no student reads another)."""
     try:
         (course.work / "intake").mkdir(parents=True, exist_ok=True)
         os.chmod(course.work, 0o700)

@@ -368,8 +368,10 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     cells_run = subprocess.Popen([sys.executable, "-c", RUN_CELLS, *paths], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, env=_env())
     # the notebooks with the isolated grader, and the same code as .py files with score-all, side by side
-    nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", "2"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=REPO_ROOT)
+    # from the course folder, where instructors run nbgrader's commands (and where a work folder named
+    # like the package would shadow it)
+    nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=course)
     py = _grader("score-all", str(pyclass), "--csv", str(out / "py.csv"), "--json-dir", str(out / "py-json"), "--jobs", "1")
     nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
     assert py.returncode == 0, py.stderr[-3000:]
