@@ -28,15 +28,16 @@ import os
 import stat
 from pathlib import Path
 
+from grader.attention_view import INPUTS
 from grader.rubric import load_rubric
 from grader.submission import MAX_FILE_BYTES, _one_line
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
 # The names the notebook's setup cell (grader/templates/notebook_setup.py) gives every cell; inputs is
-# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_course checks both).
-JOURNEY = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64], [0.22, 0.58, 0.33], [0.77, 0.25, 0.10],
-           [0.05, 0.80, 0.55]]
+# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_course checks both),
+# taken from the grader's one copy: attention_view's, which ships stand-alone.
+JOURNEY = INPUTS
 SETUP_NAMES = (f"import math, torch, torch.nn as nn; inputs = torch.tensor({JOURNEY}); "
                "batch = torch.stack((inputs, inputs), dim=0)")
 SETUP_DEFINES = frozenset({"math", "torch", "nn", "inputs", "batch"})
