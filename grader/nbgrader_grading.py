@@ -109,8 +109,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         course = find_course(args.course, args.assignment)
+        # Refuse before anything is written. Under uid isolation (no mount namespace) a student's code
+        # could otherwise read the course: the other students' notebooks, and the solutions in source/.
+        check_class_isolation(args.sandbox, course.root)
         prepare_work_dir(course)
-        check_class_isolation(args.sandbox, course.work)  # refuse before grading anyone
         signal.signal(signal.SIGTERM, _raise_interrupt)
         summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
                                progress=lambda p: print(p.line(), file=sys.stderr, flush=True))

@@ -25,6 +25,7 @@ import nbformat
 import pytest
 
 from grader.gradebook import _ensure_alembic_on_path
+from grader.isolation import uid_problem
 from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
 from grader.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
 from grader.notebook_intake import notebook_modules as read_modules
@@ -359,6 +360,7 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("release") / "out"
     build_release(out)
     course = out / "nbgrader"
+    course.chmod(0o700)  # as docs/nbgrader.md asks (uid isolation refuses a course others can read)
     _generate_assignments(course)
     pyclass = out / "pyclass"
     _class(course, pyclass)
@@ -400,6 +402,23 @@ def _cell_scores(course: Path, group: str, student: str) -> dict[str, float]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         notebook = gb.find_submission_notebook(group, group, student)
         return {grade.name: grade.score for grade in notebook.grades}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # the course fixture may be built here
+@pytest.mark.skipif(uid_problem() is not None, reason=f"uid isolation unusable here: {uid_problem()}")
+def test_uid_isolation_refuses_a_course_other_users_can_read(course: dict):
+    """Without a mount namespace, student code could read source/ (the solutions) and the others' notebooks."""
+    root = course["course"]
+    before = sorted(p.name for p in root.iterdir())
+    root.chmod(0o755)
+    try:
+        result = _grader("nbgrader", str(root), "--sandbox", "uid")
+    finally:
+        root.chmod(0o700)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "readable by other users" in result.stderr and f"chmod o-rwx {root}" in result.stderr
+    assert sorted(p.name for p in root.iterdir()) == before  # refused before anything was written
 
 
 @pytest.mark.slow
