@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,51 @@ def feedback_filename(student: str) -> str:
     return f"{cleaned.replace('..', '_')}-{digest}.md"
 
 
-def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
-    """The Markdown feedback for one student (see the module docstring)."""
+@dataclass(frozen=True)
+class FailingTest:
+    name: str  # the test's own name, without its exercise
+    score: float
+    max_score: float
+    message: str  # at the visibility asked for ("" under scores)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One exercise that has something to say: what students see of it at a visibility."""
+
+    exercise: str
+    score: float
+    max_score: float
+    status: str
+    summary: str  # the exercise's message without its first failure, redacted ("" under scores)
+    failing: list[FailingTest]
+
+
+def sections(report: dict[str, Any], visibility: str) -> list[Section]:
+    """The exercises of ``report`` with something to say (a failing test, or a message that is not
+    "all ... passed": a re-graded exercise keeps its section, its message says why), as students may
+    see them at ``visibility``. The Markdown here and the nbgrader course's HTML
+    (grader/nbgrader_grading.py) both render these."""
     if visibility not in VISIBILITIES:
         raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    tests = report.get("tests", [])
+    found = []
+    for ex_id, ex in report["exercises"].items():
+        failing = [t for t in tests if t.get("status") == "failed"
+                   and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
+        if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
+            continue
+        summary = ex.get("message", "").split("; first:", 1)[0]
+        found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"],
+                             redact(summary, visibility) if visibility != "scores" and summary else "",
+                             [FailingTest(t["name"].split(": ", 1)[-1], t.get("score", 0), t.get("max_score", 0),
+                                          redact(t.get("output", ""), visibility)) for t in failing]))
+    return found
+
+
+def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
+    """The Markdown feedback for one student (see the module docstring)."""
+    found = sections(report, visibility)
     lines = [f"# Attention kata: feedback for {_inline(student)}", "",
              f"**Total: {report['score']:g} / {report['max_score']:g}**", "",
              "| exercise | score | status |", "| --- | ---: | --- |"]
@@ -51,24 +93,17 @@ def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
     gpu = report["gpu_check"]
     lines.append(f"| GPU-run check | {gpu['score']:g} / {gpu['max_score']:g} | {_inline(gpu['status'])} |")
     lines += ["", "## GPU-run check", "", *_block(wrap(gpu_line(gpu, visibility))), ""]
-    tests = report.get("tests", [])
-    for ex_id, ex in report["exercises"].items():
-        failing = [t for t in tests if t.get("status") == "failed"
-                   and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
-        if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
-            continue  # nothing to say (a re-graded exercise keeps its section: the message says why)
-        lines += [f"## {ex_id}: {ex['score']:g} / {ex['max_score']:g} ({_STATUS.get(ex['status'], ex['status'])})", ""]
-        summary = ex.get("message", "").split("; first:", 1)[0]
-        if visibility != "scores" and summary:
-            lines += [_inline(redact(summary, visibility)), ""]
-        if failing:
-            lines += [f"Failing tests ({len(failing)}):", ""]
-        for test in failing:
-            name = test["name"].split(": ", 1)[-1]
-            lines.append(f"- `{name}`: {test.get('score', 0):g} / {test.get('max_score', 0):g}")
-            message = redact(test.get("output", ""), visibility)
-            if message:
-                lines += ["", *("  " + line if line else "" for line in _block(wrap(message))), ""]
+    for section in found:
+        lines += [f"## {section.exercise}: {section.score:g} / {section.max_score:g} "
+                  f"({_STATUS.get(section.status, section.status)})", ""]
+        if section.summary:
+            lines += [_inline(section.summary), ""]
+        if section.failing:
+            lines += [f"Failing tests ({len(section.failing)}):", ""]
+        for test in section.failing:
+            lines.append(f"- `{test.name}`: {test.score:g} / {test.max_score:g}")
+            if test.message:
+                lines += ["", *("  " + line if line else "" for line in _block(wrap(test.message))), ""]
         lines.append("")
     if visibility == "messages":
         lines.append("_The hidden tests' inputs and values are not shown here; the public tests "

@@ -43,7 +43,7 @@ import warnings
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 NOTEBOOK = "attention-kata"
 GPU_CELL = "gpu_check"
@@ -254,41 +254,44 @@ class ClassGradebook:
                 comment.auto_comment = reason
         gb.db.commit()
 
-    def _notebook(self, notebook: str, student: str) -> Any:
-        """The student's submitted ``notebook``; created when the notebook was added after the submission."""
-        from nbgrader.api import MissingEntry, SubmittedNotebook
+    def _find_or_add(self, find: Callable[[], Any], make: Callable[[], Any]) -> Any:
+        """``find()``'s row, or ``make()``'s, added to the database, where nbgrader has none (a notebook or
+        cell added to the course after the student's submission was first recorded)."""
+        from nbgrader.api import MissingEntry
 
         try:
-            return self.gb.find_submission_notebook(notebook, self.assignment, student)
+            return find()
         except MissingEntry:
-            submitted = SubmittedNotebook(notebook=self.gb.find_notebook(notebook, self.assignment),
-                                          assignment=self.gb.find_submission(self.assignment, student))
-            self.gb.db.add(submitted)
-            return submitted
+            row = make()
+            self.gb.db.add(row)
+            return row
+
+    def _notebook(self, notebook: str, student: str) -> Any:
+        """The student's submitted ``notebook``."""
+        from nbgrader.api import SubmittedNotebook
+
+        return self._find_or_add(
+            lambda: self.gb.find_submission_notebook(notebook, self.assignment, student),
+            lambda: SubmittedNotebook(notebook=self.gb.find_notebook(notebook, self.assignment),
+                                      assignment=self.gb.find_submission(self.assignment, student)))
 
     def _grade(self, notebook: str, cell: str, student: str) -> Any:
-        """The student's grade of ``cell``; created when the cell was added after the submission."""
-        from nbgrader.api import Grade, MissingEntry
+        """The student's grade of ``cell``."""
+        from nbgrader.api import Grade
 
-        try:
-            return self.gb.find_grade(cell, notebook, self.assignment, student)
-        except MissingEntry:
-            grade = Grade(cell_id=self.gb.find_grade_cell(cell, notebook, self.assignment).id,
-                          notebook=self._notebook(notebook, student))
-            self.gb.db.add(grade)
-            return grade
+        return self._find_or_add(
+            lambda: self.gb.find_grade(cell, notebook, self.assignment, student),
+            lambda: Grade(cell_id=self.gb.find_grade_cell(cell, notebook, self.assignment).id,
+                          notebook=self._notebook(notebook, student)))
 
     def _comment(self, notebook: str, cell: str, student: str) -> Any:
-        """The student's comment on solution ``cell``; created when missing."""
-        from nbgrader.api import Comment, MissingEntry
+        """The student's comment on solution ``cell``."""
+        from nbgrader.api import Comment
 
-        try:
-            return self.gb.find_comment(cell, notebook, self.assignment, student)
-        except MissingEntry:
-            comment = Comment(cell_id=self.gb.find_solution_cell(cell, notebook, self.assignment).id,
-                              notebook=self._notebook(notebook, student))
-            self.gb.db.add(comment)
-            return comment
+        return self._find_or_add(
+            lambda: self.gb.find_comment(cell, notebook, self.assignment, student),
+            lambda: Comment(cell_id=self.gb.find_solution_cell(cell, notebook, self.assignment).id,
+                            notebook=self._notebook(notebook, student)))
 
 
 def _gpu_group() -> str:

@@ -300,7 +300,8 @@ def assignment_report(assignment: str, report: dict[str, Any]) -> dict[str, Any]
 def feedback_html(result: Graded, visibility: str) -> str:
     """The feedback page of one student and assignment (everything from the student's own report)."""
     from grader.batch import unescaped
-    from grader.report import gpu_line, redact, wrap
+    from grader.feedback import sections
+    from grader.report import gpu_line, wrap
 
     e = html.escape
     title = f"{result.assignment}: feedback for {result.student}"
@@ -317,20 +318,14 @@ def feedback_html(result: Graded, visibility: str) -> str:
         body.append("</table>")
         if part["gpu_check"] is not None:
             body += ["<h2>The GPU-run check</h2>", f"<pre>{e(wrap(gpu_line(part['gpu_check'], visibility)))}</pre>"]
-        for ex_id, ex in part["exercises"].items():
-            failing = [t for t in part["tests"] if t.get("status") == "failed" and t["name"].startswith(ex_id + ": ")]
-            if not failing and ex["status"] == "passed":
-                continue
-            body.append(f"<h2><code>{e(ex_id)}</code>: {ex['score']:g} / {ex['max_score']:g}</h2>")
-            summary = redact(ex.get("message", "").split("; first:", 1)[0], visibility)
-            if summary and visibility != "scores":
-                body.append(f"<p>{e(summary)}</p>")
-            for test in failing:
-                body.append(f"<h3><code>{e(test['name'].split(': ', 1)[-1])}</code>: "
-                            f"{test.get('score', 0):g} / {test.get('max_score', 0):g}</h3>")
-                message = redact(test.get("output", ""), visibility)
-                if message:
-                    body.append(f"<pre>{e(wrap(message))}</pre>")
+        for section in sections(part, visibility):
+            body.append(f"<h2><code>{e(section.exercise)}</code>: {section.score:g} / {section.max_score:g}</h2>")
+            if section.summary:
+                body.append(f"<p>{e(section.summary)}</p>")
+            for test in section.failing:
+                body.append(f"<h3><code>{e(test.name)}</code>: {test.score:g} / {test.max_score:g}</h3>")
+                if test.message:
+                    body.append(f"<pre>{e(wrap(test.message))}</pre>")
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + e(title) + "</title>"
             "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
             "white-space:pre-wrap}td,th{padding:.2em .8em;text-align:left}</style></head><body>\n"
