@@ -336,6 +336,7 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     """``feedback/<student>/<assignment>/<assignment>.html`` and the submission's timestamp and secret
     beside it (what ``nbgrader release_feedback`` reads); returns the html file."""
     from grader.batch import write_atomically
+    from grader.submission import UnreadableFile, read_regular
 
     folder = course.root / "feedback" / result.student / result.assignment
     folder.mkdir(parents=True, exist_ok=True)
@@ -343,7 +344,9 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     write_atomically(target, feedback_html(result, visibility))
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:
-        source = submitted / name
-        if source.is_file() and not source.is_symlink() and source.stat().st_size < 4096:
-            write_atomically(folder / name, source.read_text(errors="replace"))
+        try:
+            data = read_regular(submitted / name, 4095)
+        except UnreadableFile:
+            continue
+        write_atomically(folder / name, data.decode(errors="replace"))
     return target

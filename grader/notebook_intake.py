@@ -24,13 +24,11 @@ messages therefore count the cell's lines from 2.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 
 from grader.attention_view import INPUTS
 from grader.rubric import load_rubric
-from grader.submission import MAX_FILE_BYTES, _one_line
+from grader.submission import MAX_FILE_BYTES, UnreadableFile, _one_line, read_regular
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
@@ -50,16 +48,11 @@ class NotebookError(Exception):
 def read_notebook(path: Path) -> dict:
     """The notebook's JSON (a dict with a list of cells); NotebookError for anything else."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except OSError as err:
-        raise NotebookError(f"{path.name}: cannot be read ({err.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise NotebookError(f"{path.name}: not a regular file")
-        if info.st_size > MAX_NOTEBOOK_BYTES:
-            raise NotebookError(f"{path.name}: larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
-        data = f.read(MAX_NOTEBOOK_BYTES + 1)
+        data = read_regular(path, MAX_NOTEBOOK_BYTES)
+    except UnreadableFile as err:
+        why = {"unopenable": f"cannot be read ({err})", "not regular": "not a regular file",
+               "too large": f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MB"}[err.kind]
+        raise NotebookError(f"{path.name}: {why}") from None
     try:
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:

@@ -164,25 +164,47 @@ def read_module_files(source: Path, substitutes: Mapping[str, Path] | None = Non
     return files, notes
 
 
-def _read_regular(path: Path, rel: str, notes: list[str]) -> bytes | None:
+class UnreadableFile(Exception):
+    """A file of a submission that read_regular refuses; ``kind`` says why."""
+
+    def __init__(self, kind: str, detail: str = ""):
+        super().__init__(detail or kind)
+        self.kind = kind  # "unopenable" (a symlink, missing, no permission) | "not regular" | "too large"
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, opened without following a symlink, at most ``limit``
+    of them; UnreadableFile otherwise. Submissions are untrusted: a link to the reference, a FIFO that
+    never ends or a file that grows while read must not get in."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        notes.append(f"{rel}: skipped (a symlink or unreadable)")
-        return None
+    except OSError as err:
+        raise UnreadableFile("unopenable", err.strerror or str(err)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            notes.append(f"{rel}: skipped (not a regular file)")
-            return None
-        if st.st_size > MAX_FILE_BYTES:
-            notes.append(f"{rel}: skipped (larger than {MAX_FILE_BYTES} bytes)")
-            return None
+            raise UnreadableFile("not regular")
+        if st.st_size > limit:
+            raise UnreadableFile("too large")
         with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+            data = f.read(limit + 1)
     finally:
         os.close(fd)
-    return data if len(data) <= MAX_FILE_BYTES else None
+    if len(data) > limit:
+        raise UnreadableFile("too large")
+    return data
+
+
+def _read_regular(path: Path, rel: str, notes: list[str]) -> bytes | None:
+    try:
+        return read_regular(path, MAX_FILE_BYTES)
+    except UnreadableFile as err:
+        notes.append(f"{rel}: skipped ({_SKIPPED[err.kind]})")
+        return None
+
+
+_SKIPPED = {"unopenable": "a symlink or unreadable", "not regular": "not a regular file",
+            "too large": f"larger than {MAX_FILE_BYTES} bytes"}
 
 
 def bundle_fd(files: Mapping[str, bytes]) -> int:
