@@ -526,10 +526,11 @@ def score_all(folder: Path, csv_path: Path, options: BatchOptions,
 
                 def record(student: str, result: dict[str, Any]) -> None:
                     row = _record(student, result, work.hashes[student], options, summary, feedback)
+                    # in rows before it can be on disk: the rewrite after an interrupt keeps what the file showed
+                    rows[student] = row
                     writer.writerow(row)
                     out.flush()
                     os.fsync(out.fileno())
-                    rows[student] = row
                     if gradebook is not None:
                         gradebook.record(row)
                     if progress is not None:
@@ -641,7 +642,7 @@ def job_main(argv: list[str]) -> int:
         return 2
     options = GradeOptions.from_json(argv[1])
     # torch imported once for all of this job's students; each of them gets domains of their own
-    domains = Domains(choose_isolation(options.sandbox, for_class=True), options.memory_mb)
+    domains = Domains(choose_isolation(options.sandbox, for_class=True))
     domains.warm_up()
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel
