@@ -323,6 +323,33 @@ def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> No
     assert all(len(row[HASH_COLUMN]) == 64 for row in rows(csv_path).values())
 
 
+def test_an_interrupt_while_a_row_is_written_keeps_the_row(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM (KeyboardInterrupt) that lands after a row reached the file, before its fsync returned:
+    the sorted rewrite at the end must keep that row (it once dropped it, a row an instructor had seen)."""
+    from grader.batch import read_grades, score_all
+
+    klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5})
+    csv_path = tmp_path / "grades.csv"
+    real_fsync, calls, seen = os.fsync, [], []
+
+    def interrupted_fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+        if len(calls) == 2:  # the first was the header's rewrite; this one is the first graded row's
+            seen.extend(read_grades(csv_path).rows)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        score_all(klass, csv_path, fake_options(tmp_path))
+    monkeypatch.undo()
+    assert len(seen) == 1 and list(read_grades(csv_path).rows) == seen
+    graded_log(tmp_path)
+    score_all(klass, csv_path, fake_options(tmp_path))
+    assert graded_log(tmp_path) == sorted({"ann", "ben"} - set(seen))  # the resume grades the other one only
+    assert list(rows(csv_path)) == ["ann", "ben"]
+
+
 def test_an_unknown_csv_is_not_overwritten(tmp_path: Path) -> None:
     (tmp_path / "class").mkdir()
     (tmp_path / "grades.csv").write_text("name,grade\nann,3\n")
