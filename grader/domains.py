@@ -159,9 +159,8 @@ def _host_pid(root: int, namespaced: int) -> int | None:
 class Domains:
     """Forks domains from one template at a time; replaces a template that broke."""
 
-    def __init__(self, isolation: Isolation, memory_mb: int = 2048):
+    def __init__(self, isolation: Isolation):
         self.isolation = isolation
-        self.memory_mb = memory_mb
         self.base: Path | None = None
         if isolation.mode != "bwrap":  # the domains' folders: root-owned, traversable by the student's uid
             self.base = Path(tempfile.mkdtemp(prefix="kata-domains-"))
@@ -182,8 +181,9 @@ class Domains:
         if self._template is broken:
             self._template = WorkerTemplate(self.isolation)
 
-    def spawn(self, bundle_fd: int, sock: socket.socket) -> Domain:
-        """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes)."""
+    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int) -> Domain:
+        """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes), with
+        ``memory_mb`` of address space beyond what the template already maps (torch)."""
         self.warm_up()
         template = self._template
         self._count += 1
@@ -195,7 +195,7 @@ class Domains:
                 os.chown(root, 0, self.isolation.uid)
                 root.chmod(0o710)
         spec = {"mode": self.isolation.mode, "uid": self.isolation.uid, "root": str(root) if root else None,
-                "memory_mb": self.memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
+                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
                 "tmp_binds": self.isolation.tmp_binds()}
         read_end, write_end = os.pipe()
         try:

@@ -52,7 +52,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     started = time.perf_counter()
     rubric = load_rubric()
     if domains is None:
-        with Domains(choose_isolation(options.sandbox), options.memory_mb) as own:
+        with Domains(choose_isolation(options.sandbox)) as own:
             return grade(path, options, own)
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
         root = locate_submission(path, Path(scratch))

@@ -186,8 +186,9 @@ class WorkerClient:
                  max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
+        self.memory_mb = memory_mb
         self.own_domains = domains is None  # then this client starts (and closes) a template of its own
-        self.domains = domains or Domains(choose_isolation("auto"), memory_mb)
+        self.domains = domains or Domains(choose_isolation("auto"))
         self.substitutes = dict(substitutes or {})
         self.max_starts = max_starts
         self.startup_timeout = startup_timeout
@@ -222,7 +223,7 @@ class WorkerClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bundle = bundle_fd(files)
         try:
-            proc = self.domains.spawn(bundle, theirs)
+            proc = self.domains.spawn(bundle, theirs, self.memory_mb)
         except BaseException:
             ours.close()
             raise

@@ -412,3 +412,19 @@ def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains)
                                                 r"attention_scores \(at 01_simple_attention/attention_scores.py:4"):
             fn(100)
         assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.timeout(120)
+def test_each_worker_gets_its_own_memory_limit_from_a_shared_template(tmp_path, shared_domains):
+    """``memory_mb`` is the grading's limit, not the template's: two workers forked from one template
+    with different limits (a template once fixed the limit for every worker it started)."""
+    src = ("import torch\n\n"
+           "def attention_scores(mb):\n"
+           "    return torch.empty(mb * 2**20, dtype=torch.uint8).numel() // 2**20\n")
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, domains=shared_domains, memory_mb=256) as small:  # one domain at a time, as in grading
+        with pytest.raises(RuntimeError, match="can.t allocate memory"):
+            RemoteImpl(small, WHERE).attention_scores(1024)
+    with WorkerClient(sub, domains=shared_domains, memory_mb=2048) as large:
+        assert RemoteImpl(large, WHERE).attention_scores(1024) == 1024
+    assert not shared_domains.survivors
