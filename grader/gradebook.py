@@ -76,7 +76,7 @@ class _Layout:
 
 def _ensure_alembic_on_path() -> None:
     # nbgrader's Gradebook asks the ``alembic`` command for the schema version of a new database
-    # (unless _stamp_new_database did); it must come from this interpreter's environment, which may not
+    # (unless stamp_new_gradebook did); it must come from this interpreter's environment, which may not
     # be on PATH (a venv not activated).
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
@@ -101,13 +101,14 @@ def nbgrader_schema_head() -> str | None:
     return heads.pop() if len(heads) == 1 else None
 
 
-def _stamp_new_database(db_path: Path) -> None:
+def stamp_new_gradebook(db_path: Path) -> None:
     """Write a new database's schema version, as nbgrader would, before nbgrader opens it.
 
     nbgrader's Gradebook learns that version, a constant of its own package, by running the ``alembic``
     command: a second Python process of about 5 s for every new gradebook. The stamp is the same
     revision (grader/tests/test_gradebook.py compares them); with it nbgrader creates its tables
-    without asking. Anything unexpected leaves the database to nbgrader alone."""
+    without asking. Anything unexpected leaves the database to nbgrader alone. (The tests stamp the
+    gradebooks they have nbgrader's own API create.)"""
     head = nbgrader_schema_head()
     if head is None or db_path.exists():
         return
@@ -129,7 +130,7 @@ class ClassGradebook:
             raise GradebookError("an nbgrader assignment name is needed (--assignment)")
         _ensure_alembic_on_path()
         if not must_exist:  # must_exist creates nothing, not even the file
-            _stamp_new_database(Path(db_path))
+            stamp_new_gradebook(Path(db_path))
         from nbgrader.api import Gradebook
 
         self.assignment = assignment

@@ -1,11 +1,11 @@
 """Fixtures of the grader's own tests: the isolation modes this machine can run.
 
-``domains`` (one template per mode and test module: a class graded one student after another) runs
-a test once per mode: ``bwrap`` (bubblewrap, as root), ``uid`` (root without user namespaces, as
-in Gradescope's and CI's containers) and ``none``; ``isolating`` (the same, per module) leaves ``none`` out. A mode that
-cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
-``shared_domains`` is one template (the best isolation here) for the whole session, for the tests
-that do not vary the mode: starting a template imports torch, and the suite must stay quick.
+``domains`` runs a test once per mode: ``bwrap`` (bubblewrap, as root), ``uid`` (root without user
+namespaces, as in Gradescope's and CI's containers) and ``none``; ``isolating`` leaves ``none`` out. A
+mode that cannot run here is skipped with the reason (in CI every mode must run: test_isolation.py).
+``shared_domains`` is the best isolation here, for the tests that do not vary the mode. All of them
+grade in ``templates``: one template per mode for the whole session (a class graded one student
+after another), since starting a template imports torch and the suite must stay quick.
 
 The whole suite (``python -m pytest`` with no path: the README's test command) runs on every core
 when pytest-xdist is installed (the ``dev`` extra): most of its time is spent waiting on sandboxes,
@@ -72,19 +72,41 @@ MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason
 ISOLATING = [m for m in MODES if m.values[0] != "none"]
 
 
-@pytest.fixture(scope="module", params=MODES)
-def domains(request):
-    with Domains(choose_isolation(request.param)) as d:
-        yield d
+@pytest.fixture(scope="session")
+def templates():
+    """``templates(mode)``: this test process's one template of that mode (started on first use).
+
+    Starting a template imports torch (about 2 s); one per mode for the whole session keeps the suite
+    quick, and every test that grades in it is one more student of a class graded one after another:
+    each must find the domain as if no earlier test had run (what test_isolation.py attacks)."""
+    started: dict[str, Domains] = {}
+
+    def template(mode: str) -> Domains:
+        isolation = choose_isolation(mode)
+        if isolation.mode not in started:
+            started[isolation.mode] = Domains(isolation)
+        return started[isolation.mode]
+
+    yield template
+    for d in started.values():
+        d.close()
+
+
+def _left_clean(domains: Domains):
+    yield domains
+    assert not domains.survivors, f"a grading left processes of the student's uid behind: {domains.survivors}"
+
+
+@pytest.fixture(params=MODES)
+def domains(request, templates):
+    yield from _left_clean(templates(request.param))
 
 
 @pytest.fixture(scope="session")
-def shared_domains():
-    with Domains(choose_isolation("auto")) as d:
-        yield d
+def shared_domains(templates) -> Domains:
+    return templates("auto")
 
 
-@pytest.fixture(scope="module", params=ISOLATING)
-def isolating(request):
-    with Domains(choose_isolation(request.param)) as d:
-        yield d
+@pytest.fixture(params=ISOLATING)
+def isolating(request, templates):
+    yield from _left_clean(templates(request.param))

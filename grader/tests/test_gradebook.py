@@ -105,11 +105,13 @@ def course_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
+    from grader.gradebook import stamp_new_gradebook
     from grader.nbgrader_release import build_nbgrader_course
 
     course = tmp_path_factory.mktemp("course") / "nbgrader"
     build_nbgrader_course(course)
     db = course / "gradebook.db"
+    stamp_new_gradebook(db)  # instead of nbgrader's 3 s run of the alembic command (see below)
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     with Gradebook(f"sqlite:///{db}") as gb:
         for group in GROUPS:

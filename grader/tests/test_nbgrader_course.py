@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.gradebook import _ensure_alembic_on_path
+from grader.gradebook import _ensure_alembic_on_path, stamp_new_gradebook
 from grader.isolation import uid_problem
 from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
 from grader.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
@@ -239,6 +239,7 @@ def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is
 
     (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
     _ensure_alembic_on_path()  # nbgrader's Gradebook runs alembic
+    stamp_new_gradebook(tmp_path / "gradebook.db")  # but not for a stamped one (test_gradebook.py)
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
         pass
     with pytest.raises(CourseError, match="generate_assignment 03_causal first"):
@@ -267,6 +268,7 @@ def _generate_assignments(course: Path) -> None:
     from traitlets.config.loader import PyFileConfigLoader
 
     _ensure_alembic_on_path()
+    stamp_new_gradebook(course / "gradebook.db")  # saves nbgrader's run of alembic (test_gradebook.py)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
     api = NbGraderAPI(config=config)

@@ -18,7 +18,7 @@ import pytest
 from grader.engine import run_hidden_tests, score, start_worker
 from grader.rubric import REPO_ROOT
 from grader.domains import Domains
-from grader.isolation import bwrap_problem, choose_isolation
+from grader.isolation import bwrap_problem
 from test_engine import build_submission
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
@@ -33,9 +33,8 @@ except OSError:
 '''
 
 
-def grade(submission: Path, mode: str) -> dict[str, float]:
-    with Domains(choose_isolation(mode)) as domains:
-        return score(run_hidden_tests(start_worker(submission, domains=domains)))
+def grade(submission: Path, domains: Domains) -> dict[str, float]:
+    return score(run_hidden_tests(start_worker(submission, domains=domains)))
 
 
 def test_sandbox_is_usable_where_ci_installs_it() -> None:
@@ -45,7 +44,7 @@ def test_sandbox_is_usable_where_ci_installs_it() -> None:
 
 
 @needs_bwrap
-def test_no_network_under_bwrap(tmp_path: Path) -> None:
+def test_no_network_under_bwrap(tmp_path: Path, templates) -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     received: list[bytes] = []
@@ -66,9 +65,9 @@ def test_no_network_under_bwrap(tmp_path: Path) -> None:
         sub = build_submission("phone_home", tmp_path)
         path = sub / "01_simple_attention" / "attention_scores.py"
         path.write_text(PHONE_HOME.format(port=listener.getsockname()[1]) + path.read_text())
-        grade(sub, "bwrap")
+        grade(sub, templates("bwrap"))
         assert received == []
-        grade(sub, "none")  # the same code as a plain process does get through
+        grade(sub, templates("none"))  # the same code as a plain process does get through
         assert received == [b"leaked"]
     finally:
         stop.set()
