@@ -116,7 +116,7 @@ def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> No
     sub = build_submission("copy_reference", tmp_path)
     path = REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py"
     (sub / "03_causal" / "causal_mask.py").write_text(f"exec(open({str(path)!r}).read())\n")
-    earned = score(run_hidden_tests(start_worker(sub, domains=domains)))
+    earned = score(run_hidden_tests(start_worker(sub, domains=domains), exercises=["03_causal/causal_mask"]))
     points = load_rubric().exercises["03_causal/causal_mask"].points
     if domains.isolation.mode == "none":
         assert earned["03_causal/causal_mask"] == pytest.approx(points)  # the attack works bare

@@ -5,7 +5,7 @@ always. The whole course (``course``, module-scoped, marked slow) is what an ins
 ``nbgrader generate_assignment`` for every group (nbgrader's own API, in this process: the command
 would spend seconds starting), fake ``submitted/`` notebooks (correct, mistaken, stubs, a kernel
 tamperer, an unreadable one, one with a deleted cell), ``python -m grader nbgrader`` (a subprocess,
-the real command) beside ``python -m grader score-all`` on the equivalent ``.py`` files, then
+the real command) beside the grading of the equivalent ``.py`` files that score-all's jobs run, then
 ``nbgrader export`` (its CSV plugin) and ``nbgrader release_feedback`` (its exchange, in a temporary
 root).
 """
@@ -25,11 +25,13 @@ import nbformat
 import pytest
 
 from grader.gradebook import _ensure_alembic_on_path, stamp_new_gradebook
+from grader.grading import GradeOptions, grade
 from grader.isolation import uid_problem
 from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
 from grader.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
 from grader.notebook_intake import notebook_modules as read_modules
 from grader.release import build_release
+from grader.report import to_json
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from test_release import _env, solution_lines  # the venv's bin on PATH; the solutions' lines
 
@@ -358,7 +360,7 @@ def _tree(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def course(tmp_path_factory: pytest.TempPathFactory, shared_domains) -> dict:
     out = tmp_path_factory.mktemp("release") / "out"
     build_release(out)
     course = out / "nbgrader"
@@ -371,18 +373,17 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     paths = [str(course / kind / g / f"{g}.ipynb") for kind in ("source", "release") for g in GROUPS]
     cells_run = subprocess.Popen([sys.executable, "-c", RUN_CELLS, *paths], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, env=_env())
-    # the notebooks with the isolated grader, and the same code as .py files with score-all, side by side
-    # from the course folder, where instructors run nbgrader's commands (and where a work folder named
-    # like the package would shadow it)
-    nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "2"],
+    # the notebooks with the isolated grader, from the course folder, where instructors run nbgrader's
+    # commands (and where a work folder named like the package would shadow it); meanwhile the same code
+    # as .py files, graded as score-all's jobs grade each student (test_batch.py: rows equal single runs)
+    nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=course)
-    py = _grader("score-all", str(pyclass), "--csv", str(out / "py.csv"), "--json-dir", str(out / "py-json"), "--jobs", "1")
+    reports = {student: to_json(grade(pyclass / student, GradeOptions(sandbox="isolated"), shared_domains))
+               for student in ("correct", "mistaken", "stubs")}
     nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
-    assert py.returncode == 0, py.stderr[-3000:]
     assert nb_run.returncode == 0, nb_stderr[-3000:]
     cells_stdout, cells_stderr = cells_run.communicate(timeout=600)
     cells = subprocess.CompletedProcess(cells_run.args, cells_run.returncode, cells_stdout, cells_stderr)
-    reports = {student: json.loads((out / "py-json" / f"{student}.json").read_text()) for student in ("correct", "mistaken", "stubs")}
     return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "submitted_before": before,
             "cells_run": cells}
 
