@@ -244,12 +244,15 @@ def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path:
     """grader.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
     import sqlite3
 
-    from nbgrader.api import get_alembic_version
+    import nbgrader
+    from alembic.script import ScriptDirectory
 
     from grader.gradebook import ClassGradebook, nbgrader_schema_head
 
     head = nbgrader_schema_head()
-    assert head is not None and head == get_alembic_version()  # the alembic command's own answer
+    # nbgrader's get_alembic_version() runs `alembic heads` on its own scripts (a second Python, 4 s):
+    # alembic's answer, computed here in this process
+    assert head is not None and [head] == ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_heads()
     with ClassGradebook(tmp_path / "new.db", "hw3"):
         pass
     with sqlite3.connect(tmp_path / "new.db") as db:
