@@ -110,3 +110,13 @@ def shared_domains(templates) -> Domains:
 @pytest.fixture(params=ISOLATING)
 def isolating(request, templates):
     yield from _left_clean(templates(request.param))
+
+
+@pytest.fixture
+def no_class_summary(monkeypatch):
+    """score_all in this process without its class summary page (matplotlib plots, about 0.5 s a run):
+    for the tests of the batch's bookkeeping, which run it again and again; test_summary.py tests the page."""
+    import grader.batch
+
+    real_hook = grader.batch.hook
+    monkeypatch.setattr(grader.batch, "hook", lambda module, name: None if module == "grader.summary" else real_hook(module, name))

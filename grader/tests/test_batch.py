@@ -18,7 +18,7 @@ import pytest
 from grader.rubric import REPO_ROOT
 from test_engine import build_submission
 
-pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
 
 def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ import pytest
 from grader.batch import csv_columns, csv_row, score_all, shard_of
 from test_batch import fake_class, fake_options, graded_log, run
 
-pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
 CLASS = {"ann": 1.0, "ben": 0.5, "cy": None, "dee": 0.0, "hal": 0.75, "=fox": 0.25}
 
