@@ -29,6 +29,7 @@ from grader.submission import SubmissionError, locate_submission
 from grader.worker_client import WorkerClient
 from conftest import PROBLEMS
 from test_engine import SOLUTIONS, WHERE, _toy, build_submission
+from test_gpu_check import run_check
 
 pytestmark = pytest.mark.timeout(600)
 REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
@@ -125,10 +126,11 @@ def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> No
 
 
 def test_identity_modules_earn_no_gpu_points(domains: Domains, tmp_path: Path) -> None:
-    report = grade(build_submission("gpu_identity", tmp_path), GradeOptions(), domains)
-    assert report.gpu_check.max_score == 10
-    assert report.gpu_check.score <= 10 * 2 / 3 + 0.01, report.gpu_check.message  # CausalAttention's third is lost
-    assert "CausalAttention does not match the reference on the CPU" in report.gpu_check.message
+    """The GPU-run check alone (grade() runs the same check in the same kind of domain: test_gpu_check.py)."""
+    result = run_check(build_submission("gpu_identity", tmp_path), domains=domains)
+    assert result.max_score == 10
+    assert result.score <= 10 * 2 / 3 + 0.01, result.message  # CausalAttention's third is lost
+    assert "CausalAttention does not match the reference on the CPU" in result.message
 
 
 def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path: Path) -> None:
