@@ -24,10 +24,6 @@ import ast
 import sys
 from pathlib import Path
 
-import nbformat
-from nbgrader.preprocessors import ClearSolutions
-from traitlets.config import Config
-
 from grader.rubric import REPO_ROOT, load_rubric
 
 PLACEHOLDER = "__KATA_WHERE__"
@@ -45,6 +41,10 @@ def exercise_ids(repo_root: Path = REPO_ROOT) -> list[str]:
 
 def _clear_solutions(source: str) -> str:
     """Run nbgrader's ClearSolutions over ``source`` wrapped as a one-cell notebook."""
+    import nbformat  # here, not at the top: importing nbgrader takes 2 s, and importers of this module
+    from nbgrader.preprocessors import ClearSolutions  # (the project's tests) may never make a stub
+    from traitlets.config import Config
+
     cell = nbformat.v4.new_code_cell(source)
     # Marked as a solution cell so that nbgrader's metadata check (enforce_metadata) is satisfied.
     cell.metadata["nbgrader"] = {"solution": True, "grade": False, "locked": False, "grade_id": "stub"}
