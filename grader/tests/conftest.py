@@ -15,6 +15,7 @@ subprocesses and time limits. A path, ``-n 0`` or ``-n N`` on the command line d
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -95,6 +96,24 @@ def templates():
 def _left_clean(domains: Domains):
     yield domains
     assert not domains.survivors, f"a grading left processes of the student's uid behind: {domains.survivors}"
+    # Known bug, not fixed yet: the student's killed processes stay zombies until pid 1 reaps them, the
+    # grader does not wait for that, and they count against the next domain's process limit (same uid).
+    # Until the templates reap them, wait here, so that one test's zombies cannot fail the next test.
+    deadline = time.monotonic() + 10
+    while domains.isolation.uid is not None and _zombies(domains.isolation.uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _zombies(uid: int) -> int:
+    count = 0
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except (OSError, ValueError):
+            continue
+        count += str(uid) in fields.get("Uid", "").split()[:1] and fields.get("State", "").strip().startswith("Z")
+    return count
 
 
 @pytest.fixture(params=MODES)
