@@ -206,9 +206,9 @@ def protect_secrets() -> list[str]:
     return notes
 
 
-def running_as(uid: int) -> list[int]:
-    """Pids of the live (not zombie) processes whose real, effective or saved uid is ``uid``."""
-    found = []
+def processes_of(uid: int) -> dict[int, str]:
+    """{pid: state letter} of the processes whose real, effective or saved uid is ``uid`` (zombies: "Z")."""
+    found = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -217,9 +217,14 @@ def running_as(uid: int) -> list[int]:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except (OSError, ValueError):
             continue
-        if str(uid) in fields.get("Uid", "").split()[:3] and not fields.get("State", "").strip().startswith("Z"):
-            found.append(int(name))
+        if str(uid) in fields.get("Uid", "").split()[:3]:
+            found[int(name)] = fields.get("State", "").strip()[:1]
     return found
+
+
+def running_as(uid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose real, effective or saved uid is ``uid``."""
+    return [pid for pid, state in processes_of(uid).items() if state != "Z"]
 
 
 def wait_gone(uid: int, timeout: float = 10.0) -> None:

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from grader.domains import Domains
-from grader.isolation import bwrap_problem, choose_isolation, uid_problem
+from grader.isolation import bwrap_problem, choose_isolation, processes_of, uid_problem
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
@@ -105,15 +105,7 @@ def _left_clean(domains: Domains):
 
 
 def _zombies(uid: int) -> int:
-    count = 0
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except (OSError, ValueError):
-            continue
-        count += str(uid) in fields.get("Uid", "").split()[:1] and fields.get("State", "").strip().startswith("Z")
-    return count
+    return list(processes_of(uid).values()).count("Z")
 
 
 @pytest.fixture(params=MODES)
