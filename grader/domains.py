@@ -212,12 +212,13 @@ class Domains:
 
     def clean(self, root: Path | None) -> None:
         """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's
-        processes and remove its files (as that uid); with one, wait for the kernel's teardown. Then
-        remove the domain's own folder. A process that outlives it is noted in ``survivors``."""
+        processes and remove its files (as that uid); then wait until none is left, not even a zombie
+        (the kernel's teardown, or the template's reaping). Then remove the domain's own folder. A
+        process that outlives it is noted in ``survivors``."""
         try:
             if self.isolation.mode == "uid":
                 reap(self.isolation.uid, [root / "scratch"] if root else [])
-            elif self.isolation.mode == "bwrap":  # the next domain shares the uid (and its process limit)
+            if self.isolation.mode in ("uid", "bwrap"):  # the next domain shares the uid (and its process limit)
                 wait_gone(self.isolation.uid)
         except Survivors as err:
             self.survivors.append(str(err))

@@ -228,12 +228,13 @@ def running_as(uid: int) -> list[int]:
 
 
 def wait_gone(uid: int, timeout: float = 10.0) -> None:
-    """Wait until no process of ``uid`` is left (a pid namespace's teardown takes the kernel a moment);
-    Survivors if one still runs after ``timeout``."""
+    """Wait until no process of ``uid`` is left, zombies included: they count against the next
+    domain's process limit until reaped (a pid namespace's teardown takes the kernel a moment; without
+    one the template reaps them). Survivors if one is still there after ``timeout``."""
     deadline, pause = time.monotonic() + timeout, 0.001
-    while running_as(uid):
+    while processes_of(uid):
         if time.monotonic() > deadline:
-            raise Survivors(f"processes of the student's uid {uid} outlived their domain")
+            raise Survivors(f"processes of the student's uid {uid} outlived their domain (or were never reaped)")
         time.sleep(pause)
         pause = min(2 * pause, 0.05)
 

@@ -6,6 +6,11 @@ protocol socket, the write end of its output pipe, the memfd holding the submiss
 answers the fork's pid; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and
 runs as root in the isolating modes, while student code runs under another uid: it can neither
 read the template's memory nor signal it.
+
+The template is a child subreaper and reaps every child as soon as it ends (SIGCHLD): without a pid
+namespace (``uid`` mode) the processes a domain leaves behind would otherwise become pid 1's
+zombies when the clean-up kills them, and zombies count against the next domain's process limit
+(the same uid) until pid 1 gets round to them, in a container perhaps never.
 """
 
 import ctypes
@@ -19,11 +24,15 @@ import traceback
 
 from kata_worker import domain
 
-PR_SET_DUMPABLE = 4
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+_exited: dict[int, int] = {}  # domain pid -> exit status, reaped but not yet asked for by ``wait``
+_domains: set[int] = set()  # the domains started and not yet waited for
 
 
 def serve(ctl_fd: int, serve_worker, warm_up_meta) -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    signal.signal(signal.SIGCHLD, lambda *_: _reap_children())
     ctl = socket.socket(fileno=ctl_fd)
     ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
     meta_ready = False
@@ -59,6 +68,7 @@ def _spawn(spec: dict, fds: list, serve_worker) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the domain waits for its own children
         code = 0
         try:
             domain.run(spec, sock_fd, out_fd, bundle_fd, serve_worker)
@@ -69,7 +79,21 @@ def _spawn(spec: dict, fds: list, serve_worker) -> int:
             os._exit(code)
     for fd in fds:
         os.close(fd)
+    _domains.add(pid)
     return pid
+
+
+def _reap_children() -> None:
+    """Reap every child that has ended: keep a domain's status for ``wait``, drop an orphan's."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in _domains:
+            _exited[pid] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 def _kill(pid: int) -> None:
@@ -81,15 +105,13 @@ def _kill(pid: int) -> None:
 
 
 def _wait(pid: int, timeout: float):
-    """The child's exit status as subprocess reports it (-N for signal N), or None if still running."""
+    """The domain's exit status as subprocess reports it (-N for signal N), or None if still running."""
     deadline, pause = time.monotonic() + timeout, 0.0005
     while True:
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return 0
-        if done:
-            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        _reap_children()
+        if pid in _exited or pid not in _domains:
+            _domains.discard(pid)
+            return _exited.pop(pid, 0)
         if time.monotonic() >= deadline:
             return None
         time.sleep(pause)  # a killed fork is gone within milliseconds: poll fast, then back off

@@ -15,12 +15,11 @@ subprocesses and time limits. A path, ``-n 0`` or ``-n N`` on the command line d
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from grader.domains import Domains
-from grader.isolation import bwrap_problem, choose_isolation, processes_of, uid_problem
+from grader.isolation import bwrap_problem, choose_isolation, uid_problem
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
@@ -96,16 +95,6 @@ def templates():
 def _left_clean(domains: Domains):
     yield domains
     assert not domains.survivors, f"a grading left processes of the student's uid behind: {domains.survivors}"
-    # Known bug, not fixed yet: the student's killed processes stay zombies until pid 1 reaps them, the
-    # grader does not wait for that, and they count against the next domain's process limit (same uid).
-    # Until the templates reap them, wait here, so that one test's zombies cannot fail the next test.
-    deadline = time.monotonic() + 10
-    while domains.isolation.uid is not None and _zombies(domains.isolation.uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-def _zombies(uid: int) -> int:
-    return list(processes_of(uid).values()).count("Z")
 
 
 @pytest.fixture(params=MODES)

@@ -98,6 +98,39 @@ def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> No
     assert not _uid_processes(isolating.isolation.uid)  # the client's close waited for the domain to be gone
 
 
+def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(isolating: Domains, tmp_path: Path) -> None:
+    """The first student forks sleepers until the process limit says no. Once killed they must be gone,
+    zombies included (they count against the limit of the same uid): the next student of the class can
+    start processes as if the first had never existed (once, without a pid namespace, it got none)."""
+    from grader.remote_impl import RemoteImpl
+
+    hog = _toy(tmp_path / "hog",
+        "import os, time\n\n"
+        "def attention_scores():\n"
+        "    forked = 0\n"
+        "    try:\n"
+        "        for _ in range(300):\n"
+        "            if os.fork() == 0:\n                time.sleep(60); os._exit(0)\n"
+        "            forked += 1\n"
+        "    except OSError:\n        pass\n"
+        "    return forked\n")
+    honest = _toy(tmp_path / "honest",
+        "import os\n\n"
+        "def attention_scores():\n"
+        "    pids = []\n"
+        "    for _ in range(8):\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n            os._exit(0)\n"
+        "        pids.append(pid)\n"
+        "    for pid in pids:\n        os.waitpid(pid, 0)\n"
+        "    return len(pids)\n")
+    with WorkerClient(hog, domains=isolating, call_timeout=20) as client:
+        assert 40 < RemoteImpl(client, WHERE).attention_scores() < 100
+    with WorkerClient(honest, domains=isolating) as client:
+        assert RemoteImpl(client, WHERE).attention_scores() == 8
+    assert not isolating.survivors and not _uid_processes(isolating.isolation.uid)
+
+
 def test_the_reference_never_reaches_a_report(domains: Domains, tmp_path: Path) -> None:
     """The wrapper is re-graded with the reference CausalAttention beside it; it reads it and
     pushes it out in every message and on stdout. Only pass/fail counts may come back."""
