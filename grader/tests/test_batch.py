@@ -21,9 +21,13 @@ from test_engine import build_submission
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
 
+def _env() -> dict[str, str]:
+    """This environment, with the venv's bin first on PATH (nbgrader's gradebook runs alembic)."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd, env=_env())
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +148,7 @@ def test_one_run_is_sorted_hashed_and_says_how_long(one_run, small_class: Path) 
 
 
 def _start(args: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.Popen([sys.executable, "-m", "grader", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "grader", *args], cwd=REPO_ROOT, env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
