@@ -49,7 +49,7 @@ class WorkerTemplate:
         self.ctl = ours
         self.lock = threading.Lock()
         self._ready = False
-        self.spawns = 0
+        self.meta_asked = False  # a spawn asked the template to ready the GPU-run check (after its fork)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -87,7 +87,7 @@ class Domain:
     """A running domain as WorkerClient sees it: ``pid`` (a host pid, or None), ``stdout``, ``wait``, ``kill_tree``."""
 
     def __init__(self, owner: Domains, template: WorkerTemplate, template_pid: int, stdout_fd: int,
-                 root: Path | None):
+                 root: Path | None, meta_warm: bool):
         self.owner = owner
         self.template = template
         self.template_pid = template_pid  # as the template sees it
@@ -96,8 +96,8 @@ class Domain:
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None
-        # Forked after the template warmed up the meta device (it does so after its first fork).
-        self.meta_warm = template.spawns > 1
+        # Forked after the template readied the GPU-run check's simulation (the meta device).
+        self.meta_warm = meta_warm
 
     def kill_tree(self) -> None:
         if self.template.alive():
@@ -181,9 +181,13 @@ class Domains:
         if self._template is broken:
             self._template = WorkerTemplate(self.isolation)
 
-    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int) -> Domain:
+    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int, prepare_gpu_check: bool = False) -> Domain:
         """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes), with
-        ``memory_mb`` of address space beyond what the template already maps (torch)."""
+        ``memory_mb`` of address space beyond what the template already maps (torch).
+
+        ``prepare_gpu_check``: a GPU-run check will follow, so the template readies its simulation once
+        this domain is forked (the domains forked after it find it ready). Without it the template does
+        not spend the 1.5 s of CPU that costs: ``--gpu skip`` needs none of it."""
         self.warm_up()
         template = self._template
         self._count += 1
@@ -198,9 +202,10 @@ class Domains:
                 "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
                 "tmp_binds": self.isolation.tmp_binds()}
         read_end, write_end = os.pipe()
+        meta_warm = template.meta_asked
         try:
-            template.spawns += 1
-            answer = template.ask({"op": "spawn", "spec": spec}, [sock.fileno(), write_end, bundle_fd])
+            answer = template.ask({"op": "spawn", "spec": spec, "warm_meta": prepare_gpu_check},
+                                  [sock.fileno(), write_end, bundle_fd])
             pid = int(answer["pid"])
         except (TemplateError, KeyError, TypeError, ValueError) as err:
             os.close(read_end)
@@ -208,7 +213,8 @@ class Domains:
             raise TemplateError(f"could not start a domain: {err}") from None
         finally:
             os.close(write_end)
-        return Domain(self, template, pid, read_end, root)
+        template.meta_asked = template.meta_asked or prepare_gpu_check
+        return Domain(self, template, pid, read_end, root, meta_warm)
 
     def clean(self, root: Path | None) -> None:
         """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's

@@ -41,15 +41,17 @@ MESSAGE_LIMIT = 2000
 
 def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True) -> WorkerClient:
+                 start: bool = True, prepare_gpu_check: bool = False) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
     ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
-    imported torch would wait for it here.
+    imported torch would wait for it here. ``prepare_gpu_check``: a GPU-run check follows (see
+    grader.domains.Domains.spawn).
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
+                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS,
+                          prepare_gpu_check=prepare_gpu_check)
     return client.start() if start else client
 
 

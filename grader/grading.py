@@ -4,7 +4,7 @@ Every worker runs in an isolation domain forked from a template that imported to
 (grader/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
 request. The GPU-run check comes last, in a domain of its own, by when the template has warmed up
-the meta device it simulates on. Each domain is ended (and, without a pid namespace, its uid's
+the meta device it simulates on (asked to when the tests' domain was forked; not under ``--gpu skip``). Each domain is ended (and, without a pid namespace, its uid's
 processes killed and files removed) before the next starts; a report is returned only after that.
 """
 
@@ -63,7 +63,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         from grader.scoring import score_with_regrade
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
-        tests_worker = engine.start_worker(root, start=False, **limits)
+        # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
+        tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
         outcomes = engine.run_hidden_tests(tests_worker, keep_open=True)
         # The GPU-run check goes on in the tests' domain when that one was forked from a template that
         # had warmed up the meta device (every grading of a class but the first); else in its own.

@@ -183,10 +183,12 @@ class WorkerClient:
 
     def __init__(self, submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
+                 prepare_gpu_check: bool = False):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
         self.memory_mb = memory_mb
+        self.prepare_gpu_check = prepare_gpu_check  # see Domains.spawn
         self.own_domains = domains is None  # then this client starts (and closes) a template of its own
         self.domains = domains or Domains(choose_isolation("auto"))
         self.substitutes = dict(substitutes or {})
@@ -223,7 +225,7 @@ class WorkerClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bundle = bundle_fd(files)
         try:
-            proc = self.domains.spawn(bundle, theirs, self.memory_mb)
+            proc = self.domains.spawn(bundle, theirs, self.memory_mb, self.prepare_gpu_check)
         except BaseException:
             ours.close()
             raise

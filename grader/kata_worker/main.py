@@ -59,7 +59,8 @@ def _warm_up(torch) -> None:
 
 def _warm_up_meta() -> None:
     """The GPU-run check's simulation on the meta device: its first use imports torch._dynamo (sympy
-    and 800 modules, 1.3 s). The template pays it once, after its first fork (which does not wait)."""
+    and 800 modules, about 1.5 s of CPU). The template pays it once, after the first fork that asks for
+    it (which does not wait): only gradings with a GPU-run check do."""
     import torch
 
     on_meta = torch.nn.Linear(3, 4).to("meta")

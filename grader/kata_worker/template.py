@@ -3,7 +3,8 @@
 Control messages are JSON on a SOCK_SEQPACKET socket from the grader (never reachable from a
 domain: each fork closes it first). ``spawn`` carries the domain's spec and three descriptors (its
 protocol socket, the write end of its output pipe, the memfd holding the submission's files) and
-answers the fork's pid; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and
+answers the fork's pid; with ``warm_meta`` the template then readies the GPU-run check's simulation
+(once: about 1.5 s of CPU), so that later forks have it; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and
 runs as root in the isolating modes, while student code runs under another uid: it can neither
 read the template's memory nor signal it.
 
@@ -57,7 +58,7 @@ def serve(ctl_fd: int, serve_worker, warm_up_meta) -> None:
                 os.close(fd)
             answer = {"error": f"unknown template operation {op!r}"}
         ctl.sendall(json.dumps(answer).encode())
-        if op == "spawn" and not meta_ready:  # the first fork is already at work; later ones get this
+        if op == "spawn" and msg.get("warm_meta") and not meta_ready:  # that fork is already at work
             warm_up_meta()
             meta_ready = True
 

@@ -42,7 +42,7 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
     if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
-    client = start_worker(sub, domains=domains)
+    client = start_worker(sub, domains=domains, prepare_gpu_check=True)  # as grade() asks
     try:
         impl = RemoteImpl(client, load_rubric().owner_of)
         if fake_cuda:
@@ -177,3 +177,21 @@ def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> No
     assert (result.status, result.score) == ("simulated_failed", 0.0), result.message
     assert result.message.splitlines()[0] == "none of the three modules is there: nothing to run on the device"
     assert len(result.message.splitlines()) == 4  # and one line per module
+
+
+def test_the_template_readies_the_simulation_only_for_a_grading_with_a_gpu_check(tmp_path: Path):
+    """The simulation's first use costs the template 1.5 s of CPU (torch._dynamo): a grading under
+    ``--gpu skip`` must not pay it, and the forks after one that asked for it find it ready."""
+    from grader.domains import Domains
+    from grader.isolation import choose_isolation
+    from grader.worker_client import WorkerClient
+    from test_engine import WHERE, _toy
+
+    sub = _toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
+    with Domains(choose_isolation("none")) as domains:  # a template of its own: nothing has asked it yet
+        seen = []
+        for prepare in (False, False, True, False):
+            with WorkerClient(sub, domains=domains, prepare_gpu_check=prepare) as client:
+                seen.append((RemoteImpl(client, WHERE).attention_scores(), client.meta_warm))
+    # the third fork asked for it after forking: only the fourth finds it ready, and knows it
+    assert seen == [(False, False), (False, False), (False, False), (True, True)]
