@@ -9,14 +9,11 @@ project's own pytest never loads a hostile ``conftest.py``); ``missing_file`` an
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -366,7 +363,7 @@ def test_stopped_worker_times_out_even_while_sending(tmp_path, shared_domains):
 
 
 @pytest.mark.timeout(120)
-def test_collection_errors_and_skips_are_failed_outcomes(tmp_path):
+def test_collection_errors_and_skips_are_failed_outcomes(tmp_path, shared_domains):
     tests = tmp_path / "tests"
     for g in ("03_causal", "01_simple_attention"):
         (tests / g).mkdir(parents=True)
@@ -379,14 +376,16 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path):
         "def test_skipped(impl):\n    pytest.skip('no gpu here')\n\n"
         "def test_raises(impl):\n    with pytest.raises(ValueError, match='between 0 and 1'):\n"
         "        impl.dropout(torch.ones(2), 2.0)\n")
-    # In a fresh process: pytest imports test modules by basename, and this process has the real ones.
-    code = ("import json, sys; from pathlib import Path; from dataclasses import asdict\n"
-            "from grader.engine import run_hidden_tests\n"
-            "o = run_hidden_tests(Path(sys.argv[1]), tests_dir=Path(sys.argv[2]))\n"
-            "print(json.dumps([asdict(x) for x in o]))")
-    done = subprocess.run([sys.executable, "-c", code, str(SOLUTIONS), str(tests)], cwd=REPO, capture_output=True,
-                          text=True, check=True)
-    outcomes = {o["nodeid"]: SimpleNamespace(**o) for o in json.loads(done.stdout.splitlines()[-1])}
+    # pytest imports test modules by basename: this process may hold the real ones under these names,
+    # and must not keep these afterwards
+    names = ("test_causal_mask", "test_attention_scores")
+    real = {name: sys.modules.pop(name) for name in names if name in sys.modules}
+    try:
+        outcomes = {o.nodeid: o for o in run_hidden_tests(SOLUTIONS, tests_dir=tests, domains=shared_domains)}
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(real)
     assert outcomes["tests/01_simple_attention/test_attention_scores.py::test_ok"].passed
     assert outcomes["tests/01_simple_attention/test_attention_scores.py::test_raises"].passed
     skipped = outcomes["tests/01_simple_attention/test_attention_scores.py::test_skipped"]
