@@ -70,6 +70,12 @@ class BatchOptions:
     gradebook: Path | None = None  # an nbgrader gradebook (sqlite file) written row by row
     assignment: str | None = None
     job_argv: tuple[str, ...] | None = None  # the job command (tests); default: python -m grader.batch --job
+    # How each student is graded, where not all alike (grader nbgrader: each staged notebook is graded
+    # on its assignment's exercises); the sandbox is always ``grading``'s.
+    grading_of: Callable[[str], GradeOptions] | None = None
+
+    def grading_for(self, student: str) -> GradeOptions:
+        return self.grading if self.grading_of is None else self.grading_of(student)
 
 
 @dataclass
@@ -324,24 +330,28 @@ def _unescaped(cell: str) -> str:
 unescaped = _unescaped
 
 
-def csv_row(student: str, result: dict[str, Any], sha256: str = "", gpu: str = "auto") -> dict[str, str]:
+def csv_row(student: str, result: dict[str, Any], sha256: str = "",
+            grading: GradeOptions = GradeOptions()) -> dict[str, str]:
     """A CSV row from a job's result: a JSON report, or an error (text cells escaped, see csv_cell),
-    every cell as the text the CSV holds. An error row's max_score is the rubric's, less the GPU-run
-    check's points under ``gpu="skip"`` (as a graded row's)."""
-    row = _csv_row(student, result, gpu)
+    every cell as the text the CSV holds. An error row's max_score is what a graded row's would be
+    under ``grading``: its exercises (the rubric's, or ``grading.exercises``) and the GPU-run check
+    unless ``--gpu skip``. The cells of exercises a row was not graded on stay empty."""
+    row = _csv_row(student, result, grading)
     row[HASH_COLUMN] = sha256
     return {column: str(csv_cell(value)) for column, value in row.items()}
 
 
-def _csv_row(student: str, result: dict[str, Any], gpu: str = "auto") -> dict[str, Any]:
+def _csv_row(student: str, result: dict[str, Any], grading: GradeOptions) -> dict[str, Any]:
     row: dict[str, Any] = {column: "" for column in csv_columns()}
     row["student"] = student
     report = result.get("report")
     if report is None:
         rubric = load_rubric()
-        max_score = rubric.max_score - (rubric.gpu_points if gpu == "skip" else 0)
+        exercises = list(rubric.exercises) if grading.exercises is None else list(grading.exercises)
+        gpu_points = 0 if grading.gpu == "skip" else rubric.gpu_points
+        max_score = sum(rubric.exercises[ex_id].points for ex_id in exercises) + gpu_points
         row.update(score=0, max_score=max_score, status="error", message=result.get("error", "unknown error"))
-        for ex_id in rubric.exercises:
+        for ex_id in exercises:
             row[ex_id] = 0
         row["gpu_check"] = 0
         return row
@@ -410,9 +420,10 @@ class _Job:
         self.student: str | None = None
         self.started = 0.0
 
-    def give(self, student: str, path: Path) -> None:
+    def give(self, student: str, path: Path, grading: GradeOptions) -> None:
         self.student, self.started = student, time.monotonic()
-        self.proc.stdin.write(json.dumps({"student": student, "path": str(path)}) + "\n")
+        task = {"student": student, "path": str(path), "options": grading.to_json()}
+        self.proc.stdin.write(json.dumps(task) + "\n")
         self.proc.stdin.flush()
 
     def kill(self) -> None:
@@ -589,15 +600,20 @@ def _record(student: str, result: dict[str, Any], sha256: str, options: BatchOpt
         summary.errors.append(student)
         if target is not None and (target.is_file() or target.is_symlink()):
             target.unlink()  # an earlier grade's report would contradict this row
-    return csv_row(student, result, sha256, options.grading.gpu)
+    return csv_row(student, result, sha256, options.grading_for(student))
 
 
 def _run(jobs: list[_Job], queue: list[tuple[str, Path]], options: BatchOptions,
          record: Callable[[str, dict[str, Any]], None]) -> None:
     pending = list(reversed(queue))
+
+    def give(job: _Job) -> None:
+        student, path = pending.pop()
+        job.give(student, path, options.grading_for(student))
+
     for job in jobs:
         if pending:
-            job.give(*pending.pop())
+            give(job)
     while any(job.student for job in jobs):
         busy = [job for job in jobs if job.student]
         ready, _, _ = select.select([job.proc.stdout for job in busy], [], [], 1.0)
@@ -624,12 +640,13 @@ def _run(jobs: list[_Job], queue: list[tuple[str, Path]], options: BatchOptions,
                 jobs[i] = job = _Job(options)
             record(student, result)
             if pending:
-                job.give(*pending.pop())
+                give(job)
 
 
 def job_main(argv: list[str]) -> int:
-    """A job process (``--job OPTIONS_JSON``, from :class:`_Job`): read ``{"student", "path"}`` lines,
-    answer ``{"report"}`` or ``{"error"}`` lines."""
+    """A job process (``--job OPTIONS_JSON``, from :class:`_Job`): read ``{"student", "path", "options"}``
+    lines (that student's GradeOptions; the sandbox is the job's), answer ``{"report"}`` or ``{"error"}``
+    lines."""
     from grader.domains import Domains
     from grader.gpu_check import GpuUnavailable
     from grader.grading import grade
@@ -649,7 +666,7 @@ def job_main(argv: list[str]) -> int:
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            result = {"report": to_json(grade(Path(task["path"]), options, domains))}
+            result = {"report": to_json(grade(Path(task["path"]), GradeOptions.from_json(task["options"]), domains))}
         except (SubmissionError, GpuUnavailable) as err:
             result = {"error": str(err)}
         except Survivors as err:  # no result while a process of the student's uid runs: this job ends

@@ -33,14 +33,20 @@ class GradeOptions:
     memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
     sandbox: str = "auto"  # one of grader.isolation.SANDBOX_CHOICES
     gpu: str = "auto"  # one of grader.gpu_check.GPU_CHOICES
+    # The exercises graded (None: the whole rubric), e.g. one nbgrader assignment's. The tests of the
+    # exercises they build on run too, to decide re-grades (grader/scoring.py), and score nothing.
+    exercises: tuple[str, ...] | None = None
 
     def to_json(self) -> str:
-        """For a job process's command line (grader/batch.py), read back by :meth:`from_json`."""
+        """For a job process (grader/batch.py), read back by :meth:`from_json`."""
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> GradeOptions:
-        return cls(**json.loads(text))
+        fields = json.loads(text)
+        if fields.get("exercises") is not None:
+            fields["exercises"] = tuple(fields["exercises"])
+        return cls(**fields)
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),
@@ -51,6 +57,9 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     """
     started = time.perf_counter()
     rubric = load_rubric()
+    unknown = set(options.exercises or ()) - set(rubric.exercises)
+    if unknown:
+        raise ValueError(f"not exercises of the rubric: {', '.join(sorted(unknown))}")
     if domains is None:
         with Domains(choose_isolation(options.sandbox)) as own:
             return grade(path, options, own)
@@ -60,12 +69,15 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         from grader import engine
-        from grader.scoring import score_with_regrade
+        from grader.scoring import dependencies, score_with_regrade
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
+        run = None
+        if options.exercises is not None:  # and the tests of what they build on, for the re-grades
+            run = sorted(set(options.exercises).union(*(dependencies(rubric, root, ex) for ex in options.exercises)))
         # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
         tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
-        outcomes = engine.run_hidden_tests(tests_worker, keep_open=True)
+        outcomes = engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True)
         # The GPU-run check goes on in the tests' domain when that one was forked from a template that
         # had warmed up the meta device (every grading of a class but the first); else in its own.
         if tests_worker.meta_warm:
@@ -82,7 +94,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
             return engine.run_hidden_tests(retry_worker, exercises=exercise_ids)
 
-        results = score_with_regrade(rubric, root, outcomes, regrade)
+        results = score_with_regrade(rubric, root, outcomes, regrade, options.exercises)
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),

@@ -9,9 +9,10 @@ this process or any other:
    is read as JSON and its solution cells become the module files of the command-line layout, staged
    in ``COURSE_DIR/kata-grading/intake/<assignment>__<student>/<group>/<module>.py`` (a folder only its
    owner can read). A notebook that cannot be read becomes that student's error, with one line;
-2. grading: grader.batch.score_all over the staged folder, exactly as ``score-all`` grades a class
-   (the same jobs, sandbox, time and memory limits, hidden tests, partial credit, re-grades, GPU-run
-   check), resumable: its CSV and JSON reports are ``COURSE_DIR/kata-grading/grades.csv`` and ``json/``;
+2. grading: grader.batch.score_all over the staged folder, as ``score-all`` grades a class (the same
+   jobs, sandbox, time and memory limits, hidden tests, partial credit, re-grades), each notebook on
+   its assignment's exercises alone (:func:`assignment_options`: the GPU-run check in ``04_multihead``
+   only), resumable: its CSV and JSON reports are ``COURSE_DIR/kata-grading/grades.csv`` and ``json/``;
 3. the gradebook (grader/gradebook.py, the course layout): each assignment's exercises in their
    ``<module>_tests`` cells, the GPU-run check in ``04_multihead``'s ``gpu_check`` cell; a student
    whose notebook could not be graded gets 0 and the reason as the comment;
@@ -216,9 +217,21 @@ def stage(course: Course) -> dict[tuple[str, str], str]:
     return errors
 
 
+def assignment_options(options: Any, assignment: str) -> Any:
+    """How a notebook of ``assignment`` is graded (``options``: the command's GradeOptions): on that
+    group's exercises, and with the GPU-run check only where its cell is (``--gpu skip`` elsewhere)."""
+    from dataclasses import replace
+
+    from grader.nbgrader_release import gpu_group
+
+    return replace(options, exercises=tuple(ex.id for ex in load_rubric().in_group(assignment)),
+                   gpu=options.gpu if assignment == gpu_group() else "skip")
+
+
 def grade_course(course: Course, options: Any, visibility: str = "full",
                  progress: Callable[[Any], None] | None = None) -> CourseSummary:
-    """Stage, grade (grader.batch.score_all with ``options``, a BatchOptions), record, write feedback."""
+    """Stage, grade (grader.batch.score_all with ``options``, a BatchOptions, each notebook graded with
+    its :func:`assignment_options`), record, write feedback."""
     from dataclasses import replace
 
     from grader.batch import BatchError, csv_cell, csv_row, read_grades, score_all, write_grades
@@ -232,14 +245,19 @@ def grade_course(course: Course, options: Any, visibility: str = "full",
     except BatchError:
         existing = {}
     write_grades(csv_path, [row for name, row in existing.items() if name in staged])
-    batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir), progress=progress)
+    def grading_of(name: str) -> Any:
+        return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
+
+    batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir, grading_of=grading_of),
+                      progress=progress)
     summary = CourseSummary(warnings=list(batch.warnings))
     rows = read_grades(csv_path).rows
     for assignment, students in course.students.items():
         for student in students:
             name = staged_name(assignment, student)
             if (assignment, student) in errors:
-                row = csv_row(student, {"error": errors[assignment, student]}, gpu=options.grading.gpu)
+                row = csv_row(student, {"error": errors[assignment, student]},
+                              grading=assignment_options(options.grading, assignment))
                 summary.results.append(Graded(assignment, student, row))
             elif name in rows:
                 row = dict(rows[name], student=str(csv_cell(student)))
@@ -248,7 +266,8 @@ def grade_course(course: Course, options: Any, visibility: str = "full",
                     try:
                         report = json.loads((json_dir / f"{name}.json").read_text())
                     except (OSError, ValueError) as err:  # a name score-all could not write a report for
-                        row = csv_row(student, {"error": f"no report: {err}"}, gpu=options.grading.gpu)
+                        row = csv_row(student, {"error": f"no report: {err}"},
+                                      grading=assignment_options(options.grading, assignment))
                 summary.results.append(Graded(assignment, student, row, report))
     record(course, summary)
     for result in summary.results:

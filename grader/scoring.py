@@ -20,7 +20,7 @@ them; see grader/rubric.py for the kinds.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -103,30 +103,39 @@ def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
     return {by_module[m].id for m in modules if m in by_module}
 
 
+def dependencies(rubric: Rubric, submission_dir: Path, ex_id: str) -> set[str]:
+    """The exercises ``ex_id`` builds on: declared in the rubric, or imported by the student's module."""
+    exercise = rubric.exercises[ex_id]
+    imported = imported_exercises(submission_dir / exercise.group / f"{exercise.module}.py", rubric)
+    return (set(exercise.depends_on) | imported) - {ex_id}
+
+
 def score_with_regrade(
     rubric: Rubric,
     submission_dir: Path,
     outcomes: Iterable[TestOutcome],
     regrade: Callable[[set[str], Mapping[str, Path]], Iterable[TestOutcome]],
+    exercises: Collection[str] | None = None,
 ) -> dict[str, ExerciseResult]:
     """Exercise results, re-grading dependents of broken exercises with reference dependencies.
 
     ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
     module in ``substitutes`` (module name -> reference file) standing in for the student's.
+    ``exercises``: score only these (default: the whole rubric); ``outcomes`` must hold their
+    :func:`dependencies`' too, which decide the re-grades.
     """
     by_exercise: dict[str, list[TestOutcome]] = {ex_id: [] for ex_id in rubric.exercises}
     for outcome in outcomes:
         by_exercise.setdefault(outcome.exercise, []).append(outcome)
     results = {ex_id: summarize(ex, by_exercise[ex_id]) for ex_id, ex in rubric.exercises.items()}
+    scored = list(rubric.exercises) if exercises is None else [ex_id for ex_id in rubric.exercises if ex_id in exercises]
 
-    for ex_id, result in list(results.items()):
+    for ex_id in scored:
+        result = results[ex_id]
         if result.status == "passed" or _unattempted(by_exercise[ex_id]):
             continue
         exercise = rubric.exercises[ex_id]
-        deps = set(exercise.depends_on) | imported_exercises(
-            submission_dir / exercise.group / f"{exercise.module}.py", rubric
-        )
-        broken = sorted(dep for dep in deps - {ex_id} if results[dep].status != "passed")
+        broken = sorted(dep for dep in dependencies(rubric, submission_dir, ex_id) if results[dep].status != "passed")
         if not broken:
             continue
         substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].reference_file for dep in broken}
@@ -141,4 +150,4 @@ def score_with_regrade(
             )
             retry.regraded_with = tuple(broken)
             results[ex_id] = retry
-    return results
+    return {ex_id: results[ex_id] for ex_id in scored}

@@ -76,7 +76,6 @@ def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]]) -> Class
     totals: dict[str, float] = {}
     errors: dict[str, str] = {}
     exercises = {ex_id: ExerciseCounts() for ex_id in [*rubric.exercises, "gpu_check"]}
-    exercise_points = sum(ex.points for ex in rubric.exercises.values())
     max_score = rubric.max_score
     for student, row in rows.items():
         if _unescaped(row.get("status") or "") != "graded":
@@ -84,7 +83,11 @@ def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]]) -> Class
             continue
         totals[student] = _number(row.get("score", "")) or 0.0
         row_max = _number(row.get("max_score", ""))
-        for ex_id, counts in exercises.items():
+        # a row graded on some exercises only (grader nbgrader: one assignment's) leaves the others empty
+        graded_on = [ex_id for ex_id in rubric.exercises if row.get(ex_id, "") != ""]
+        exercise_points = sum(rubric.exercises[ex_id].points for ex_id in graded_on)
+        for ex_id in [*graded_on, "gpu_check"]:
+            counts = exercises[ex_id]
             points = (rubric.exercises[ex_id].points if ex_id in rubric.exercises
                       else (row_max if row_max is not None else max_score) - exercise_points)
             score = _number(row.get(ex_id, "")) or 0.0

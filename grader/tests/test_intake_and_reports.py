@@ -14,7 +14,7 @@ import pytest
 from grader.report import to_gradescope, to_json, to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 from grader.results import GpuCheckResult, GradeReport, TestOutcome
-from grader.scoring import imported_exercises, score_with_regrade
+from grader.scoring import dependencies, imported_exercises, score_with_regrade
 from grader.submission import SubmissionError, locate_submission
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -102,6 +102,30 @@ def test_broken_dependency_costs_points_once(tmp_path: Path) -> None:
     wrapper = results["04_multihead/multihead_wrapper"]
     assert wrapper.score == wrapper.max_score and "reference causal_attention" in wrapper.message
     assert calls == [({"04_multihead/multihead_wrapper"}, {"causal_attention": rubric.exercises["03_causal/causal_attention"].reference_file})]
+
+
+def test_a_grading_scoped_to_some_exercises_scores_and_regrades_those_alone(tmp_path: Path) -> None:
+    """grader nbgrader grades 04's notebook on 04's exercises: the broken CausalAttention it builds on is
+    run (it decides the wrapper's re-grade) but not scored, and no other exercise is re-graded."""
+    rubric = load_rubric()
+    calls = []
+
+    def regrade(ids, substitutes):
+        calls.append(set(ids))
+        return [o for o in _outcomes(set()) if o.exercise in ids]
+
+    scope = [ex.id for ex in rubric.in_group("04_multihead")]
+    broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper",
+              "02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}
+    sub = make_submission(tmp_path / "sub")
+    results = score_with_regrade(rubric, sub, _outcomes(broken), regrade, scope)
+    assert list(results) == scope
+    assert results["04_multihead/multihead_wrapper"].score == rubric.exercises["04_multihead/multihead_wrapper"].points
+    assert calls == [{"04_multihead/multihead_wrapper"}]  # not weight_transfer, though self_attention fails
+    calls.clear()
+    score_with_regrade(rubric, sub, _outcomes(broken), regrade)  # the whole rubric: both
+    assert calls == [{"02_trainable_weights/weight_transfer"}, {"04_multihead/multihead_wrapper"}]
+    assert dependencies(rubric, Path("/nonexistent"), "04_multihead/multihead_wrapper") == {"03_causal/causal_attention"}
 
 
 def test_own_mistake_is_not_forgiven_by_the_regrade(tmp_path: Path) -> None:

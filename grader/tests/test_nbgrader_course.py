@@ -439,6 +439,11 @@ def test_the_gradebook_has_each_assignments_exercises_and_export_shows_them(cour
         cells = _cell_scores(root, group, "correct")
         expected = {f"{ex.module}_tests" for ex in rubric.in_group(group)} | ({GPU_CELL} if group == gpu_group() else set())
         assert set(cells) == expected, cells
+    for group in SUBMITTED:  # each notebook graded on its assignment's exercises, the GPU-run check in 04 only
+        report = json.loads((root / "kata-grading" / "json" / f"{group}__correct.json").read_text())
+        assert set(report["exercises"]) == {ex.id for ex in rubric.in_group(group)}, report["exercises"].keys()
+        assert (report["gpu_check"]["status"] == "skipped") == (group != gpu_group()), report["gpu_check"]
+        assert f"] {group}__correct: {full[group]:.1f}/{full[group]:.1f} (" in course["stderr"]  # its progress line
     assert float(rows["03_causal", "tamperer"]["score"]) == 0.0, "tampering with the kernel gains nothing"
     assert float(rows["03_causal", "broken"]["score"]) == 0.0 and float(rows["04_multihead", "broken"]["score"]) == 0.0
     stderr = course["stderr"]
