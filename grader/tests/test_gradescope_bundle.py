@@ -154,7 +154,8 @@ def test_an_empty_submission_gets_zero_and_says_why(bundle: Path, tmp_path: Path
 @pytest.mark.timeout(120)
 def test_an_autograder_without_torch_fails_visibly(bundle: Path, tmp_path: Path):
     """Not a 0 for the student: a non-zero exit and no results.json, which Gradescope shows as an
-    autograder failure."""
+    autograder failure (here a torch that is there but fails to import: `grader score` stops with exit 1;
+    run_autograder's own check only looks for torch, since importing it costs every student 2 s)."""
     shadow = tmp_path / "no-torch"
     (shadow / "torch").mkdir(parents=True)
     (shadow / "torch" / "__init__.py").write_text("raise ImportError('torch is not installed here')\n")
