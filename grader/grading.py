@@ -4,8 +4,9 @@ Every worker runs in an isolation domain forked from a template that imported to
 (grader/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
 request. The GPU-run check comes last, in a domain of its own, by when the template has warmed up
-the meta device it simulates on (asked to when the tests' domain was forked; not under ``--gpu skip``). Each domain is ended (and, without a pid namespace, its uid's
-processes killed and files removed) before the next starts; a report is returned only after that.
+the meta device it simulates on (asked to when the tests' domain was forked; not under ``--gpu
+skip``). Each domain is ended (and, without a pid namespace, its uid's processes killed and files
+removed) before the next starts; a report is returned only after that.
 """
 
 from __future__ import annotations
