@@ -245,6 +245,7 @@ def grade_course(course: Course, options: Any, visibility: str = "full",
     except BatchError:
         existing = {}
     write_grades(csv_path, [row for name, row in existing.items() if name in staged])
+
     def grading_of(name: str) -> Any:
         return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
 

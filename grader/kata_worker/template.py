@@ -3,10 +3,10 @@
 Control messages are JSON on a SOCK_SEQPACKET socket from the grader (never reachable from a
 domain: each fork closes it first). ``spawn`` carries the domain's spec and three descriptors (its
 protocol socket, the write end of its output pipe, the memfd holding the submission's files) and
-answers the fork's pid; with ``warm_meta`` the template then readies the GPU-run check's simulation
-(once: about 1.5 s of CPU), so that later forks have it; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and
-runs as root in the isolating modes, while student code runs under another uid: it can neither
-read the template's memory nor signal it.
+answers the fork's pid; with ``warm_meta`` the template then readies the GPU-run check's
+simulation (once: about 1.5 s of CPU), so that later forks have it; ``kill`` and ``wait`` act on
+such a pid. The template is not dumpable and runs as root in the isolating modes, while student
+code runs under another uid: it can neither read the template's memory nor signal it.
 
 The template is a child subreaper and reaps every child as soon as it ends (SIGCHLD): without a pid
 namespace (``uid`` mode) the processes a domain leaves behind would otherwise become pid 1's
