@@ -122,29 +122,22 @@ def small_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def one_run(small_class: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """One uninterrupted run over the small class: (its CSV, its JSON folder)."""
-    out = tmp_path_factory.mktemp("one-run")
-    proc = run("score-all", str(small_class), "--csv", str(out / "grades.csv"), "--json-dir", str(out / "json"),
-               "--gpu", "skip", "--jobs", "1")  # the classroom's run has two jobs
-    assert proc.returncode == 0, proc.stderr
-    return out / "grades.csv", out / "json"
+def graded_alone(klass: Path, grading, domains) -> dict[str, tuple[dict[str, str], dict]]:
+    """What one run over ``klass`` writes for each student it can grade: ``{student: (CSV row, JSON
+    report)}``, from grading each alone (grade(), what a job runs) and the batch's own row format."""
+    from grader.batch import csv_row, submission_hash
+    from grader.grading import grade
+    from grader.report import to_json
+    from grader.submission import SubmissionError
 
-
-def test_one_run_is_sorted_hashed_and_says_how_long(one_run, small_class: Path) -> None:
-    from grader.batch import HASH_COLUMN, csv_columns, submission_hash
-
-    csv_path, json_dir = one_run
-    with open(csv_path, newline="") as f:
-        reader = csv.DictReader(f)
-        assert reader.fieldnames == csv_columns()
-        table = list(reader)
-    assert [row["student"] for row in table] == ["alice", "bob", "carol", "dave"]
-    for row in table:
-        assert row[HASH_COLUMN] == submission_hash(small_class / row["student"])
-    assert table[0]["score"] == "90.0" and table[2]["status"] == "error" and table[2]["max_score"] == "90.0"
-    assert sorted(p.name for p in json_dir.iterdir()) == ["alice.json", "bob.json", "dave.json"]  # created
+    alone = {}
+    for path in sorted(klass.iterdir()):
+        try:
+            report = to_json(grade(path, grading, domains))
+        except SubmissionError:
+            continue
+        alone[path.name] = (csv_row(path.name, {"report": report}, submission_hash(path), grading), report)
+    return alone
 
 
 def _start(args: list[str]) -> subprocess.Popen:
@@ -162,15 +155,17 @@ def _wait_for_rows(proc: subprocess.Popen, csv_path: Path, count: int) -> None:
     assert proc.poll() is None, "the run ended before it could be stopped"
 
 
-def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(one_run, small_class: Path, tmp_path: Path) -> None:
+def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(small_class: Path, tmp_path: Path,
+                                                                 shared_domains) -> None:
     """SIGTERM after the first row (a batch system's stop, Slurm's time limit or a cancelled CI job: exit
     130, the CSV sorted and whole); the next run is killed -9 after one more row; the resume grades the
     rest (and the error row again), the gradebook lists everyone, and the CSV and JSON reports are those
-    of one uninterrupted run."""
+    of one uninterrupted run: every student's row and report as grading them alone gives, in order."""
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    from grader.batch import read_grades
+    from grader.batch import csv_columns, read_grades, submission_hash
+    from grader.grading import GradeOptions
 
     csv_path, db = tmp_path / "grades.csv", tmp_path / "gradebook.db"
     args = ["score-all", str(small_class), "--csv", str(csv_path), "--json-dir", str(tmp_path / "json"),
@@ -203,12 +198,28 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(one_run, small
         if line.startswith("["):  # progress: elapsed, an estimate of what is left, the errors so far
             assert re.search(r"\(elapsed \d+:\d\d, about \d+:\d\d left, \d+ errors? so far\)$", line), line
 
-    assert csv_path.read_bytes() == one_run[0].read_bytes()
-    for report in one_run[1].iterdir():
-        mine = json.loads((tmp_path / "json" / report.name).read_text())
-        theirs = json.loads(report.read_text())
-        assert mine["exercises"] == theirs["exercises"] and mine["score"] == theirs["score"]
-    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == sorted(p.name for p in one_run[1].iterdir())
+    # What one uninterrupted run writes: the header, one row per student in name order, each graded
+    # row what grading that student alone gives, carol's an error row (the whole rubric but the GPU
+    # check, 90 points), every row with its submission's hash.
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == csv_columns()
+        written = list(reader)
+    assert [row["student"] for row in written] == ["alice", "bob", "carol", "dave"]  # once each, in order
+    table = {row["student"]: row for row in written}
+    alone = graded_alone(small_class, GradeOptions(sandbox="isolated", gpu="skip"), shared_domains)
+    assert sorted(alone) == ["alice", "bob", "dave"]  # carol's folder holds nothing to grade
+    for student, (row, report) in alone.items():
+        assert table[student] == row, student
+        mine = json.loads((tmp_path / "json" / f"{student}.json").read_text())
+        assert (mine["score"], mine["exercises"]) == (report["score"], report["exercises"]), student
+    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == ["alice.json", "bob.json", "dave.json"]
+    assert table["alice"]["score"] == "90.0"
+    carol = table["carol"]
+    assert (carol["status"], carol["max_score"], carol["submission_sha256"]) == (
+        "error", "90.0", submission_hash(small_class / "carol")), carol
+    assert "nothing that looks like a submission" in carol["message"]
+
     with Gradebook(f"sqlite:///{db}") as gb:
         CsvExportPlugin(to=str(tmp_path / "export.csv")).export(gb)
         assert gb.find_submission("hw3", "alice").score == pytest.approx(90.0)
