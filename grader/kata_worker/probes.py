@@ -145,6 +145,8 @@ class Worker:
             return target(*self.inp(req["args"]), **self.inp(req["kwargs"]))
         if op == "getattr":
             return getattr(target, req["name"])
+        if op == "call_method":  # a getattr and a call in one request (grader/remote_impl.py)
+            return getattr(target, req["name"])(*self.inp(req["args"]), **self.inp(req["kwargs"]))
         if op == "len":
             return len(target)
         if op == "bool":

@@ -273,6 +273,35 @@ def attention_score_matrix(x):
 
 
 @pytest.mark.timeout(120)
+def test_a_modules_method_is_read_and_called_in_one_request(tmp_path, shared_domains):
+    """``m.state_dict()`` is one request (remote_impl.CALLED_METHODS) that behaves as a read then a call:
+    a missing or uncallable method raises the same exception, and a hang names the student's class."""
+    src = ("import torch\n\n"
+           "class Odd(torch.nn.Module):\n"
+           "    eval = 3\n\n"
+           "    def __init__(self):\n        super().__init__()\n        self.lin = torch.nn.Linear(2, 3)\n\n"
+           "    def load_state_dict(self, state, strict=True):\n        while True:\n            pass\n\n"
+           "def attention_scores(kind):\n"
+           "    return Odd() if kind == 'module' else object()\n")
+    sub = _toy(tmp_path / "sub", src)
+    with WorkerClient(sub, domains=shared_domains, call_timeout=0.3) as client:
+        impl = RemoteImpl(client, WHERE)
+        module, plain = impl.attention_scores("module"), impl.attention_scores("plain")
+        ops = []
+        real = client.request
+        client.request = lambda message, what, timeout=None: ops.append(message["op"]) or real(message, what, timeout)
+        assert dict(module.named_parameters()).keys() == {"lin.weight", "lin.bias"}
+        assert module.state_dict()["lin.weight"].shape == (3, 2)
+        assert ops == ["call_method", "call_method"]
+        with pytest.raises(TypeError, match="'int' object is not callable"):
+            module.eval()
+        with pytest.raises(AttributeError, match="named_parameters"):
+            plain.named_parameters()
+        with pytest.raises(WorkerFailure, match=r"timed out after 0\.3 s in Odd\.load_state_dict"):
+            module.load_state_dict({})
+
+
+@pytest.mark.timeout(120)
 def test_timeout_kills_and_names_the_place(tmp_path, shared_domains):
     src = "def attention_scores():\n    while True:\n        pass\n"
     sub = _toy(tmp_path / "sub", src)
