@@ -276,13 +276,23 @@ def attention_score_matrix(x):
 def test_a_modules_method_is_read_and_called_in_one_request(tmp_path, shared_domains):
     """``m.state_dict()`` is one request (remote_impl.CALLED_METHODS) that behaves as a read then a call:
     a missing or uncallable method raises the same exception, and a hang names the student's class."""
-    src = ("import torch\n\n"
-           "class Odd(torch.nn.Module):\n"
-           "    eval = 3\n\n"
-           "    def __init__(self):\n        super().__init__()\n        self.lin = torch.nn.Linear(2, 3)\n\n"
-           "    def load_state_dict(self, state, strict=True):\n        while True:\n            pass\n\n"
-           "def attention_scores(kind):\n"
-           "    return Odd() if kind == 'module' else object()\n")
+    src = '''
+import torch
+
+class Odd(torch.nn.Module):
+    eval = 3  # not a method
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 3)
+
+    def load_state_dict(self, state, strict=True):
+        while True:
+            pass
+
+def attention_scores(kind):
+    return Odd() if kind == "module" else object()
+'''
     sub = _toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=0.3) as client:
         impl = RemoteImpl(client, WHERE)
