@@ -55,6 +55,16 @@ def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: 
     return client.start() if start else client
 
 
+def gpu_check_worker(tests_worker: WorkerClient, submission_dir: Path, **limits: Any) -> WorkerClient:
+    """The worker the GPU-run check runs in: the tests' own when its domain was forked from a template
+    that had readied the simulation (every grading of a class but the first); else that one is closed
+    and a new one is forked (``start_worker(submission_dir, **limits)``), by when the template has it."""
+    if tests_worker.meta_warm:
+        return tests_worker
+    tests_worker.close()
+    return start_worker(submission_dir, start=False, **limits)
+
+
 class _Guard:
     """Per-run poison bookkeeping (see the module docstring)."""
 

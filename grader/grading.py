@@ -79,13 +79,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
         tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
         outcomes = engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True)
-        # The GPU-run check goes on in the tests' domain when that one was forked from a template that
-        # had warmed up the meta device (every grading of a class but the first); else in its own.
-        if tests_worker.meta_warm:
-            gpu_worker = tests_worker
-        else:
-            tests_worker.close()
-            gpu_worker = engine.start_worker(root, start=False, **limits)
+        gpu_worker = engine.gpu_check_worker(tests_worker, root, **limits)
         try:
             gpu_check = _gpu_check(gpu_worker, rubric, options.gpu)
         finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine import start_worker
+from grader.engine import gpu_check_worker, start_worker
 from grader.gpu_check import GpuUnavailable, run_gpu_check
 from grader.remote_impl import RemoteImpl
 from grader.rubric import load_rubric
@@ -42,10 +42,7 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
     if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
-    client = start_worker(sub, domains=domains, prepare_gpu_check=True)
-    if not client.meta_warm:  # as grade() does: the check goes on in a domain of the readied template
-        client.close()
-        client = start_worker(sub, domains=domains)
+    client = gpu_check_worker(start_worker(sub, domains=domains, prepare_gpu_check=True), sub, domains=domains)
     try:
         impl = RemoteImpl(client, load_rubric().owner_of)
         if fake_cuda:
