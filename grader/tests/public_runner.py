@@ -47,6 +47,15 @@ def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
     return tree / load_rubric().exercises[ex_id].test_file.relative_to(TESTS_DIR)
 
 
+def fill_in(tree: Path, modules: tuple[str, ...]) -> None:
+    """Put the reference solutions of ``modules`` over their stubs in ``tree`` (an ``exercises/`` layout),
+    as a student who has done those modules."""
+    by_module = load_rubric().by_module
+    for module in modules:
+        ex = by_module[module]
+        shutil.copy(SOLUTIONS_DIR / ex.group / f"{module}.py", tree / ex.group / f"{module}.py")
+
+
 @functools.cache
 def public_runs() -> dict[str, dict[str, tuple[str, str]]]:
     """Every run of the module's docstring (once per process)."""

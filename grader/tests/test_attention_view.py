@@ -21,6 +21,7 @@ import torch
 
 from grader import attention_view as view
 from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
+from public_runner import fill_in
 
 NAMES = sorted({m for p in view.PANELS for m in p.modules})
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -73,10 +74,7 @@ def test_the_stubs_give_empty_panels_saying_not_written_yet():
 def _tree(tmp_path: Path, solved: tuple[str, ...]) -> Path:
     tree = tmp_path / "exercises"
     shutil.copytree(REPO_ROOT / "exercises", tree, ignore=shutil.ignore_patterns("__pycache__", "documents"))
-    by_module = load_rubric().by_module
-    for module in solved:
-        ex = by_module[module]
-        shutil.copy(SOLUTIONS_DIR / ex.group / f"{module}.py", tree / ex.group / f"{module}.py")
+    fill_in(tree, solved)
     return tree
 
 

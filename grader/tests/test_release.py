@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from grader.release import ReleaseError, build_release
-from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, load_rubric
+from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from public_runner import fill_in
 
 BIN = str(Path(sys.executable).parent)
 
@@ -252,16 +253,13 @@ def test_check_progress_runs_in_the_student_release(release: Path, tmp_path: Pat
     assert (student / "check_progress.py").read_text() == (REPO_ROOT / "grader" / "progress.py").read_text()
     mine = tmp_path / "student"
     shutil.copytree(student, mine, ignore=shutil.ignore_patterns("__pycache__"))
-    by_module = load_rubric().by_module
-    for module in WITH_SOLUTIONS:
-        ex = by_module[module]
-        shutil.copy(SOLUTIONS_DIR / ex.group / f"{module}.py", mine / "exercises" / ex.group / f"{module}.py")
+    fill_in(mine / "exercises", WITH_SOLUTIONS)
     result = _student_run(mine, "check_progress.py")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     text = result.stdout
     rows = {line.split()[1].split("/")[1]: line for line in text.splitlines()
             if line[:3].strip().isdigit() and "/" in line}
-    assert list(rows) == list(by_module), text
+    assert list(rows) == list(load_rubric().by_module), text
     for module, line in rows.items():
         if module in WITH_SOLUTIONS and module != "multihead_wrapper":
             assert " done " in line, line
