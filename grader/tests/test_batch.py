@@ -58,6 +58,26 @@ def rows(csv_path: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
+def graded_alone(klass: Path, grading, domains, students: tuple[str, ...] | None = None
+                 ) -> dict[str, tuple[dict[str, str], dict]]:
+    """What one run over ``klass`` writes for each student it can grade (or each of ``students``):
+    ``{student: (CSV row, JSON report)}``, from grading each alone (grade(), what a job runs) and the
+    batch's own row format."""
+    from grader.batch import csv_row, submission_hash
+    from grader.grading import grade
+    from grader.report import to_json
+    from grader.submission import SubmissionError
+
+    alone = {}
+    for path in sorted(klass.iterdir()) if students is None else [klass / name for name in students]:
+        try:
+            report = to_json(grade(path, grading, domains))
+        except SubmissionError:
+            continue
+        alone[path.name] = (csv_row(path.name, {"report": report}, submission_hash(path), grading), report)
+    return alone
+
+
 def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     proc, csv_path, _ = graded
     assert proc.returncode == 0, proc.stderr
@@ -76,13 +96,14 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
 
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
     """Each row is what grading that student alone gives (grade() is what `score` runs)."""
-    from grader.grading import GradeOptions, grade
-    from grader.report import to_json
+    from grader.grading import GradeOptions
 
     _, csv_path, out = graded
     table = rows(csv_path)
-    for student in ("alice", "bob", "exit_at_import"):  # kill_parent's row: the test above
-        single = to_json(grade(classroom / student, GradeOptions(sandbox="isolated"), shared_domains))
+    students = ("alice", "bob", "exit_at_import")  # kill_parent's row: the test above
+    alone = graded_alone(classroom, GradeOptions(sandbox="isolated"), shared_domains, students)
+    assert tuple(alone) == students
+    for student, (_, single) in alone.items():
         assert float(table[student]["score"]) == single["score"]
         for ex_id, result in single["exercises"].items():
             assert float(table[student][ex_id]) == result["score"], (student, ex_id)
@@ -120,24 +141,6 @@ def small_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "carol").mkdir()
     shutil.copytree(REPO_ROOT / "exercises", root / "dave")
     return root
-
-
-def graded_alone(klass: Path, grading, domains) -> dict[str, tuple[dict[str, str], dict]]:
-    """What one run over ``klass`` writes for each student it can grade: ``{student: (CSV row, JSON
-    report)}``, from grading each alone (grade(), what a job runs) and the batch's own row format."""
-    from grader.batch import csv_row, submission_hash
-    from grader.grading import grade
-    from grader.report import to_json
-    from grader.submission import SubmissionError
-
-    alone = {}
-    for path in sorted(klass.iterdir()):
-        try:
-            report = to_json(grade(path, grading, domains))
-        except SubmissionError:
-            continue
-        alone[path.name] = (csv_row(path.name, {"report": report}, submission_hash(path), grading), report)
-    return alone
 
 
 def _start(args: list[str]) -> subprocess.Popen:
