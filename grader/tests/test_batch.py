@@ -58,26 +58,6 @@ def rows(csv_path: Path) -> dict[str, dict[str, str]]:
         return {row["student"]: row for row in csv.DictReader(f)}
 
 
-def graded_alone(klass: Path, grading, domains, students: tuple[str, ...] | None = None
-                 ) -> dict[str, tuple[dict[str, str], dict]]:
-    """What one run over ``klass`` writes for each student it can grade (or each of ``students``):
-    ``{student: (CSV row, JSON report)}``, from grading each alone (grade(), what a job runs) and the
-    batch's own row format."""
-    from grader.batch import csv_row, submission_hash
-    from grader.grading import grade
-    from grader.report import to_json
-    from grader.submission import SubmissionError
-
-    alone = {}
-    for path in sorted(klass.iterdir()) if students is None else [klass / name for name in students]:
-        try:
-            report = to_json(grade(path, grading, domains))
-        except SubmissionError:
-            continue
-        alone[path.name] = (csv_row(path.name, {"report": report}, submission_hash(path), grading), report)
-    return alone
-
-
 def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     proc, csv_path, _ = graded
     assert proc.returncode == 0, proc.stderr
@@ -95,18 +75,18 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
 
 
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
-    """Each row is what grading that student alone gives (grade() is what `score` runs)."""
-    from grader.grading import GradeOptions
+    """Each row and JSON report is what grading that student alone gives (grade(), what `score` and
+    each job run), in the batch's own row format."""
+    from grader.batch import csv_row, submission_hash
+    from grader.grading import GradeOptions, grade
+    from grader.report import to_json
 
     _, csv_path, out = graded
     table = rows(csv_path)
-    students = ("alice", "bob", "exit_at_import")  # kill_parent's row: the test above
-    alone = graded_alone(classroom, GradeOptions(sandbox="isolated"), shared_domains, students)
-    assert tuple(alone) == students
-    for student, (_, single) in alone.items():
-        assert float(table[student]["score"]) == single["score"]
-        for ex_id, result in single["exercises"].items():
-            assert float(table[student][ex_id]) == result["score"], (student, ex_id)
+    grading = GradeOptions(sandbox="isolated")
+    for student in ("alice", "bob", "exit_at_import"):  # kill_parent's row: the test above
+        single = to_json(grade(classroom / student, grading, shared_domains))
+        assert table[student] == csv_row(student, {"report": single}, submission_hash(classroom / student), grading)
         assert json.loads((out / f"{student}.json").read_text())["exercises"] == single["exercises"]
 
 
@@ -128,124 +108,29 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
-# --- nothing lost, nothing stale: a small class graded for real (--gpu skip) -------------------------
-
-
-@pytest.fixture(scope="module")
-def small_class(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """alice (the solutions), bob and dave (the stubs), carol (nothing to grade: an error row)."""
-    root = tmp_path_factory.mktemp("small")
-    root.chmod(0o700)
-    shutil.copytree(REPO_ROOT / "solutions", root / "alice")
-    shutil.copytree(REPO_ROOT / "exercises", root / "bob")
-    (root / "carol").mkdir()
-    shutil.copytree(REPO_ROOT / "exercises", root / "dave")
-    return root
-
-
-def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "grader", *args], cwd=REPO_ROOT, env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def _wait_for_rows(proc: subprocess.Popen, csv_path: Path, count: int) -> None:
-    """Until the CSV holds ``count`` rows; the run must still be going (to be stopped mid-way)."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if csv_path.is_file() and csv_path.read_text().count("\n") >= count + 1:  # the header and the rows
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run ended before it could be stopped"
-
-
-def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(small_class: Path, tmp_path: Path,
-                                                                 shared_domains) -> None:
-    """SIGTERM after the first row (a batch system's stop, Slurm's time limit or a cancelled CI job: exit
-    130, the CSV sorted and whole); the next run is killed -9 after one more row; the resume grades the
-    rest (and the error row again), the gradebook lists everyone, and the CSV and JSON reports are those
-    of one uninterrupted run: every student's row and report as grading them alone gives, in order."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-
-    from grader.batch import csv_columns, read_grades, submission_hash
-    from grader.grading import GradeOptions
-
-    csv_path, db = tmp_path / "grades.csv", tmp_path / "gradebook.db"
-    args = ["score-all", str(small_class), "--csv", str(csv_path), "--json-dir", str(tmp_path / "json"),
-            "--gpu", "skip", "--jobs", "1", "--gradebook", str(db), "--assignment", "hw3"]
-    proc = _start(args)
-    _wait_for_rows(proc, csv_path, 1)
-    proc.terminate()
-    stderr = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 130 and stderr.endswith("interrupted\n"), (proc.returncode, stderr)
-    content = read_grades(csv_path)
-    assert content.warnings == [] and 1 <= len(content.rows) < 4 and list(content.rows) == sorted(content.rows)
-    stopped = len(content.rows)
-
-    proc = _start(args)  # (carol's error row, if written, is graded again: rewritten first, then appended)
-    _wait_for_rows(proc, csv_path, stopped + 1)
-    proc.kill()
-    first = proc.communicate()[1]
-    lines = csv_path.read_text().count("\n")
-    assert 3 <= lines < 5, (lines, first)
-    done_before = {name for name in ("alice", "bob", "carol", "dave") if f"\n{name}," in csv_path.read_text()}
-
-    resumed = run(*args)
-    assert resumed.returncode == 0, resumed.stderr
-    regraded = {line.split("] ")[1].split(":")[0] for line in resumed.stderr.splitlines() if line.startswith("[")}
-    # the error row (carol) is tried again, the others stay
-    assert regraded == ({"alice", "bob", "carol", "dave"} - done_before) | {"carol"}, resumed.stderr
-    kept = len(done_before - {"carol"})
-    assert f"graded {3 - kept}, errors 1, already in {csv_path}: {kept}" in resumed.stderr, resumed.stderr
-    for line in resumed.stderr.splitlines():
-        if line.startswith("["):  # progress: elapsed, an estimate of what is left, the errors so far
-            assert re.search(r"\(elapsed \d+:\d\d, about \d+:\d\d left, \d+ errors? so far\)$", line), line
-
-    # What one uninterrupted run writes: the header, one row per student in name order, each graded
-    # row what grading that student alone gives, carol's an error row (the whole rubric but the GPU
-    # check, 90 points), every row with its submission's hash.
-    with open(csv_path, newline="") as f:
-        reader = csv.DictReader(f)
-        assert reader.fieldnames == csv_columns()
-        written = list(reader)
-    assert [row["student"] for row in written] == ["alice", "bob", "carol", "dave"]  # once each, in order
-    table = {row["student"]: row for row in written}
-    alone = graded_alone(small_class, GradeOptions(sandbox="isolated", gpu="skip"), shared_domains)
-    assert sorted(alone) == ["alice", "bob", "dave"]  # carol's folder holds nothing to grade
-    for student, (row, report) in alone.items():
-        assert table[student] == row, student
-        mine = json.loads((tmp_path / "json" / f"{student}.json").read_text())
-        assert (mine["score"], mine["exercises"]) == (report["score"], report["exercises"]), student
-    assert sorted(p.name for p in (tmp_path / "json").iterdir()) == ["alice.json", "bob.json", "dave.json"]
-    assert table["alice"]["score"] == "90.0"
-    carol = table["carol"]
-    assert (carol["status"], carol["max_score"], carol["submission_sha256"]) == (
-        "error", "90.0", submission_hash(small_class / "carol")), carol
-    assert "nothing that looks like a submission" in carol["message"]
-
-    with Gradebook(f"sqlite:///{db}") as gb:
-        CsvExportPlugin(to=str(tmp_path / "export.csv")).export(gb)
-        assert gb.find_submission("hw3", "alice").score == pytest.approx(90.0)
-        assert gb.find_submission("hw3", "carol").score == 0.0
-    with open(tmp_path / "export.csv", newline="") as f:
-        assert sorted(row["student_id"] for row in csv.DictReader(f)) == ["alice", "bob", "carol", "dave"]
-
-
 # Sharding and merging are bookkeeping: test_merge.py proves that merged shards equal one run.
 
 
-# --- the bookkeeping, with a job that answers at once (no grading) -------------------------------------
+# --- the bookkeeping, with a stand-in job that grades no one ------------------------------------------
 
 # A stand-in for ``python -m grader.batch --job``: a student folder's score.txt holds the fraction of
-# every exercise they get (no score.txt: an error row); each student it grades is logged.
+# every exercise they get (no score.txt: an error row); each student it grades is logged. With a folder
+# of gates as its second argument, it answers a student only once the file of their name is there (so
+# a test can stop a run at a known row), and quits when its score-all is gone (killed -9).
 FAKE_JOB = r"""
-import json, sys
+import json, os, sys, time
 from pathlib import Path
 from grader.rubric import load_rubric
 log = open(sys.argv[1], "a")
+gates = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+parent = os.getppid()
 rubric = load_rubric()
 for line in sys.stdin:
     task = json.loads(line)
+    while gates is not None and not (gates / task["student"]).exists():
+        if os.getppid() != parent:
+            sys.exit()
+        time.sleep(0.02)
     log.write(task["student"] + "\n"); log.flush()
     marker = Path(task["path"]) / "score.txt"
     if not marker.is_file():
@@ -260,13 +145,21 @@ for line in sys.stdin:
         "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
 """
 
+# ``python -m grader ARGS`` with FAKE_JOB as score-all's job command (the command line's JSON first argument).
+FAKE_JOB_CLI = ("import functools, json, sys; import grader.batch as batch; "
+                "batch.BatchOptions = functools.partial(batch.BatchOptions, job_argv=tuple(json.loads(sys.argv[1]))); "
+                "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
+
+
+def fake_job(tmp_path: Path, gates: Path | None = None) -> tuple[str, ...]:
+    return (sys.executable, "-c", FAKE_JOB, str(tmp_path / "graded.log"), *([str(gates)] if gates else []))
+
 
 def fake_options(tmp_path: Path, **kwargs):
     from grader.batch import BatchOptions
     from grader.grading import GradeOptions
 
-    return BatchOptions(jobs=2, grading=GradeOptions(gpu="skip"), job_argv=(sys.executable, "-c", FAKE_JOB, str(tmp_path / "graded.log")),
-                        **kwargs)
+    return BatchOptions(jobs=2, grading=GradeOptions(gpu="skip"), job_argv=fake_job(tmp_path), **kwargs)
 
 
 def graded_log(tmp_path: Path) -> list[str]:
@@ -283,6 +176,92 @@ def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
         if fraction is not None:
             (root / name / "score.txt").write_text(str(fraction))
     return root
+
+
+def _start(args: list[str], job: tuple[str, ...]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", FAKE_JOB_CLI, json.dumps(job), *args], cwd=REPO_ROOT, env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_rows(proc: subprocess.Popen, csv_path: Path, count: int) -> None:
+    """Until the CSV holds ``count`` rows; the run must still be going (to be stopped mid-way)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if csv_path.is_file() and csv_path.read_text().count("\n") >= count + 1:  # the header and the rows
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+
+
+def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path) -> None:
+    """SIGTERM after the first row (a batch system's stop, Slurm's time limit or a cancelled CI job: exit
+    130, the CSV sorted and whole); the next run is killed -9 after one more row; the resume grades the
+    rest (and the error row again), and the CSV, the JSON reports and the gradebook are those of one
+    uninterrupted run. Each run is the command line's, its job FAKE_JOB: a student is answered once
+    the test opens their gate, so each run stops at a known row."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    from grader.batch import read_grades, score_all, submission_hash
+
+    klass = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 0.5, "carol": None, "dave": 0.0})
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    job = fake_job(tmp_path, gates)
+    csv_path, db, json_dir = tmp_path / "grades.csv", tmp_path / "gradebook.db", tmp_path / "json"
+    args = ["score-all", str(klass), "--csv", str(csv_path), "--json-dir", str(json_dir), "--gpu", "skip",
+            "--jobs", "1", "--gradebook", str(db), "--assignment", "hw3"]
+
+    (gates / "alice").touch()
+    proc = _start(args, job)
+    _wait_for_rows(proc, csv_path, 1)
+    proc.terminate()
+    stderr = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 130 and stderr.endswith("interrupted\n"), (proc.returncode, stderr)
+    content = read_grades(csv_path)
+    assert content.warnings == [] and list(content.rows) == ["alice"]
+    assert graded_log(tmp_path) == ["alice"]
+
+    (gates / "bob").touch()
+    proc = _start(args, job)
+    _wait_for_rows(proc, csv_path, 2)
+    proc.kill()
+    proc.communicate()
+    assert list(read_grades(csv_path).rows) == ["alice", "bob"] and graded_log(tmp_path) == ["bob"]
+
+    (gates / "carol").touch()
+    (gates / "dave").touch()
+    resumed = subprocess.run([sys.executable, "-c", FAKE_JOB_CLI, json.dumps(job), *args], cwd=REPO_ROOT,
+                             env=_env(), capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert graded_log(tmp_path) == ["carol", "dave"]
+    assert f"graded 1, errors 1, already in {csv_path}: 2" in resumed.stderr, resumed.stderr
+    progress = [line for line in resumed.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 2, resumed.stderr
+    for line in progress:  # elapsed, an estimate of what is left, the errors so far
+        assert re.search(r"\(elapsed \d+:\d\d, about \d+:\d\d left, \d+ errors? so far\)$", line), line
+
+    one = tmp_path / "one"  # what one uninterrupted run writes: each student once, in name order
+    one.mkdir()
+    score_all(klass, one / "grades.csv", fake_options(tmp_path, json_dir=one / "json", gradebook=one / "gradebook.db",
+                                                      assignment="hw3"))
+    assert csv_path.read_text() == (one / "grades.csv").read_text()
+    assert list(rows(csv_path)) == ["alice", "bob", "carol", "dave"]
+    carol = rows(csv_path)["carol"]  # the whole rubric but the GPU check (90 points), and the hash
+    assert (carol["status"], carol["max_score"], carol["submission_sha256"]) == ("error", "90.0", submission_hash(klass / "carol"))
+    assert sorted(p.name for p in json_dir.iterdir()) == ["alice.json", "bob.json", "dave.json"]
+    for report in json_dir.iterdir():
+        assert report.read_text() == (one / "json" / report.name).read_text(), report.name
+
+    exported = {}
+    for name, path in (("resumed", db), ("one", one / "gradebook.db")):
+        with Gradebook(f"sqlite:///{path}") as gb:
+            CsvExportPlugin(to=str(tmp_path / f"{name}.csv")).export(gb)
+        with open(tmp_path / f"{name}.csv", newline="") as f:
+            exported[name] = sorted((row["student_id"], row["score"]) for row in csv.DictReader(f))
+    assert exported["resumed"] == exported["one"]
+    assert [student for student, _ in exported["resumed"]] == ["alice", "bob", "carol", "dave"]
+    assert dict(exported["resumed"])["alice"] in ("90", "90.0") and dict(exported["resumed"])["carol"] in ("0", "0.0")
 
 
 def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> None:
