@@ -25,15 +25,18 @@ from grader.isolation import bwrap_problem, choose_isolation, uid_problem
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
 # course, the forked pytest runs), and a test whose attacker writes to the host's /tmp while its other
 # mode asserts it is clean: under pytest-xdist each (module, or module::test) runs whole on one worker.
-# Every other test is scheduled on its own. (xdist's own xdist_group marks do nothing under pytest 9:
-# xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
+# Every other test is scheduled on its own, but for those of the uid and none modes: each mode's tests
+# run on one worker (MODE_SCOPES), so only one worker starts a template of that mode (2 to 4 s of CPU;
+# bwrap's is the shared_domains one that every worker starts anyway). (xdist's own xdist_group marks
+# do nothing under pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
+MODE_SCOPES = {"uid": "mode uid", "none": "mode none"}
 ONE_WORKER = {
     "test_batch.py": "batch",
     "test_nbgrader_course.py": "nbgrader_course",
     "test_hidden_tests.py": "hidden_runs",
     "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
     "test_exercises.py": "public_runs",
-    "test_isolation.py::test_a_class_graded_one_after_another": "host_tmp",
+    "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # with its uid mode
     "test_gradebook.py": "gradebook",
 }
 
@@ -52,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Each entry of ONE_WORKER on one worker (the largest first), every other test alone."""
+    """Each entry of ONE_WORKER and of MODE_SCOPES on one worker (the largest first), every other test alone."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -61,7 +64,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _split_scope(self, nodeid: str) -> str:
             path, _, test = nodeid.partition("::")
             module = path.rsplit("/", 1)[-1]
-            return ONE_WORKER.get(f"{module}::{test.split('[', 1)[0]}") or ONE_WORKER.get(module) or nodeid
+            name, _, params = test.partition("[")
+            mode = next((MODE_SCOPES[p] for p in params.rstrip("]").split("-") if p in MODE_SCOPES), None)
+            return ONE_WORKER.get(f"{module}::{name}") or ONE_WORKER.get(module) or mode or nodeid
 
     return OneWorkerModules(config, log)
 
