@@ -126,13 +126,16 @@ def _message(excinfo: Any) -> str:
 
 
 class _Plugin:
-    def __init__(self, client: WorkerClient, where: Mapping[str, str], guard: _Guard, rubric: Rubric):
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], guard: _Guard, rubric: Rubric,
+                 standins: Collection[str]):
         self.client, self.where, self.guard, self.rubric = client, where, guard, rubric
+        self.standins = frozenset(standins)
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
 
     def pytest_configure(self, config: Any) -> None:
         config.kata_impl_factory = self.factory
+        config.kata_standins = self.standins  # the reference dependents over them (tests/conftest.py)
 
     def factory(self, exercise: str) -> Any:
         from grader.remote_impl import RemoteImpl
@@ -205,7 +208,9 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
 
     ``worker_or_dir`` is a client from :func:`start_worker` (then ``substitutes``, ``call_timeout``,
     ``memory_mb`` and ``domains`` were fixed when it was started) or a submission directory. The worker is
-    closed afterwards (one run, one worker) unless ``keep_open``: then the caller closes it.
+    closed afterwards (one run, one worker) unless ``keep_open``: then the caller closes it. The
+    modules ``substitutes`` names are stand-ins (a re-grade): the tests' expected values are then
+    the reference dependents' over the same stand-ins.
     """
     import pytest
 
@@ -213,6 +218,7 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
         client = worker_or_dir
         if substitutes:
             raise ValueError("pass substitutes to start_worker() when handing over a started worker")
+        substitutes = client.substitutes
     else:
         client = start_worker(Path(worker_or_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                               domains=domains, substitutes=substitutes)
@@ -220,7 +226,7 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
     where = rubric.owner_of
     if client.max_starts is not None:
         client.max_starts = client.starts + MAX_STARTS
-    plugin = _Plugin(client, where, _Guard(), rubric)
+    plugin = _Plugin(client, where, _Guard(), rubric, set(substitutes or ()))
     if exercises is None:
         targets = [str(tests_dir / g) for g in GROUPS if (tests_dir / g).is_dir()]
     else:

@@ -3,9 +3,10 @@
 Every worker runs in an isolation domain forked from a template that imported torch once
 (grader/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
-request. The GPU-run check comes last, in a domain of its own, by when the template has warmed up
-the meta device it simulates on (asked to when the tests' domain was forked; not under ``--gpu
-skip``). Each domain is ended (and, without a pid namespace, its uid's processes killed and files
+request. The GPU-run check comes next, in the tests' domain when the template had warmed up the meta
+device it simulates on by the time that domain was forked (asked to then; not under ``--gpu
+skip``), else in a domain of its own. A re-grade (grader/scoring.py) gets a domain of its own, with
+stand-ins, never reference code, in place of the modules it builds on. Each domain is ended (and, without a pid namespace, its uid's processes killed and files
 removed) before the next starts; a report is returned only after that.
 """
 
@@ -75,7 +76,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         run = None
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
-            run = sorted(set(options.exercises).union(*(dependencies(rubric, root, ex) for ex in options.exercises)))
+            run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
         # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
         tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
         outcomes = engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True)
@@ -89,7 +90,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
             return engine.run_hidden_tests(retry_worker, exercises=exercise_ids)
 
-        results = score_with_regrade(rubric, root, outcomes, regrade, options.exercises)
+        results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),

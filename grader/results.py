@@ -32,7 +32,7 @@ class ExerciseResult:
     status: str  # "passed" | "partial" | "failed"
     message: str
     outcomes: list[TestOutcome] = field(default_factory=list)
-    regraded_with: tuple[str, ...] = ()  # exercise ids whose reference modules stood in
+    regraded_with: tuple[str, ...] = ()  # exercise ids whose stand-ins (tests/standins/) took their modules' place
 
 
 @dataclass

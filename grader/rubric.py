@@ -24,6 +24,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
+STANDINS_DIR = TESTS_DIR / "standins"  # what a re-grade puts in place of a module (tests/standins/README.md)
 
 
 class RubricError(ValueError):
@@ -65,6 +66,12 @@ class Exercise:
     @property
     def reference_file(self) -> Path:
         return SOLUTIONS_DIR / self.group / f"{self.module}.py"
+
+    @property
+    def standin_file(self) -> Path:
+        """The stand-in a re-grade of an exercise that builds on this one gets in place of the student's
+        module: written for grading, not the answer (tests/standins/README.md)."""
+        return STANDINS_DIR / f"{self.module}.py"
 
     @property
     def test_file(self) -> Path:
@@ -116,6 +123,13 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     strays = sorted(ex_id for ex_id, ex in exercises.items() if ex.group not in groups)
     if strays:
         raise RubricError(f"exercises outside the rubric's groups: {', '.join(strays)}")
+    built_on = {dep for ex in exercises.values() for dep in ex.depends_on}
+    unknown = sorted(built_on - set(exercises))
+    if unknown:
+        raise RubricError(f"depends_on names exercises that are not in the rubric: {', '.join(unknown)}")
+    lacking = sorted(dep for dep in built_on if not (tests_dir / "standins" / f"{exercises[dep].module}.py").is_file())
+    if lacking:
+        raise RubricError(f"exercises built on (depends_on) without a stand-in in tests/standins/: {', '.join(lacking)}")
     return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]))
 
 

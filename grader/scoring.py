@@ -1,13 +1,17 @@
 """From test outcomes to exercise scores, including the re-grade of dependent exercises.
 
-A student loses points once per mistake: when exercise E fails and a module E builds on (declared in
-the rubric, or imported by the student's own E module) fails its own tests, E is graded again with
-the reference module in place of the student's, and the better of the two results counts.
+A student loses points once per mistake: when exercise E fails and an exercise E builds on (the
+rubric's ``depends_on``, and nothing else: a student's imports cannot add one) fails its own tests,
+is a stub or is missing, E is graded again with stand-ins in place of those modules, and the better
+of the two results counts. A stand-in (``tests/standins/``) is written for grading and is not the
+answer: the stated constructor and parameters, a forward that is not attention; the hidden tests
+compute the expected values of the re-grade in the grader, with the reference dependent over the
+same stand-ins. So no reference code ever enters a student's domain, and a stub and a deleted file
+are the same to every rule.
 
-The re-grade runs the student's code next to reference source, in a domain of its own: what it says
-(failure messages, output) could carry that source, so only its pass/fail counts reach a report. A
-test that fails in the re-grade shows its message from the student's own run, or a line saying why
-there is none.
+A re-grade's failure messages are about the stand-ins, not the student's own modules: only its
+pass/fail counts reach a report, and a test that fails in it shows its message from the student's
+own run, or a line saying why there is none.
 
 Not every passing test counts: an exercise's edge-case tests (kind ``edge``: raises on bad input,
 shapes, dtypes, properties) count only once every one of its core tests (randomized, against the
@@ -65,15 +69,10 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
 
 
-def _unattempted(outcomes: list[TestOutcome]) -> bool:
-    """Every test stopped at the stub's own NotImplementedError: a re-grade could not change that."""
-    return bool(outcomes) and all(not o.passed and "not written yet" in o.message for o in outcomes)
+REGRADE_SILENT = "failed in the re-grade over stand-ins (its messages are about the stand-ins: not shown)"
 
 
-REGRADE_SILENT = "failed in the re-grade with the reference modules (its messages are not shown)"
-
-
-def _without_reference_text(outcome: TestOutcome, own_messages: Mapping[str, str]) -> TestOutcome:
+def _own_message(outcome: TestOutcome, own_messages: Mapping[str, str]) -> TestOutcome:
     """A re-grade's outcome with its message replaced: from the student's own run, or a fixed line."""
     message = "" if outcome.passed else (own_messages.get(outcome.nodeid) or REGRADE_SILENT)
     return replace(outcome, message=message)
@@ -90,37 +89,21 @@ def imported_modules(tree: ast.AST) -> set[str]:
     return modules
 
 
-def imported_exercises(source_file: Path, rubric: Rubric) -> set[str]:
-    """Exercise ids whose modules ``source_file`` imports, read with ``ast`` (never executed)."""
-    try:
-        if source_file.is_symlink() or source_file.stat().st_size > _MAX_SOURCE_BYTES:
-            return set()
-        tree = ast.parse(source_file.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    modules = imported_modules(tree)
-    by_module = rubric.by_module
-    return {by_module[m].id for m in modules if m in by_module}
-
-
-def dependencies(rubric: Rubric, submission_dir: Path, ex_id: str) -> set[str]:
-    """The exercises ``ex_id`` builds on: declared in the rubric, or imported by the student's module."""
-    exercise = rubric.exercises[ex_id]
-    imported = imported_exercises(submission_dir / exercise.group / f"{exercise.module}.py", rubric)
-    return (set(exercise.depends_on) | imported) - {ex_id}
+def dependencies(rubric: Rubric, ex_id: str) -> set[str]:
+    """The exercises ``ex_id`` builds on: the rubric's ``depends_on`` (what the student imports adds none)."""
+    return set(rubric.exercises[ex_id].depends_on) - {ex_id}
 
 
 def score_with_regrade(
     rubric: Rubric,
-    submission_dir: Path,
     outcomes: Iterable[TestOutcome],
     regrade: Callable[[set[str], Mapping[str, Path]], Iterable[TestOutcome]],
     exercises: Collection[str] | None = None,
 ) -> dict[str, ExerciseResult]:
-    """Exercise results, re-grading dependents of broken exercises with reference dependencies.
+    """Exercise results, re-grading dependents of broken exercises over stand-ins.
 
     ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
-    module in ``substitutes`` (module name -> reference file) standing in for the student's.
+    module in ``substitutes`` (module name -> stand-in file) in place of the student's.
     ``exercises``: score only these (default: the whole rubric); ``outcomes`` must hold their
     :func:`dependencies`' too, which decide the re-grades.
     """
@@ -132,21 +115,21 @@ def score_with_regrade(
 
     for ex_id in scored:
         result = results[ex_id]
-        if result.status == "passed" or _unattempted(by_exercise[ex_id]):
+        if result.status == "passed":
             continue
         exercise = rubric.exercises[ex_id]
-        broken = sorted(dep for dep in dependencies(rubric, submission_dir, ex_id) if results[dep].status != "passed")
+        broken = sorted(dep for dep in dependencies(rubric, ex_id) if results[dep].status != "passed")
         if not broken:
             continue
-        substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].reference_file for dep in broken}
+        substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].standin_file for dep in broken}
         own = {o.nodeid: o.message for o in by_exercise[ex_id]}
-        retry = summarize(exercise, [_without_reference_text(o, own) for o in regrade({ex_id}, substitutes)
+        retry = summarize(exercise, [_own_message(o, own) for o in regrade({ex_id}, substitutes)
                                      if o.exercise == ex_id])
         if retry.score > result.score:
             names = ", ".join(rubric.exercises[dep].module for dep in broken)
             retry.message = (
-                f"graded with the reference {names} in place of yours, because yours fails its own tests "
-                f"(those points are lost there, once). {retry.message}"
+                f"graded over a stand-in {names} in place of yours, because yours fails its own tests, is "
+                f"not written or is missing (those points are lost there, once). {retry.message}"
             )
             retry.regraded_with = tuple(broken)
             results[ex_id] = retry

@@ -9,6 +9,11 @@ edge tests only once every core test of the exercise passes (grader/scoring.py).
 fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
 setting ``config.kata_impl_factory`` (a callable taking the exercise id) before collection.
 
+A re-grade (grader/scoring.py) runs a dependent exercise's tests with stand-ins (``standins/``) in
+place of the student's modules it builds on: the grader sets ``config.kata_standins`` (``--standins
+NAMES`` by hand, with an ``--impl`` whose modules of those names are the stand-ins), and the
+``reference`` fixture then gives the reference dependent built over the same stand-ins.
+
 ``--impl DIR`` imports DIR's code into this process: trusted code only. With a space (not
 ``--impl=DIR``) pytest also runs ``DIR/conftest.py``: it loads conftest files before this file has
 declared the option, taking the option's value for a path.
@@ -21,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from kata_seam import TEST_KINDS, LocalImpl, kind_points, load_rubric
+from reference import ref
 
 TESTS_DIR = Path(__file__).parent
 REPO_ROOT = TESTS_DIR.parent
@@ -31,6 +37,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--impl",
         default="solutions",
         help="implementation directory laid out like exercises/ (default: solutions)",
+    )
+    parser.addoption(
+        "--standins",
+        default="",
+        help="comma-separated module names whose stand-ins (tests/standins/) the implementation holds (a re-grade)",
     )
 
 
@@ -76,6 +87,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _local_impl: LocalImpl | None = None
+
+
+@pytest.fixture
+def reference(request: pytest.FixtureRequest):
+    """The reference module of the test's exercise, built over the run's stand-ins (if any): what the
+    expected values of a test that builds the exercise's modules come from."""
+    standins = getattr(request.config, "kata_standins", None)  # set by the grader's re-grade
+    if standins is None:
+        standins = filter(None, request.config.getoption("--standins").split(","))
+    return ref(exercise_id(request.node).split("/")[1], standins)
 
 
 @pytest.fixture

@@ -8,10 +8,11 @@ each session, a child forked from it runs ``pytest.main(args)`` from ``cwd`` up 
 collection (which imports the test modules and their conftest files, never the code under test, which
 the tests load only while they run; none of the modules named in ``forbid`` may have been imported by
 then), and hands each job to a grandchild forked after the collection, ``parallel`` at a time. A job
-``{"id", "options", "path", "select"}`` sets the pytest options ``options`` (``{"impl": DIR}`` for the
-hidden tests' ``--impl``), puts the folders ``path`` first on ``sys.path`` (where the tests' bare-name
-imports find the code under test), and runs the collected tests whose node id starts with one of
-``select`` (all when absent), as pytest's own test loop does.
+``{"id", "options", "path", "select", "kind"}`` sets the pytest options ``options`` (``{"impl": DIR}``
+for the hidden tests' ``--impl``), puts the folders ``path`` first on ``sys.path`` (where the tests'
+bare-name imports find the code under test), and runs the collected tests whose node id starts with
+one of ``select`` (all when absent) and, with ``kind``, whose kind (tests/conftest.py) is that one,
+as pytest's own test loop does.
 
 Code under test is only ever imported in a job's process, which ends with the job. It sends back its
 per-test outcomes as JSON through a pipe; the driver writes ``{job id: {"rc": exit code, "tests": {nodeid:
@@ -167,7 +168,8 @@ def _run_job(session, job: dict) -> dict:
     collector = _Collector()
     session.config.pluginmanager.register(collector)
     select = tuple(job.get("select") or ("",))
-    items = [item for item in session.items if item.nodeid.startswith(select)]
+    items = [item for item in session.items if item.nodeid.startswith(select)
+             and job.get("kind") in (None, dict(item.user_properties).get("kind"))]
     for i, item in enumerate(items):  # the timeout plugin and the terminal hook in here, as in a pytest run
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
     failed = any(status in ("failed", "error") for status, _, _ in collector.tests.values())

@@ -5,6 +5,8 @@
   imports torch and collects the hidden tests once, each run is a child forked from it, two at a
   time (forked_pytest.py);
 * ``overlay(mutant, dest)``: ``solutions/`` copied to ``dest`` with the mutant's patch applied;
+* ``over_standins(dest)``: ``solutions/`` with the stand-ins (tests/standins/) of the modules others
+  build on, as a re-grade gives them;
 * ``alone(exercise, dest)``: an implementation holding the reference modules of ``exercise`` and of
   what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
   process importing it;
@@ -83,17 +85,22 @@ def _select(exercises: list[str] | None) -> list[str] | None:
     return [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
 
 
-def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = ()
-               ) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = (),
+               standins: tuple[str, ...] = (), core: tuple[str, ...] = ()) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
 
     The hidden tests are collected once (``pytest tests --tb=short``); each run is a forked child that sets
     ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``terse`` report their
-    failures in one line each (``--tb=line``: the stubs' 99 NotImplementedErrors, 1 s less).
+    failures in one line each (``--tb=line``: the stubs' 99 NotImplementedErrors, 1 s less). The runs
+    named in ``standins`` are re-grades: their dirs hold the stand-ins of what their exercises build on
+    (:func:`over_standins`), and their expected values are the reference's over the same stand-ins.
+    The runs named in ``core`` run their core tests alone.
     """
-    jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {})},
-             "select": _select(exercises)} for job_id, (impl, exercises) in runs.items()]
+    jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {}),
+                                       **({"standins": ",".join(STANDIN_MODULES)} if job_id in standins else {})},
+             "select": _select(exercises), **({"kind": "core"} if job_id in core else {})}
+            for job_id, (impl, exercises) in runs.items()]
     modules = [ex.module for ex in load_rubric().exercises.values()]
     raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
                                        "jobs": jobs}], timeout=180)
@@ -117,6 +124,19 @@ def _copy_solutions(dest: Path) -> Path:
 def overlay(mutant: dict, dest: Path) -> Path:
     """``dest``: a copy of ``solutions/`` with the mutant's patch applied."""
     mutation.write_patched(mutant, _copy_solutions(dest))
+    return dest
+
+
+STANDIN_MODULES = tuple(sorted(load_rubric().exercises[dep].module for ex in load_rubric().exercises.values()
+                               for dep in ex.depends_on))
+
+
+def over_standins(dest: Path) -> Path:
+    """``dest``: a copy of ``solutions/`` with every module that others build on replaced by its stand-in."""
+    _copy_solutions(dest)
+    for dep in {dep for ex in load_rubric().exercises.values() for dep in ex.depends_on}:
+        exercise = load_rubric().exercises[dep]
+        shutil.copy(exercise.standin_file, dest / exercise.reference_file.relative_to(SOLUTIONS_DIR))
     return dest
 
 

@@ -181,14 +181,19 @@ def test_hostile_submission(name, domains, tmp_path, capfd):
 @needs_hidden
 @pytest.mark.timeout(600)
 def test_exercises_and_substitutes(tmp_path, shared_domains):
-    """Only the selected exercises run; a substituted module is graded with the reference in place."""
+    """Only the selected exercises run; a substituted module is graded with its stand-in in place, the
+    expected values over the same stand-in; nothing but a stand-in may take a student's module's place."""
     sub = build_submission("exit_at_import", tmp_path)
+    standin = TESTS_DIR / "standins" / "causal_attention.py"
     outcomes = run_hidden_tests(sub, domains=shared_domains, exercises=["04_multihead/multihead_wrapper"],
-                                substitutes={"causal_attention": SOLUTIONS / "03_causal" / "causal_attention.py"})
+                                substitutes={"causal_attention": standin})
     assert outcomes and {o.exercise for o in outcomes} == {"04_multihead/multihead_wrapper"}
     assert all(o.passed for o in outcomes), [o.message for o in outcomes if not o.passed]
     # The original is untouched and still broken.
     assert "os._exit" in (sub / "03_causal" / "causal_attention.py").read_text()
+    with pytest.raises(ValueError, match="only stand-ins"):
+        run_hidden_tests(sub, domains=shared_domains, exercises=["04_multihead/multihead_wrapper"],
+                         substitutes={"causal_attention": SOLUTIONS / "03_causal" / "causal_attention.py"})
 
 
 # ---- the client and the proxies directly (fast) ------------------------------------------
@@ -406,8 +411,9 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path, shared_domain
     tests = tmp_path / "tests"
     for g in ("03_causal", "01_simple_attention"):
         (tests / g).mkdir(parents=True)
-    for name in ("conftest.py", "kata_seam.py", "rubric.json"):
+    for name in ("conftest.py", "kata_seam.py", "reference.py", "rubric.json"):
         shutil.copy(TESTS_DIR / name, tests / name)
+    shutil.copytree(TESTS_DIR / "standins", tests / "standins")
     (tests / "03_causal" / "test_causal_mask.py").write_text("import no_such_module_here\n")
     (tests / "01_simple_attention" / "test_attention_scores.py").write_text(
         "import pytest, torch\n\n"

@@ -11,7 +11,9 @@
     declares, which must build on its exercise): by (c), running the tests of the exercises it can
     affect is running every test that could fail;
 (e) that verdict can fail: two control mutants, a no-op and one that breaks an exercise it does not
-    declare, run beside the real ones and must be judged wrong.
+    declare, run beside the real ones and must be judged wrong;
+(f) the stand-ins a re-grade gives (tests/standins/) are not the answer: they fail every core test of
+    their own exercises; and a correct dependent over them passes all its tests.
 
 All the runs share one warm process (hidden_runner.run_hidden, forked_pytest.py): torch is imported
 once, each run is a forked child, two at a time.
@@ -69,6 +71,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Every run of (a)-(e) at once: ``{job id: {nodeid: Outcome} or the error}``."""
     tmp = tmp_path_factory.mktemp("hidden")
     jobs = {"solutions": (hr.SOLUTIONS_DIR, None), "stubs": (hr.EXERCISES_DIR, None)}
+    standins = hr.over_standins(tmp / "standins")
+    built_on = sorted({dep for ex in EXERCISES.values() for dep in ex.depends_on})
+    jobs["standins alone"] = (standins, built_on)
+    jobs["over standins"] = (standins, [ex_id for ex_id, ex in EXERCISES.items() if ex.depends_on])
     for i, ex_id in enumerate(EXERCISES):
         jobs[f"alone {ex_id}"] = (hr.alone(ex_id, tmp / f"alone-{i}"), [ex_id])
     broken = {}
@@ -77,7 +83,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
             jobs[m["name"]] = (hr.overlay(m, tmp / m["name"]), hr.affected_by(m["exercise"]))
         except (mutation.PatchError, KeyError) as err:
             broken[m["name"]] = err
-    return {**hr.run_hidden(jobs, terse=("stubs",)), **broken}
+    return {**hr.run_hidden(jobs, terse=("stubs",), standins=("over standins",),
+                           core=("standins alone",)), **broken}
 
 
 @pytest.mark.timeout(300)
@@ -97,6 +104,17 @@ def test_hidden_tests_fail_on_stubs(runs):
     not_failed = {n: o for n, o in results.items() if o.status in ("passed", "skipped")}
     assert not not_failed, f"hidden tests that do not fail on the stubs in exercises/:\n{_summary(not_failed)}"
     _assert_every_exercise_tested(results)
+
+
+@pytest.mark.timeout(300)
+def test_standins_are_not_the_answer_and_carry_a_correct_dependent(runs):
+    own = _completed(runs["standins alone"])  # their core tests only
+    assert _exercises(own) == {dep for ex in EXERCISES.values() for dep in ex.depends_on}
+    passed = {n: o for n, o in own.items() if o.passed}
+    assert not passed, f"core tests a stand-in passes (it must not be the answer):\n{_summary(passed)}"
+    dependents = _completed(runs["over standins"])
+    not_passed = {n: o for n, o in dependents.items() if not o.passed}
+    assert dependents and not not_passed, f"a correct dependent over the stand-ins fails:\n{_summary(not_passed)}"
 
 
 @pytest.mark.timeout(300)

@@ -14,7 +14,7 @@ import pytest
 from grader.report import to_gradescope, to_json, to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 from grader.results import GpuCheckResult, GradeReport, TestOutcome
-from grader.scoring import dependencies, imported_exercises, score_with_regrade
+from grader.scoring import dependencies, score_with_regrade
 from grader.submission import SubmissionError, locate_submission
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
@@ -97,11 +97,13 @@ def test_broken_dependency_costs_points_once(tmp_path: Path) -> None:
         return [o for o in _outcomes(set()) if o.exercise in ids]
 
     broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper"}
-    results = score_with_regrade(rubric, sub, _outcomes(broken), regrade)
+    results = score_with_regrade(rubric, _outcomes(broken), regrade)
     assert results["03_causal/causal_attention"].score == 0
     wrapper = results["04_multihead/multihead_wrapper"]
-    assert wrapper.score == wrapper.max_score and "reference causal_attention" in wrapper.message
-    assert calls == [({"04_multihead/multihead_wrapper"}, {"causal_attention": rubric.exercises["03_causal/causal_attention"].reference_file})]
+    assert wrapper.score == wrapper.max_score and "stand-in causal_attention" in wrapper.message
+    standin = rubric.exercises["03_causal/causal_attention"].standin_file
+    assert calls == [({"04_multihead/multihead_wrapper"}, {"causal_attention": standin})]
+    assert standin.parent.name == "standins" and standin.read_bytes() != rubric.exercises["03_causal/causal_attention"].reference_file.read_bytes()
 
 
 def test_a_grading_scoped_to_some_exercises_scores_and_regrades_those_alone(tmp_path: Path) -> None:
@@ -117,37 +119,39 @@ def test_a_grading_scoped_to_some_exercises_scores_and_regrades_those_alone(tmp_
     scope = [ex.id for ex in rubric.in_group("04_multihead")]
     broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper",
               "02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}
-    sub = make_submission(tmp_path / "sub")
-    results = score_with_regrade(rubric, sub, _outcomes(broken), regrade, scope)
+    results = score_with_regrade(rubric, _outcomes(broken), regrade, scope)
     assert list(results) == scope
     assert results["04_multihead/multihead_wrapper"].score == rubric.exercises["04_multihead/multihead_wrapper"].points
     assert calls == [{"04_multihead/multihead_wrapper"}]  # not weight_transfer, though self_attention fails
     calls.clear()
-    score_with_regrade(rubric, sub, _outcomes(broken), regrade)  # the whole rubric: both
+    score_with_regrade(rubric, _outcomes(broken), regrade)  # the whole rubric: both
     assert calls == [{"02_trainable_weights/weight_transfer"}, {"04_multihead/multihead_wrapper"}]
-    assert dependencies(rubric, Path("/nonexistent"), "04_multihead/multihead_wrapper") == {"03_causal/causal_attention"}
+    assert dependencies(rubric, "04_multihead/multihead_wrapper") == {"03_causal/causal_attention"}
 
 
 def test_own_mistake_is_not_forgiven_by_the_regrade(tmp_path: Path) -> None:
     rubric = load_rubric()
     broken = {"03_causal/causal_attention", "04_multihead/multihead_wrapper"}
-    results = score_with_regrade(rubric, make_submission(tmp_path / "sub"), _outcomes(broken),
+    results = score_with_regrade(rubric, _outcomes(broken),
                                  lambda ids, subs: [o for o in _outcomes(broken) if o.exercise in ids])
     assert results["04_multihead/multihead_wrapper"].score == 0
-    assert "reference" not in results["04_multihead/multihead_wrapper"].message
+    assert "stand-in" not in results["04_multihead/multihead_wrapper"].message
 
 
-def test_imports_are_read_not_run(tmp_path: Path) -> None:
-    source = tmp_path / "context_vectors.py"
-    source.write_text("import os\nos._exit(3)\nfrom normalization import softmax_stable\nimport causal_mask as cm\n")
-    assert imported_exercises(source, load_rubric()) == {"01_simple_attention/normalization", "03_causal/causal_mask"}
-    source.write_bytes(b"\x00\xff not python")
-    assert imported_exercises(source, load_rubric()) == set()
+def test_what_a_student_imports_adds_no_regrade() -> None:
+    """Only the rubric's depends_on decide a re-grade: a module that imports every other one (so that a
+    re-grade would bring them all) is graded as written, with no stand-in."""
+    rubric = load_rubric()
+    calls = []
+    broken = set(rubric.exercises) - {"03_causal/causal_attention"}
+    score_with_regrade(rubric, _outcomes(broken), lambda ids, subs: calls.append(dict(subs)) or [])
+    assert calls == [{"self_attention": rubric.exercises["02_trainable_weights/self_attention"].standin_file}]
+    assert all(dependencies(rubric, ex) == set(rubric.exercises[ex].depends_on) for ex in rubric.exercises)
 
 
 def _report() -> GradeReport:
     rubric = load_rubric()
-    results = score_with_regrade(rubric, Path("/nonexistent"), _outcomes({"03_causal/causal_mask"}), lambda i, s: [])
+    results = score_with_regrade(rubric, _outcomes({"03_causal/causal_mask"}), lambda i, s: [])
     return GradeReport("sub", results, GpuCheckResult.skipped("not run"), "process", 1.25, ["graded without a sandbox"])
 
 

@@ -131,11 +131,23 @@ def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(iso
     assert not isolating.survivors and not _uid_processes(isolating.isolation.uid)
 
 
-def test_the_reference_never_reaches_a_report(domains: Domains, tmp_path: Path) -> None:
-    """The wrapper is re-graded with the reference CausalAttention beside it; it reads it and
-    pushes it out in every message and on stdout. Only pass/fail counts may come back."""
+def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, monkeypatch) -> None:
+    """Every module imports every other one, and the two that others build on are broken, so both
+    dependents are re-graded. The wrapper reads what stands beside it and pushes it out in every
+    message and on stdout. No domain ever receives a file of solutions/ (only the student's files and
+    stand-ins), and no report carries reference text."""
+    import grader.worker_client as worker_client
+
     sub = build_submission("leak_reference", tmp_path)
     (sub / "03_causal" / "causal_attention.py").write_text("raise ImportError('broken on purpose')\n")
+    (sub / "02_trainable_weights" / "self_attention.py").write_text("raise ImportError('broken on purpose')\n")
+    every = "".join(f"import {ex.module}\n" for ex in load_rubric().exercises.values())
+    scores = sub / "01_simple_attention" / "attention_scores.py"
+    scores.write_text(every + scores.read_text())
+    bundles = []
+    read = worker_client.read_module_files
+    monkeypatch.setattr(worker_client, "read_module_files",
+                        lambda *args: bundles.append(read(*args)[0]) or read(*args))
     report = grade(sub, GradeOptions(gpu="skip"), domains)
     from grader.report import to_gradescope, to_json
 
@@ -144,6 +156,13 @@ def test_the_reference_never_reaches_a_report(domains: Domains, tmp_path: Path) 
     wrapper = report.exercises["04_multihead/multihead_wrapper"]
     assert wrapper.regraded_with == ("03_causal/causal_attention",), wrapper.message  # the re-grade's results count
     assert 0 < wrapper.score < wrapper.max_score and any(not o.passed for o in wrapper.outcomes)
+    assert report.exercises["02_trainable_weights/weight_transfer"].regraded_with == ("02_trainable_weights/self_attention",)
+    reference = {f.read_bytes() for f in (REPO_ROOT / "solutions").rglob("*.py")}
+    standins = {f.read_bytes() for f in (REPO_ROOT / "tests" / "standins").glob("*.py")}
+    assert not standins & reference
+    not_own = [(rel, data) for files in bundles for rel, data in files.items() if data != (sub / rel).read_bytes()]
+    assert len(bundles) >= 3  # the grading's domain and both re-grades
+    assert {data for _, data in not_own} == standins, [rel for rel, _ in not_own]
 
 
 def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> None:
