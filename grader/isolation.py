@@ -243,11 +243,20 @@ class Survivors(Exception):
     """Processes of the student's uid survived the clean-up: no result may be written."""
 
 
+# The world-writable places a uid without a namespace of its own can leave files in (POSIX message
+# queues live in the mqueue filesystem where one is mounted; the worker's seccomp filter refuses
+# mq_open and SysV IPC in uid mode, so that nothing can be made where it cannot be listed).
+SHARED_TOPS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/dev/mqueue")
+# SysV IPC tables: (file under /proc/sysvipc, the column of the id, the columns of the owner and creator).
+_SYSV_TABLES = (("shm", 1, (7, 9)), ("msg", 1, (7, 9)), ("sem", 1, (4, 6)))
+
+
 def reap(uid: int, scratch_dirs: list[Path] = ()) -> None:
-    """Kill every process of ``uid`` and remove its files from the shared temporary folders and from
-    ``scratch_dirs``, all as ``uid`` itself (it can only touch what that uid owns): a fresh Python
-    imports :func:`_reap_as_uid` as root, drops to ``uid``, then runs it."""
-    tops = ["/tmp", "/var/tmp", "/run/lock", "/dev/shm", *map(str, scratch_dirs)]  # the world-writable places
+    """Kill every process of ``uid``, remove its files from the shared places (whatever their modes)
+    and from ``scratch_dirs``, and its SysV IPC objects, all as ``uid`` itself (it can only touch what
+    that uid owns): a fresh Python imports :func:`_reap_as_uid` as root, drops to ``uid``, then runs it.
+    Survivors if a process, a file or an IPC object of the uid is still there afterwards."""
+    tops = [*SHARED_TOPS, *map(str, scratch_dirs)]
     code = (f"import os, sys; sys.path.insert(0, {str(REPO_ROOT)!r}); from grader.isolation import _reap_as_uid; "
             f"uid = int(sys.argv[1]); os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid); "
             f"_reap_as_uid(uid, sys.argv[2:])")
@@ -256,14 +265,18 @@ def reap(uid: int, scratch_dirs: list[Path] = ()) -> None:
                               text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
     except subprocess.TimeoutExpired:
         raise Survivors(f"the clean-up of uid {uid} did not finish") from None
-    if proc.returncode != 0 or proc.stdout.strip() != "0":
-        raise Survivors(f"processes of the student's uid {uid} survived the clean-up "
-                        f"({proc.stdout.strip() or proc.stderr.strip()[-200:]})")
+    if proc.returncode != 0 or proc.stdout.strip() != "0 0":
+        left = proc.stdout.strip().split()
+        what = (f"{left[0]} processes and {left[1]} files or IPC objects" if len(left) == 2
+                else proc.stderr.strip()[-200:] or f"exit {proc.returncode}")
+        raise Survivors(f"the student's uid {uid} outlived its clean-up: {what} left")
 
 
 def _reap_as_uid(uid: int, tops: list[str]) -> None:
-    """Run as ``uid``: ``kill(-1)`` reaches every process of that uid and no other; then remove what
-    it owns under ``tops``. Prints how many of its processes are left."""
+    """Run as ``uid``: ``kill(-1)`` reaches every process of that uid and no other; then remove what it
+    owns under ``tops`` and in the SysV IPC tables. Prints how many of its processes, and of its
+    files and IPC objects, are left. Never raises on what the student made: whatever cannot be
+    removed is counted."""
     deadline = time.monotonic() + 5
     while True:
         try:
@@ -274,28 +287,68 @@ def _reap_as_uid(uid: int, tops: list[str]) -> None:
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.01)
-    for top in tops:
-        for entry in (os.listdir(top) if os.path.isdir(top) else []):
-            _remove_owned(os.path.join(top, entry), uid)
-    print(len(left))
+    kept = sum(_remove_owned(os.path.join(top, entry), uid)
+               for top in tops for entry in _entries(top))
+    kept += _remove_sysv_ipc(uid)
+    print(len(left), kept)
 
 
-def _remove_owned(path: str, uid: int) -> None:
+def _entries(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _remove_owned(path: str, uid: int) -> int:
+    """Remove ``path`` if ``uid`` owns it (a folder with everything in it that the uid owns, after giving
+    the owner the right to: a 0077 or 0555 folder of its own no longer stops it); the count of what
+    the uid owns and could not remove."""
     try:
         st = os.lstat(path)
     except OSError:
-        return
+        return 0
     if st.st_uid != uid:
-        return
+        return 0
     if stat.S_ISDIR(st.st_mode):
-        for entry in os.listdir(path):
-            _remove_owned(os.path.join(path, entry), uid)
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
+        kept = sum(_remove_owned(os.path.join(path, entry), uid) for entry in _entries(path))
         try:
             os.rmdir(path)
         except OSError:
-            pass
-    else:
+            return kept + 1
+        return kept
+    try:
+        os.unlink(path)
+    except OSError:
+        return 1
+    return 0
+
+
+def _remove_sysv_ipc(uid: int) -> int:
+    """Remove the SysV shared memory segments, message queues and semaphore sets that ``uid`` owns or
+    created (the owner may, whatever their modes); the count of those left."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    ipc_rmid = 0
+    removers = {"shm": lambda i: libc.shmctl(i, ipc_rmid, None), "msg": lambda i: libc.msgctl(i, ipc_rmid, None),
+                "sem": lambda i: libc.semctl(i, 0, ipc_rmid)}
+    kept = 0
+    for table, id_column, owner_columns in _SYSV_TABLES:
         try:
-            os.unlink(path)
+            with open(f"/proc/sysvipc/{table}") as f:
+                rows = [line.split() for line in f.readlines()[1:]]
         except OSError:
-            pass
+            continue
+        for row in rows:
+            try:
+                mine = any(int(row[c]) == uid for c in owner_columns)
+                if mine and removers[table](int(row[id_column])) != 0:
+                    kept += 1
+            except (IndexError, ValueError):
+                continue
+    return kept

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -129,6 +130,88 @@ def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(iso
     with WorkerClient(honest, domains=isolating) as client:
         assert RemoteImpl(client, WHERE).attention_scores() == 8
     assert not isolating.survivors and not _uid_processes(isolating.isolation.uid)
+
+
+LEFTOVERS = """import ctypes, os, shutil, attention_scores as me
+
+def attention_scores():
+    done, keep = [], f'/tmp/kata-keep-{os.getuid()}'
+    for name, make in [
+            ("locked folder", lambda: (os.makedirs(keep + '/inner'), open(keep + '/inner/f', 'w').close(),
+                                       os.chmod(keep + '/inner', 0o077), os.chmod(keep, 0o077))),
+            ("copied copy", lambda: shutil.copytree(os.path.dirname(os.path.dirname(me.__file__)), keep + '-copy')),
+            ("shm file", lambda: open(f'/dev/shm/kata-keep-{os.getuid()}', 'w').close())]:
+        try:
+            make()
+            done.append(name)
+        except OSError:
+            pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.shmget(0x4B415441, 4096, 0o1666) >= 0:  # IPC_CREAT | 0666
+        done.append("sysv shm")
+    if libc.msgget(0x4B415442, 0o1666) >= 0:
+        done.append("sysv msg")
+    if libc.semget(0x4B415443, 1, 0o1666) >= 0:
+        done.append("sysv sem")
+    return done
+"""
+
+
+def _owned_by(uid: int) -> list[str]:
+    """What ``uid`` owns in the shared places and the SysV IPC tables (the clean-up's whole reach)."""
+    from grader.isolation import SHARED_TOPS
+
+    found = []
+    for top in SHARED_TOPS:
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in dirnames + filenames:
+                path = os.path.join(dirpath, name)
+                if os.lstat(path).st_uid == uid:
+                    found.append(path)
+    for table, owner in (("shm", 7), ("msg", 7), ("sem", 4)):
+        rows = Path(f"/proc/sysvipc/{table}").read_text().splitlines()[1:]
+        found += [f"sysv {table} {row.split()[1]}" for row in rows if int(row.split()[owner]) == uid]
+    return found
+
+
+def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> None:
+    """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a file in
+    /dev/shm and SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of
+    its uid is left anywhere, and the clean-up said nothing went wrong."""
+    from grader.remote_impl import RemoteImpl
+
+    sub = _toy(tmp_path / "sub", LEFTOVERS)
+    with WorkerClient(sub, domains=isolating) as client:
+        done = RemoteImpl(client, WHERE).attention_scores()
+    assert "locked folder" in done and "copied copy" in done
+    if isolating.isolation.mode == "uid":  # no IPC namespace: the filter refuses SysV IPC
+        assert not {"sysv shm", "sysv msg", "sysv sem"} & set(done), done
+    assert not isolating.survivors
+    assert not _owned_by(isolating.isolation.uid)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a uid of its own to clean up)")
+def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
+    """The clean-up itself, without a domain (so without the filter that refuses SysV IPC in uid mode):
+    a process of a fresh uid makes SysV IPC objects of mode 0666 and locked folders, then a sleeper;
+    reap() leaves none of them, and never raises on what it was given."""
+    from grader.isolation import UID_BASE, reap
+
+    uid = UID_BASE - 1 - os.getpid() % 4096
+    code = LEFTOVERS + ("\nif __name__ == '__main__':\n    print(attention_scores())\n    import subprocess\n"
+                        "    subprocess.Popen(['sleep', '60'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+    (Path("/tmp") / f"kata-leftovers-{uid}").mkdir(mode=0o755)
+    module = Path("/tmp") / f"kata-leftovers-{uid}" / "attention_scores.py"
+    module.write_text(code)
+    try:
+        out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True, timeout=30,
+                             user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
+        assert "sysv shm" in out.stdout and "locked folder" in out.stdout, out.stderr
+        assert _owned_by(uid)
+        reap(uid)
+        assert not _owned_by(uid) and not _uid_processes(uid)
+    finally:
+        shutil.rmtree(module.parent)
 
 
 def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, monkeypatch) -> None:
