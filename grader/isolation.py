@@ -145,16 +145,38 @@ def bwrap_problem() -> str | None:
 
 @cache
 def uid_problem() -> str | None:
-    """None when domains can run under a uid of their own here (root, and a Python that uid can read)."""
+    """None when domains can run under a uid of their own here: root, and a Python that such a uid can
+    run (its worker forks from a template that imported it as root, but then loads more of it as that
+    uid). Else what to do, in one line."""
     if os.geteuid() != 0:
         return "dropping to another uid needs root"
-    probe = subprocess.run([sys.executable, "-I", "-S", "-c", "import os, sys; print('ok')"], capture_output=True,
-                           text=True, user=student_uid(), group=student_uid(), extra_groups=[], timeout=30,
-                           env={"PATH": "/usr/bin:/bin"})
-    if probe.stdout.strip() != "ok":
-        return (f"the Python at {sys.executable} is not readable by other users (check the modes of its "
-                f"folders, e.g. chmod o+x on {Path(sys.base_prefix).parents[-2]})")
-    return None
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-S", "-c", "import os, sys; print('ok')"], capture_output=True, text=True,
+                               user=student_uid(), group=student_uid(), extra_groups=[], timeout=30,
+                               env={"PATH": "/usr/bin:/bin"})
+        reached = probe.stdout.strip() == "ok"
+    except OSError:  # the uid cannot even start this Python
+        reached = False
+    if reached:
+        return None
+    closed = _closed_folders([Path(sys.executable), Path(os.path.realpath(sys.executable)), Path(sys.base_prefix)])
+    where = (f"other users cannot enter {closed[0]} (run chmod o+x on it"
+             + (f" and on {', '.join(map(str, closed[1:4]))}" if len(closed) > 1 else "") + ")") if closed else (
+        f"the Python at {sys.executable} is not readable by other users")
+    return f"uid isolation runs student code as another user, who must be able to run this Python: {where}"
+
+
+def _closed_folders(paths: list[Path]) -> list[Path]:
+    """The folders on the way to ``paths`` that other users cannot enter (no o+x), nearest the root first."""
+    closed: list[Path] = []
+    for path in paths:
+        for folder in [*reversed(path.parents), *([path] if path.is_dir() else [])]:
+            try:
+                if not folder.stat().st_mode & 0o001 and folder not in closed:
+                    closed.append(folder)
+            except OSError:
+                continue
+    return closed
 
 
 def student_uid() -> int:
@@ -162,11 +184,12 @@ def student_uid() -> int:
     return UID_BASE + os.getpid()
 
 
-def choose_isolation(requested: str, *, for_class: bool = False) -> Isolation:
+def choose_isolation(requested: str, *, for_class: bool = False, protect: bool = True) -> Isolation:
     """The mode for ``--sandbox`` (see the module docstring); SandboxUnavailable when it cannot be had.
 
     ``for_class``: grading other people's work (score-all, Gradescope), where ``auto`` must not fall
-    back to no isolation at all (``isolated`` never does).
+    back to no isolation at all (``isolated`` never does). ``protect=False`` (``grader isolation``, a
+    question): change nothing on disk, only say what grading in this mode would change.
     """
     for_class = for_class or requested == "isolated"
     if requested == "none":
@@ -177,7 +200,8 @@ def choose_isolation(requested: str, *, for_class: bool = False) -> Isolation:
         raise SandboxUnavailable(f"--sandbox bwrap: {bwrap_problem()}")
     problem = uid_problem()
     if problem is None:
-        warnings = protect_secrets()
+        warnings = protect_secrets() if protect else [
+            f"grading in uid mode makes {path} unreadable to other users (chmod o-rwx)" for path in exposed_secrets()]
         why = "" if requested == "uid" else f" (bubblewrap: {bwrap_problem()})"
         return Isolation("uid", (f"isolated by uid only{why}: no network or pid namespace, "
                                  "IP sockets refused, the uid's processes and files removed after each domain",
@@ -191,18 +215,24 @@ def choose_isolation(requested: str, *, for_class: bool = False) -> Isolation:
     return Isolation("none", (f"{NO_SANDBOX_WARNING} ({reasons})",))
 
 
+def exposed_secrets() -> list[Path]:
+    """The reference, hidden tests and history, where other users may still read them."""
+    exposed = []
+    for name in SECRETS:
+        try:
+            if (REPO_ROOT / name).stat().st_mode & 0o007:
+                exposed.append(REPO_ROOT / name)
+        except OSError:
+            continue
+    return exposed
+
+
 def protect_secrets() -> list[str]:
     """Make the reference, hidden tests and history unreadable to other users (uid mode only)."""
     notes = []
-    for name in SECRETS:
-        path = REPO_ROOT / name
-        try:
-            mode = path.stat().st_mode
-        except OSError:
-            continue
-        if mode & 0o007:
-            path.chmod(mode & ~0o007)
-            notes.append(f"made {path} unreadable to other users (chmod o-rwx) so the student's uid cannot read it")
+    for path in exposed_secrets():
+        path.chmod(path.stat().st_mode & ~0o007)
+        notes.append(f"made {path} unreadable to other users (chmod o-rwx) so the student's uid cannot read it")
     return notes
 
 

@@ -356,6 +356,37 @@ def test_choice_of_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     assert choose_isolation("none", for_class=True).mode == "none"
 
 
+def test_asking_which_mode_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``grader isolation`` is a question: in uid mode it says what grading would make unreadable, and
+    leaves every mode as it was; grading itself then makes it so."""
+    import grader.isolation as isolation
+
+    for name in isolation.SECRETS:
+        (tmp_path / name).mkdir(mode=0o755)
+    monkeypatch.setattr(isolation, "REPO_ROOT", tmp_path)
+    monkeypatch.setattr(isolation, "bwrap_problem", lambda: "no bubblewrap (test)")
+    monkeypatch.setattr(isolation, "uid_problem", lambda: None)
+    asked = choose_isolation("isolated", protect=False)
+    assert asked.mode == "uid" and sum("grading in uid mode makes" in w for w in asked.warnings) == 3, asked.warnings
+    assert all((tmp_path / name).stat().st_mode & 0o777 == 0o755 for name in isolation.SECRETS)
+    choose_isolation("isolated")
+    assert all((tmp_path / name).stat().st_mode & 0o777 == 0o750 for name in isolation.SECRETS)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (to try another uid)")
+def test_a_python_other_users_cannot_reach_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Python installed under a folder other users cannot enter (pyenv or conda in root's home): uid
+    mode is unavailable, said in one line that names the folder to open; nothing raises."""
+    import grader.isolation as isolation
+
+    closed = tmp_path / "home"
+    closed.mkdir(mode=0o700)
+    (closed / "python3").symlink_to(sys.executable)
+    monkeypatch.setattr(isolation.sys, "executable", str(closed / "python3"))
+    why = isolation.uid_problem.__wrapped__()
+    assert why is not None and "cannot enter" in why and str(closed) in why and "chmod o+x" in why, why
+
+
 def test_score_all_and_the_autograder_refuse_without_isolation(tmp_path: Path) -> None:
     """Root without user namespaces and without root: a bwrap that fails, and a non-root user."""
     fake = tmp_path / "bin"
