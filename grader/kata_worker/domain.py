@@ -9,7 +9,8 @@ chose (``spec["mode"]``); the grader's side is ``grader/isolation.py``.
     init     pid 1 of the new pid namespace, root, dies with the keeper (PR_SET_PDEATHSIG): mounts a
              fresh /proc, a size-capped /tmp, /dev/shm and scratch, and a tmpfs for the private
              copy which it fills from the grader's bundle and remounts read-only; forks the worker
-    worker   drops to the student's uid: no capabilities, no_new_privs, rlimits; serves the grader
+    worker   drops to the student's uid: no capabilities, no_new_privs, the seccomp filter, rlimits;
+             serves the grader
 
 When the init exits (its worker ended, or the keeper was killed) the kernel kills every process
 left in the namespace, daemons included. Nothing of the domain outlives it; nothing it writes is
@@ -18,26 +19,25 @@ seen by the next one.
 ``uid`` (root without user namespaces, as in Gradescope's and most CI containers): no namespaces
 can be made, so the fork writes the copy into a fresh root-owned folder (read-only to the student),
 makes a scratch folder owned by the student's uid, then drops to that uid (a uid of this job
-alone), installs a seccomp filter that refuses IP sockets, and serves. The grader kills every
-process of that uid and removes its files after the grading (grader/isolation.py: ``reap``).
+alone), installs a seccomp filter (kata_worker/seccomp.py; here it also refuses IP sockets and
+SysV IPC), and serves. The grader kills every process of that uid and removes its files after the
+grading (grader/isolation.py: ``reap``).
 
 ``none``: the same as ``uid`` without changing uid and without the filter (a plain process).
 """
 
 import ctypes
 import os
-import platform
 import re
 import resource
 import signal
-import struct
 
-from kata_worker import codec
+from kata_worker import codec, seccomp
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
     1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 38, 22, 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
 _MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -133,43 +133,16 @@ def drop_privileges(uid: int) -> None:
         raise DomainError("could not drop privileges")
 
 
-# System calls no student code needs, refused with EACCES: the kernel keyrings (kept per uid, they
-# would outlive a domain), ptrace and cross-process memory access (x86-64 numbers).
-_DENIED_SYSCALLS = {"keyctl": 250, "add_key": 248, "request_key": 249, "ptrace": 101,
-                    "process_vm_readv": 310, "process_vm_writev": 311}
-_SOCKET = 41
-
-
 def deny_syscalls(ip_sockets: bool) -> None:
-    """A seccomp filter (x86-64 only; other system-call ABIs are refused outright, so a 32-bit
-    socketcall cannot go around it): the calls above fail with EACCES, and with ``ip_sockets``
-    socket() for anything but AF_UNIX does too (the uid mode has no network namespace)."""
-    if platform.machine() != "x86_64":
-        return
-    deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    denied = sorted(_DENIED_SYSCALLS.values())
-    # Layout: [arch check] [number: x32?, denied?..., socket family check] ALLOW DENY; jumps are relative.
-    checks = [(jeq, 0, 0, nr) for nr in denied]
-    if ip_sockets:
-        checks += [(jeq, 0, 2, _SOCKET),  # socket ? check its family : allow
-                   (ld, 0, 0, 16),  # A = args[0], the address family
-                   (jeq, 0, 1, 1)]  # AF_UNIX ? allow : deny
-    # a denied number jumps over the checks after it and ALLOW, to DENY
-    checks = [(c, len(checks) - i, f, k) if i < len(denied) else (c, t, f, k) for i, (c, t, f, k) in enumerate(checks)]
-    program = [(ld, 0, 0, 4),  # A = arch
-               (jeq, 1, 0, 0xC000003E),  # x86-64 ? go on : deny
-               (ret, 0, 0, deny),
-               (ld, 0, 0, 0),  # A = the system call's number
-               (jge, len(checks) + 1, 0, 0x40000000),  # the x32 ABI ? deny
-               *checks,
-               (ret, 0, 0, allow),
-               (ret, 0, 0, deny)]
-    filters = b"".join(struct.pack("HBBI", *insn) for insn in program)
-    buf = ctypes.create_string_buffer(filters)
-    prog = struct.pack("HxxxxxxP", len(program), ctypes.addressof(buf))
-    prog_buf = ctypes.create_string_buffer(prog)
-    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog_buf), 0, 0), "seccomp")
+    """The seccomp filter of kata_worker/seccomp.py: an allowlist, Docker's default profile (no
+    io_uring, no namespaces, no mount, bpf or keyrings), less ptrace and process_vm_*; a refused call
+    fails with EPERM. ``ip_sockets`` (the uid mode, which shares the host's network and IPC
+    namespaces): socket() makes AF_UNIX sockets only and SysV IPC/POSIX message queues are refused
+    too. x86-64 only (other ABIs are refused outright; on another machine, no filter)."""
+    try:
+        seccomp.install(ip_sockets=not ip_sockets, ipc=not ip_sockets)
+    except OSError as err:
+        raise DomainError(f"seccomp: {err}") from None
 
 
 def _enter_scratch(spec: dict, scratch: str) -> None:
