@@ -76,6 +76,7 @@ class Evil:
     b"d" + struct.pack("<I", 1) + wire_codec.encode(1.5) + b"N",  # float key
     b"s" + struct.pack("<I", 2) + b"\xff\xfe",  # not UTF-8
     b"v" + struct.pack("<I", 3) + b"bad",  # not a device
+    b"x" + struct.pack("<BBB", 0, 0, 3) + struct.pack("<qqq", 0, 2**62, 2**62) + struct.pack("<I", 0),  # torch refuses
 ])
 def test_rejects_malformed_payloads_and_pickles(payload):
     with pytest.raises(wire.ProtocolError):
@@ -161,3 +162,72 @@ def test_the_worker_uses_this_codec():
         assert not calls & {"torch.load", "pickle.loads", "pickle.load", "marshal.loads"}, path
         assert "import pickle" not in text, path
     assert "from kata_worker import channel, codec" in (WORKER_PACKAGE / "main.py").read_text()
+
+
+def _frame(tag: bytes, count: int, item: bytes) -> bytes:
+    return tag + struct.pack("<I", count) + item * count
+
+
+FLOODS = {  # each about a second or more of the grader's CPU with the old bound of a million values
+    "a million small ints": lambda: _frame(b"l", 999_990, wire_codec.encode(7)),
+    "nested small lists": lambda: _frame(b"l", 400_000, wire_codec.encode([None])),
+    "empty tuples in a dict": lambda: b"d" + struct.pack("<I", 300_000) + b"".join(
+        b"i" + struct.pack("<q", i) + b"t" + struct.pack("<I", 0) for i in range(300_000)),
+    "tiny tensors": lambda: _frame(b"l", 200_000, wire_codec.encode(torch.zeros(1))),
+    "devices": lambda: _frame(b"l", 300_000, wire_codec.encode(torch.device("cpu"))),
+    "one torch.Size of 8M entries": lambda: _frame(b"z", 8_000_000, struct.pack("<q", 1)),
+    "big ints": lambda: _frame(b"l", 10_000, b"I" + struct.pack("<I", 4000) + b"9" * 4000),
+}
+
+
+@pytest.mark.parametrize("flood", FLOODS)
+def test_decoding_is_bounded_in_items_as_in_bytes(flood, monkeypatch):
+    """Counted, not timed: the decoder reads at most MAX_VALUES items (values, and the entries of a
+    torch.Size) of a frame, then refuses it, whatever the frame holds."""
+    payload = FLOODS[flood]()
+    work = {"values": 0, "entries": 0}
+    value = wire_codec._Reader.value
+
+    def counted(self, depth):
+        work["values"] += 1
+        return value(self, depth)
+
+    class CountedI64:
+        size = wire_codec._I64.size
+
+        def unpack(self, data):
+            work["entries"] += 1
+            return wire_codec._I64.unpack(data)
+
+    monkeypatch.setattr(wire_codec._Reader, "value", counted)
+    monkeypatch.setattr(wire_codec, "_I64", CountedI64())
+    cpu = time.process_time()
+    with pytest.raises(wire.ProtocolError, match=f"more than {wire_codec.MAX_VALUES} values"):
+        wire.decode(payload)
+    assert time.process_time() - cpu < 0.5  # counts decide it; this only catches a decoder gone quadratic
+    assert work["values"] + work["entries"] <= wire_codec.MAX_VALUES + 1, work
+
+
+def test_both_ends_count_items_alike_and_a_tensor_costs_the_same_whatever_its_size(monkeypatch):
+    """What the encoder lets through, the decoder takes; one item more fails on both sides."""
+    tensor_cost = wire_codec._TENSOR_COST + 1  # a 1-d tensor
+    cases = [
+        lambda n: [None] * (n - 2),  # a list costs 2
+        lambda n: {"k": [torch.Size([1] * (n - 2 - 2 - 1 - 3))]},  # dict 2, key 1, list 2, Size 3 + entries
+        lambda n: [torch.zeros(4)] * ((n - 2) // tensor_cost) + [None] * ((n - 2) % tensor_cost),
+        lambda n: [torch.device("cpu")] * ((n - 2) // 3) + [1.5] * ((n - 2) % 3),
+    ]
+    limit = wire_codec.MAX_VALUES
+    for make in cases:
+        payload = wire.encode(make(limit))
+        assert same(wire.decode(payload), make(limit))
+        with pytest.raises(TypeError, match="values"):
+            wire.encode(make(limit + 1))
+        # the same message one item over, written by hand (a hostile worker does not ask the encoder)
+        with monkeypatch.context() as unbounded:
+            unbounded.setattr(wire_codec._Budget, "spend", lambda self, n: None)
+            raw = wire_codec.encode(make(limit + 1))
+        with pytest.raises(wire.ProtocolError, match="values"):
+            wire.decode(raw)
+    big = torch.arange(4 * wire_codec.MAX_VALUES, dtype=torch.float32).reshape(4, -1)  # one buffer, not items
+    assert torch.equal(wire.decode(wire.encode({"ok": [big, big]}))["ok"][1], big)
