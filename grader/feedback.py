@@ -13,6 +13,9 @@ already hold, and at ``visibility``:
 Student names are untrusted: the file name is the name itself only when it is plain
 (``[A-Za-z0-9][A-Za-z0-9._-]*``, at most 100 characters), else a cleaned name plus a hash of the real
 one; it is always a new file directly in ``out_dir``, never through a symlink.
+
+Control characters, terminal escapes and bidi overrides of messages and names are shown escaped
+(grader.safe_text), in the sections and again in the whole Markdown text.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.report import VISIBILITIES, gpu_line, redact, wrap
+from grader.safe_text import escape_controls
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _STATUS = {"passed": "passed", "partial": "partly passed", "failed": "failed"}
@@ -74,11 +78,13 @@ def sections(report: dict[str, Any], visibility: str) -> list[Section]:
                    and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
         if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
             continue
-        summary = ex.get("message", "").split("; first:", 1)[0]
+        summary = escape_controls(str(ex.get("message", ""))).split("; first:", 1)[0]
         found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"],
                              redact(summary, visibility) if visibility != "scores" and summary else "",
-                             [FailingTest(t["name"].split(": ", 1)[-1], t.get("score", 0), t.get("max_score", 0),
-                                          redact(t.get("output", ""), visibility)) for t in failing]))
+                             [FailingTest(escape_controls(t["name"].split(": ", 1)[-1]), t.get("score", 0),
+                                          t.get("max_score", 0),
+                                          redact(escape_controls(str(t.get("output", ""))), visibility))
+                              for t in failing]))
     return found
 
 
@@ -108,7 +114,7 @@ def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
     if visibility == "messages":
         lines.append("_The hidden tests' inputs and values are not shown here; the public tests "
                      "(`pytest exercises`) show the values of theirs._")
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
+    return escape_controls(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip()) + "\n"
 
 
 def write_feedback(student: str, report: dict[str, Any], out_dir: Path, visibility: str) -> Path:

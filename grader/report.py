@@ -3,6 +3,10 @@
 The JSON report is a contract other tools read (score-all's CSV, the gradebook, Gradescope):
 top-level ``score``, ``max_score``, ``execution_time``, ``isolation``, ``tests`` (Gradescope's
 per-test fields), ``exercises`` (keyed by the 12 exercise ids) and ``gpu_check``.
+
+Every text a student's code or files can put in a report (messages, outputs, warnings, the
+submission's name) is passed through grader.safe_text here, in every format: no raw terminal escape,
+control or bidi-override character reaches the instructor's terminal, a feedback file or Gradescope.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from grader.rubric import GROUPS
 from grader.results import GradeReport
+from grader.safe_text import escape_controls as _safe
 
 _MAX_OUTPUT = 2000
 
@@ -24,24 +29,24 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
         if not result.outcomes:  # the exercise's tests never ran: one line says why
             entries.append(
                 {"name": ex_id, "score": 0.0, "max_score": result.max_score, "status": "failed",
-                 "output": result.message[:_MAX_OUTPUT]}
+                 "output": _safe(result.message)[:_MAX_OUTPUT]}
             )
         for outcome in result.outcomes:
             test_name = outcome.nodeid.split("::", 1)[-1]
             entries.append(
                 {
-                    "name": f"{ex_id}: {test_name}",
+                    "name": _safe(f"{ex_id}: {test_name}"),
                     "score": round(outcome.max_points if outcome.passed else 0.0, 4),
                     "max_score": round(outcome.max_points, 4),
                     "status": "passed" if outcome.passed else "failed",
-                    "output": outcome.message[:_MAX_OUTPUT],
+                    "output": _safe(outcome.message)[:_MAX_OUTPUT],
                 }
             )
     gpu = report.gpu_check
     entries.append(
         {"name": "gpu_check", "score": gpu.score, "max_score": gpu.max_score,
          "status": "passed" if gpu.score >= gpu.max_score else "failed",
-         "output": f"[{gpu.status}, {gpu.device}] {gpu.message}"}
+         "output": _safe(f"[{gpu.status}, {gpu.device}] {gpu.message}")}
     )
     return entries
 
@@ -49,19 +54,19 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
 def to_json(report: GradeReport) -> dict[str, Any]:
     """The grader's JSON report (a superset of Gradescope's fields)."""
     return {
-        "submission": report.submission,
+        "submission": _safe(report.submission),
         "score": report.score,
         "max_score": report.max_score,
         "execution_time": round(report.execution_time, 3),
         "isolation": report.isolation,
-        "warnings": report.warnings,
+        "warnings": [_safe(w) for w in report.warnings],
         "tests": _test_entries(report),
         "exercises": {
             ex_id: {
                 "score": r.score,
                 "max_score": r.max_score,
                 "status": r.status,
-                "message": r.message[:_MAX_OUTPUT],
+                "message": _safe(r.message)[:_MAX_OUTPUT],
             }
             for ex_id, r in report.exercises.items()
         },
@@ -69,8 +74,8 @@ def to_json(report: GradeReport) -> dict[str, Any]:
             "score": report.gpu_check.score,
             "max_score": report.gpu_check.max_score,
             "status": report.gpu_check.status,
-            "device": report.gpu_check.device,
-            "message": report.gpu_check.message,
+            "device": _safe(report.gpu_check.device),
+            "message": _safe(report.gpu_check.message),
         },
     }
 
@@ -158,8 +163,8 @@ def gpu_line(gpu: dict[str, Any], visibility: str) -> str:
     head = f"GPU-run check: {gpu['score']:g} / {gpu['max_score']:g} ({gpu['status']}"
     if visibility == "scores":
         return head + ")"
-    message = redact(gpu.get("message", ""), visibility)
-    return f"{head}, {gpu.get('device', 'unknown')})" + (f": {message}" if message else "")
+    message = redact(_safe(str(gpu.get("message", ""))), visibility)
+    return f"{head}, {_safe(str(gpu.get('device', 'unknown')))})" + (f": {message}" if message else "")
 
 
 def to_gradescope(report: GradeReport, visibility: str = "full") -> dict[str, Any]:
@@ -173,7 +178,7 @@ def to_gradescope(report: GradeReport, visibility: str = "full") -> dict[str, An
         raise ValueError(f"unknown visibility {visibility!r}")
     summary = [f"{ex_id}: {r.score:g}/{r.max_score:g} ({r.status})" for ex_id, r in report.exercises.items()]
     summary.append(f"gpu_check: {report.gpu_check.score:g}/{report.gpu_check.max_score:g} ({report.gpu_check.status})")
-    summary.extend(f"warning: {w}" for w in report.warnings)
+    summary.extend(f"warning: {_safe(w)}" for w in report.warnings)
     tests = []
     for entry in _test_entries(report):
         entry = {**entry, "visibility": "visible"}
@@ -181,7 +186,7 @@ def to_gradescope(report: GradeReport, visibility: str = "full") -> dict[str, An
             gpu = to_json(report)["gpu_check"]
             entry["output"] = gpu_line(gpu, visibility)
         else:
-            entry["output"] = wrap(redact(entry["output"], visibility))
+            entry["output"] = wrap(redact(entry["output"], visibility))  # made safe in _test_entries
         if not entry["output"]:
             del entry["output"]
         tests.append(entry)
@@ -211,8 +216,8 @@ def to_text(report: GradeReport, *, colour: bool) -> str:
     def paint(text: str, status: str) -> str:
         return f"{_COLOUR[status]}{text}{_RESET}" if colour else text
 
-    lines = [f"Grading {report.submission}"]
-    lines.extend(f"warning: {w}" for w in report.warnings)
+    lines = [f"Grading {_safe(report.submission)}"]
+    lines.extend(f"warning: {_safe(w)}" for w in report.warnings)
     for group in GROUPS:
         lines.append("")
         lines.append(f"{_BOLD}{group}{_RESET}" if colour else group)
@@ -223,17 +228,17 @@ def to_text(report: GradeReport, *, colour: bool) -> str:
             mark = paint(_MARK[result.status], result.status)
             lines.append(f"  {mark} {module:<22} {result.score:6.2f} / {result.max_score:g}")
             if result.status != "passed" or result.regraded_with:
-                for text_line in result.message.splitlines()[:12]:
+                for text_line in _safe(result.message).splitlines()[:12]:
                     lines.append(f"      {text_line}")
     gpu = report.gpu_check
     gpu_state = "passed" if gpu.max_score and gpu.score >= gpu.max_score else ("failed" if gpu.max_score else "partial")
     lines.append("")
     lines.append(
-        f"{paint(_MARK[gpu_state], gpu_state)} GPU-run check ({gpu.status}, {gpu.device}) "
+        f"{paint(_MARK[gpu_state], gpu_state)} GPU-run check ({gpu.status}, {_safe(gpu.device)}) "
         f"{gpu.score:6.2f} / {gpu.max_score:g}"
     )
     if gpu.message:
-        lines.append(f"      {gpu.message}")
+        lines.append(f"      {_safe(gpu.message)}")
     lines.append("")
     total = f"Total: {report.score:g} / {report.max_score:g}   ({report.execution_time:.1f} s, isolation: {report.isolation})"
     lines.append(f"{_BOLD}{total}{_RESET}" if colour else total)

@@ -10,6 +10,9 @@ students whose grading failed. From the JSON reports of this run: the hidden tes
 The HTML page embeds its plots as PNG data URIs (no file beside it to lose). matplotlib is an
 optional extra (``pip install -e ".[summary]"``); without it both files are written all the same,
 the page without plots and with a line saying how to get them.
+
+Student names and the CSV's messages are untrusted: their control characters, terminal escapes and
+bidi overrides are shown escaped (grader.safe_text) in both files.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.rubric import load_rubric
+from grader.safe_text import escape_controls
 
 TOP_FAILED = 15
 BIN_WIDTH = 10
@@ -137,7 +141,7 @@ def _stats(summary: ClassSummary) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(escape_controls(str(text)).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
@@ -161,7 +165,7 @@ def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
     if summary.errors:
         lines += ["", "## Not graded", "", "| student | why |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.errors.items())]
-    return "\n".join(lines) + "\n"
+    return escape_controls("\n".join(lines)) + "\n"
 
 
 def _plots(summary: ClassSummary) -> list[tuple[str, str]] | None:
@@ -204,8 +208,12 @@ def _plots(summary: ClassSummary) -> list[tuple[str, str]] | None:
     return [("Totals", png(hist)), ("Per exercise", png(bars))]
 
 
+def _html(text: object, quote: bool = True) -> str:
+    return html.escape(escape_controls(str(text)), quote)
+
+
 def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None) -> str:
-    e = html.escape
+    e = _html
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>Class summary: {e(summary.csv_name)}</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:60em}"

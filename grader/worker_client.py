@@ -9,7 +9,10 @@ fresh domain from the same files; refs held from the dead one then raise
 ``WorkerFailure("the worker restarted; this object is gone")``.
 
 Everything that comes back is decoded by ``grader.wire`` (plain data, bounded in bytes and values)
-and nothing is cached beyond the names the hidden tests look up.
+and nothing is cached beyond the names the hidden tests look up. Text the student's code controls
+and the grader shows (exception types, messages and locations, object labels, the output tail) has
+its control characters, terminal escapes and bidi overrides escaped here (grader.safe_text), as it
+enters.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any, Mapping
 
 from grader.domains import Domains
 from grader.isolation import choose_isolation
+from grader.safe_text import escape_controls
 from grader.submission import bundle_fd, read_module_files
 
 # No torch here at import time: start() must be able to spawn the worker before the grader
@@ -152,7 +156,7 @@ class _Process:
             os.close(fd)
 
     def output_tail(self) -> str:
-        return bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace")
+        return escape_controls(bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
 
     def kill(self) -> None:
         self.proc.end()
@@ -453,8 +457,8 @@ def _from_wire(obj: Any, generation: int) -> Any:
         return tuple(_from_wire(x, generation) for x in obj)
     if tp is dict:
         if "__ref__" in obj and type(obj["__ref__"]) is int:
-            return Ref(generation, obj["__ref__"], str(obj.get("label", "object"))[:200],
-                       str(obj.get("calls", "object"))[:200])
+            return Ref(generation, obj["__ref__"], escape_controls(str(obj.get("label", "object"))[:200]),
+                       escape_controls(str(obj.get("calls", "object"))[:200]))
         return {k: _from_wire(v, generation) for k, v in obj.items()}
     return obj
 
@@ -462,10 +466,10 @@ def _from_wire(obj: Any, generation: int) -> Any:
 def _exception(err: Any) -> BaseException:
     if not isinstance(err, dict):
         return WorkerFailure("protocol error: malformed error report", "protocol")
-    type_name = str(err.get("type", "Exception"))[:200]
+    type_name = escape_controls(str(err.get("type", "Exception"))[:200])
     base = str(err.get("base", "Exception"))
-    message = str(err.get("message", ""))[:4000]
-    where = str(err.get("where", ""))[:1000]
+    message = escape_controls(str(err.get("message", ""))[:4000])
+    where = escape_controls(str(err.get("where", ""))[:1000])
     suffix = f"\n  (raised at {where})" if where else ""
     cls = BUILTIN_EXCEPTIONS.get(base)
     if cls is not None:
