@@ -72,6 +72,6 @@ def _warm_up_meta() -> None:
 def serve_worker(sock_fd: int, copy_dir: str, watch_parent: bool) -> None:
     """Serve one domain: the copy's group folders go on sys.path only now."""
     sys.path[:0] = [os.path.join(copy_dir, g) for g in domain.GROUPS]
-    worker = probes.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent)
+    worker = probes.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent, domain.GROUPS)
     worker.channel.send({"ready": {"pid": os.getpid(), "uid": os.getuid()}})
     worker.serve()

@@ -13,6 +13,8 @@ devices, the output); the grader judges it (grader/gpu_check.py).
 import collections
 import collections.abc
 import importlib
+import importlib.machinery
+import importlib.util
 import os
 import signal
 import sys
@@ -64,10 +66,63 @@ class _Watchdog:
                 pass
 
 
+class KataModules:
+    """How a kata module is found, decided once for every request of this worker (the hidden tests'
+    and the GPU-run check's alike): the module object that its own file in the copy executed into.
+
+    A meta-path finder ahead of all others loads ``<group>/<name>.py`` for an import of ``name`` and
+    keeps the module it made; :meth:`get` returns that one, never whatever student code may have put
+    into ``sys.modules`` under the name (a class planted there by another file).
+    """
+
+    def __init__(self, copy_dir, groups):
+        self.files = {}
+        for group in groups:  # the order the group folders stand on sys.path
+            folder = os.path.join(copy_dir, group)
+            for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+                if entry.endswith(".py"):
+                    self.files.setdefault(entry[:-3], os.path.join(folder, entry))
+        self.loaded = {}
+        sys.meta_path.insert(0, self)
+
+    def find_spec(self, name, path=None, target=None):
+        file = self.files.get(name) if path is None else None
+        if file is None:
+            return None
+        return importlib.util.spec_from_file_location(name, file, loader=_RecordingLoader(name, file, self.loaded))
+
+    def get(self, name):
+        module = self.loaded.get(name)
+        if module is not None:
+            return module
+        if name not in self.files:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        sys.modules.pop(name, None)  # not made by its file: whatever stands there was put there by hand
+        importlib.import_module(name)
+        if name not in self.loaded:
+            raise ImportError(f"{name} was not loaded from its file (the import system was changed)")
+        return self.loaded[name]
+
+
+class _RecordingLoader(importlib.machinery.SourceFileLoader):
+    def __init__(self, name, path, loaded):
+        super().__init__(name, path)
+        self.loaded = loaded
+
+    def exec_module(self, module):
+        self.loaded[module.__name__] = module
+        try:
+            super().exec_module(module)
+        except BaseException:
+            self.loaded.pop(module.__name__, None)
+            raise
+
+
 class Worker:
-    def __init__(self, channel, copy_dir, watch_parent=True):
+    def __init__(self, channel, copy_dir, watch_parent=True, groups=()):
         self.channel = channel
         self.copy_dir = copy_dir
+        self.modules = KataModules(copy_dir, groups)
         self.refs = {}
         self.next_ref = 1
         self.watchdog = _Watchdog()
@@ -128,9 +183,7 @@ class Worker:
         if op == "ping":
             return None
         if op == "module_attr":
-            name = req["module"]
-            module = sys.modules.get(name) or importlib.import_module(name)
-            return getattr(module, req["name"])
+            return getattr(self.modules.get(req["module"]), req["name"])
         if op == "seed":
             torch.manual_seed(req["seed"])
             return None

@@ -248,6 +248,15 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
     assert {data for _, data in not_own} == standins, [rel for rel, _ in not_own]
 
 
+def test_the_gpu_check_grades_the_modules_the_tests_graded(domains: Domains, tmp_path: Path) -> None:
+    """A lazy multihead_attention.py earns nothing in its tests; the wrapper's file, imported later,
+    puts a right MultiHeadAttention into sys.modules under that module's name. The GPU-run check
+    finds each module as the tests did, from its own file: it judges the lazy one."""
+    report = grade(build_submission("gpu_alias", tmp_path), GradeOptions(gpu="auto"), domains)
+    assert report.exercises["04_multihead/multihead_attention"].score == 0
+    assert "MultiHeadAttention does not match the reference on the CPU" in report.gpu_check.message, report.gpu_check.message
+
+
 def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> None:
     sub = build_submission("copy_reference", tmp_path)
     path = REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py"
@@ -326,7 +335,7 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
     assert uid == student_uid() and uid not in (0, os.getuid())
     assert int(caps, 16) == 0 and nnp == "1"
     assert writable == [cwd]  # its scratch, not its copy
-    assert refused == [13, 13, 13]  # EACCES from the seccomp filter: keyrings outlive a domain
+    assert refused == [1, 1, 1]  # EPERM from the seccomp filter (keyrings outlive a domain), as Docker's profile refuses
     if isolating.isolation.mode == "uid":
         assert copy_mode == 0  # other jobs' students (other uids) cannot read this copy
 
