@@ -75,17 +75,20 @@ class _Guard:
         self.current_exercise = ""
         self.test_deadline: float | None = None
         self.test_budget = 0.0
+        self.startup_seconds = 0.0
 
-    def start_test(self, exercise: str, call_timeout: float) -> None:
+    def start_test(self, exercise: str, call_timeout: float, client: WorkerClient) -> None:
         self.current_exercise = exercise
         self.test_budget = TEST_BUDGET_CALLS * call_timeout
         self.test_deadline = time.monotonic() + self.test_budget
+        self.startup_seconds = client.startup_seconds
 
     def call_timeout(self, client: WorkerClient) -> float:
-        """The client's per-call timeout, cut to what is left of this test's budget."""
+        """The client's per-call timeout, cut to what is left of this test's budget (time spent starting
+        workers during the test, the grader's and not the student's, does not count)."""
         if self.test_deadline is None:
             return client.call_timeout
-        left = self.test_deadline - time.monotonic()
+        left = self.test_deadline + (client.startup_seconds - self.startup_seconds) - time.monotonic()
         if left <= 0:
             raise WorkerFailure(f"timed out: this test ran past its time budget of {self.test_budget:g} s", "timeout")
         return min(client.call_timeout, left)
@@ -145,7 +148,7 @@ class _Plugin:
         return RemoteImpl(self.client, self.where, self.guard)
 
     def pytest_runtest_setup(self, item: Any) -> None:
-        self.guard.start_test(dict(item.user_properties).get("exercise", ""), self.client.call_timeout)
+        self.guard.start_test(dict(item.user_properties).get("exercise", ""), self.client.call_timeout, self.client)
 
     def _entry(self, nodeid: str, props: Mapping[str, Any]) -> dict[str, Any]:
         if nodeid not in self.results:

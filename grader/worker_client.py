@@ -32,6 +32,7 @@ from typing import Any, Mapping
 
 from grader.domains import Domains
 from grader.isolation import choose_isolation
+from grader.rubric import STANDINS_DIR
 from grader.safe_text import escape_controls
 from grader.submission import bundle_fd, read_module_files
 
@@ -196,8 +197,14 @@ class WorkerClient:
         self.own_domains = domains is None  # then this client starts (and closes) a template of its own
         self.domains = domains or Domains(choose_isolation("auto"))
         self.substitutes = dict(substitutes or {})
+        foreign = [str(f) for f in self.substitutes.values() if Path(f).resolve().parent != STANDINS_DIR]
+        if foreign:  # the one door into a domain for files not the student's: stand-ins only, never the reference
+            raise ValueError(f"only stand-ins (tests/standins/) may replace a student's module: {', '.join(foreign)}")
         self.max_starts = max_starts
         self.startup_timeout = startup_timeout
+        # Seconds spent starting workers (a template replaced on a loaded machine imports torch again):
+        # the grader's time, not the student's; a test's time budget leaves it out (grader/engine.py).
+        self.startup_seconds = 0.0
         self.starts = 0
         self.generation = 0
         self.copy_notes: list[str] = []
@@ -286,6 +293,7 @@ class WorkerClient:
             timeout = self.call_timeout if timeout is None else timeout
             # Refs of a dead worker fail here, before anything is spawned or killed.
             payload = _to_wire(message, self.generation if self._proc is not None else -1)
+            started = time.monotonic()
             if self._proc is None:
                 self._spawn()
             proc = self._proc
@@ -296,6 +304,7 @@ class WorkerClient:
                         raise wire.ProtocolError("the worker did not announce itself")
                     proc.pid = proc.proc.pid  # a host pid to read CPU time from (None in a pid namespace)
                     proc.ready = True
+                    self.startup_seconds += time.monotonic() - started
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
                 start, cpu0 = time.monotonic(), proc.cpu_seconds()

@@ -473,3 +473,24 @@ def test_each_worker_gets_its_own_memory_limit_from_a_shared_template(tmp_path, 
     with WorkerClient(sub, domains=shared_domains, memory_mb=2048) as large:
         assert RemoteImpl(large, WHERE).attention_scores(1024) == 1024
     assert not shared_domains.survivors
+
+
+def test_starting_workers_does_not_count_against_a_test_s_budget(monkeypatch):
+    """A template replaced mid-test (a hostile import killed it) imports torch again: seconds on a loaded
+    machine that are the grader's, not the student's. The test's budget leaves them out; the student's
+    own time still runs it out."""
+    from types import SimpleNamespace
+
+    from grader import engine
+
+    now = [1000.0]
+    monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])
+    client = SimpleNamespace(call_timeout=1.0, startup_seconds=0.0)
+    guard = engine._Guard()
+    guard.start_test("04_multihead/multihead_wrapper", 1.0, client)
+    now[0] += 6.0  # past the 4 s budget, but 5 s of it went into starting a worker
+    client.startup_seconds += 5.0
+    assert guard.call_timeout(client) == 1.0
+    now[0] += 3.5
+    with pytest.raises(WorkerFailure, match="ran past its time budget of 4 s"):
+        guard.call_timeout(client)
