@@ -116,9 +116,10 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
 # A stand-in for ``python -m grader.batch --job``: a student folder's score.txt holds the fraction of
 # every exercise they get (no score.txt: an error row); each student it grades is logged. With a folder
 # of gates as its second argument, it answers a student only once the file of their name is there (so
-# a test can stop a run at a known row), and quits when its score-all is gone (killed -9).
+# a test can stop a run at a known row), and quits when its score-all is gone (killed -9) or ends it
+# (closes its stdin: nothing else is sent while a student is being graded).
 FAKE_JOB = r"""
-import json, os, sys, time
+import json, os, select, sys, time
 from pathlib import Path
 from grader.rubric import load_rubric
 log = open(sys.argv[1], "a")
@@ -128,7 +129,7 @@ rubric = load_rubric()
 for line in sys.stdin:
     task = json.loads(line)
     while gates is not None and not (gates / task["student"]).exists():
-        if os.getppid() != parent:
+        if os.getppid() != parent or select.select([sys.stdin], [], [], 0)[0]:
             sys.exit()
         time.sleep(0.02)
     log.write(task["student"] + "\n"); log.flush()
@@ -417,3 +418,118 @@ def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
         proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--gpu", "skip", *args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
     assert not (tmp_path / "g.csv").exists()
+
+
+# --- a killed score-all leaves nothing running ----------------------------------------------------------
+
+# A student whose attention_scores forks a child, and both sleep: a grading that would go on for minutes.
+SLEEPER = """import os, time
+
+
+def attention_scores(inputs, query):
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+    time.sleep(600)
+
+
+attention_score_matrix = attention_scores
+"""
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    return children
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """{pid: start time} of ``pid``, its children and their children (the host's pids)."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        start = _start_time(current)
+        if start is not None and current not in found:
+            found[current] = start
+            todo += _children(current)
+    return found
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _running(processes: dict[int, str]) -> list[int]:
+    """The ones still running (the same process: the same start time; a zombie has ended)."""
+    alive = []
+    for pid, start in processes.items():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[19] == start and fields[0] != "Z":
+            alive.append(pid)
+    return alive
+
+
+def _python_start_seconds() -> float:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("sandbox", [p for p in __import__("conftest").ISOLATING])
+def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> None:
+    """kill -9 of score-all while its job grades a student sleeping in a call (and in a child it forked):
+    the job, its template (with bubblewrap: the sandbox) and every process of the student's uid are
+    gone within about two seconds (the job's lifeline, grader/batch.py), not when the call times out."""
+    from grader.isolation import UID_BASE, processes_of, running_as
+
+    klass = fake_class(tmp_path / "class", {})
+    (klass / "sleeper" / "01_simple_attention").mkdir(parents=True)
+    (klass / "sleeper" / "01_simple_attention" / "attention_scores.py").write_text(SLEEPER)
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(tmp_path / "g.csv"),
+                             "--sandbox", sandbox, "--gpu", "skip", "--jobs", "1", "--timeout", "600"],
+                            cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    tree: dict[int, str] = {}
+    uid = None
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            jobs = _children(proc.pid)  # the job (the template is the job's child)
+            if jobs:
+                uid = UID_BASE + jobs[0]
+                if len(running_as(uid)) >= 2:  # the worker and its fork, in the sleeping call
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None and uid is not None and len(running_as(uid)) >= 2, proc.stderr.read()
+        tree = _descendants(proc.pid)
+        tree.pop(proc.pid)
+        # The job's teardown starts one Python (the uid's clean-up) and kills: a loaded machine gets longer.
+        limit = max(2.0, 20 * _python_start_seconds())
+        proc.kill()
+        killed = time.monotonic()
+        proc.wait()
+        while time.monotonic() - killed < limit and (_running(tree) or processes_of(uid)):
+            time.sleep(0.02)
+        assert not _running(tree) and not processes_of(uid), (
+            f"{time.monotonic() - killed:.1f} s after the kill: running {_running(tree)}, the uid's {processes_of(uid)}")
+    finally:
+        proc.kill()
+        proc.wait()
+        for pid in [*_running(tree), *(running_as(uid) if uid is not None else [])]:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
