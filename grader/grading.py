@@ -66,7 +66,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         with Domains(choose_isolation(options.sandbox)) as own:
             return grade(path, options, own)
     with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
-        root = locate_submission(path, Path(scratch))
+        left_out: list[str] = []  # files of the submission that are not graded (grader/submission.py)
+        root = locate_submission(path, Path(scratch), left_out)
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -98,7 +99,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         gpu_check=gpu_check,
         isolation=domains.isolation.mode,
         execution_time=time.perf_counter() - started,
-        warnings=list(domains.isolation.warnings),
+        warnings=[*domains.isolation.warnings, *left_out],
     )
 
 

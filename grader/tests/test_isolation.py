@@ -257,6 +257,50 @@ def test_the_gpu_check_grades_the_modules_the_tests_graded(domains: Domains, tmp
     assert "MultiHeadAttention does not match the reference on the CPU" in report.gpu_check.message, report.gpu_check.message
 
 
+@pytest.mark.slow
+def test_a_lock_table_relay_carries_no_answer(domains: Domains, tmp_path: Path) -> None:
+    """Lock tables are not per mount namespace: a student's re-grade can publish what stands in its copy
+    as open-file-description locks on os.py, which every sandbox sees, for a student graded at the same
+    time to read. This test reads it as that student would (F_OFD_GETLK), while the grading runs: it
+    carries the student's own files and the stand-ins, and nothing of the reference."""
+    import fcntl
+    import struct
+    import threading
+    import zlib
+
+    sub = build_submission("lock_relay", tmp_path)
+    shutil.copy(REPO_ROOT / "exercises" / "03_causal" / "causal_attention.py", sub / "03_causal")
+    graded: list = []
+    grading = threading.Thread(target=lambda: graded.append(grade(sub, GradeOptions(gpu="skip"), domains)))
+    grading.start()
+    header, ack, data = 1 << 40, 1 << 41, 1 << 42
+
+    def held(fd: int, start: int, length: int) -> int | None:
+        kind, _, found, _, _ = struct.unpack("hhqqi4x", fcntl.fcntl(fd, 36, struct.pack("hhqqi4x", 1, 0, start, length, 0)))
+        return None if kind == 2 else found  # F_UNLCK: no lock there
+
+    fd = os.open(os.__file__, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + 120
+        while (size := held(fd, header, 1 << 30)) is None and grading.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert size is not None, "the re-grade never published (no re-grade, or the attack broke)"
+        size -= header
+        values = [held(fd, data + i * 65536, 65536) - data - i * 65536 for i in range(size // 2)]
+        fcntl.fcntl(fd, 37, struct.pack("hhqqi4x", 0, 0, ack, 1, 0))  # a read lock at ACK: "got it"
+        relayed = json.loads(zlib.decompressobj().decompress(b"".join(bytes(divmod(v, 256)) for v in values)))
+    finally:
+        os.close(fd)
+        grading.join(120)
+    reference = {f.read_text() for f in (REPO_ROOT / "solutions").rglob("*.py")}
+    standins = {f.read_text() for f in (REPO_ROOT / "tests" / "standins").glob("*.py")}
+    own = {rel: (sub / rel).read_text() for rel in relayed if (sub / rel).is_file()}
+    foreign = {rel: text for rel, text in relayed.items() if own.get(rel) != text}
+    assert set(foreign.values()) == {(REPO_ROOT / "tests" / "standins" / "causal_attention.py").read_text()}, sorted(foreign)
+    assert not set(foreign.values()) & reference and set(foreign.values()) <= standins
+    assert graded and graded[0].exercises["04_multihead/multihead_wrapper"].regraded_with == ("03_causal/causal_attention",)
+
+
 def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> None:
     sub = build_submission("copy_reference", tmp_path)
     path = REPO_ROOT / "solutions" / "03_causal" / "causal_mask.py"

@@ -160,8 +160,6 @@ def test_stray_files_cost_nothing_in_a_folder_and_in_a_zipped_upload(tmp_path: P
     assert full_marks(report), {k: r.message for k, r in report.exercises.items() if r.score < r.max_score}
 
 
-@pytest.mark.xfail(strict=True, reason="grader/grading.py does not yet pass locate_submission's notes into the "
-                                        "report's warnings (GradeReport(warnings=[*isolation warnings, *notes]))")
 @pytest.mark.timeout(300)
 def test_the_report_warns_of_each_file_left_out(tmp_path: Path, shared_domains):
     from grader.grading import GradeOptions, grade
