@@ -39,7 +39,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC,
     1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-_MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}\.py$")
+_MODULE_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\.py")  # the whole name (fullmatch)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
@@ -67,7 +67,7 @@ def read_bundle(fd: int) -> dict:
         raise DomainError("malformed bundle")
     for rel, data in files.items():
         group, _, name = str(rel).partition("/")
-        if group not in GROUPS or not _MODULE_FILE.match(name) or type(data) is not bytes:
+        if group not in GROUPS or not _MODULE_FILE.fullmatch(name) or type(data) is not bytes:
             raise DomainError(f"malformed bundle entry {rel!r}")
     return files
 
