@@ -37,9 +37,10 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from grader.domains import Domains, TemplateError
 from grader.grading import GradeOptions
@@ -302,6 +303,39 @@ def write_grades(csv_path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
         raise
 
 
+# --- who may read what score-all writes --------------------------------------------------------------
+
+PRIVATE_UMASK = 0o077
+_caller_umask: int | None = None  # the umask the outermost private_files() replaced
+
+
+@contextmanager
+def private_files() -> Iterator[None]:
+    """Everything created inside (files, folders, the gradebook's database, by this module or by any
+    other: feedback, class summary, nbgrader) can be read by this user alone: mode 0600, folders 0700
+    (umask 077). Grades, reports and feedback are other people's personal data, and under uid
+    isolation the students' code runs on this machine under other uids. The instructor's tools run as
+    the same user, so nothing of theirs changes; a file rewritten keeps the mode it has (chmod it to
+    share it). The jobs (:class:`_Job`) get the caller's umask back: what they create (the domains'
+    folders) is made with the modes their own code gives."""
+    global _caller_umask
+    old = os.umask(PRIVATE_UMASK)
+    outermost = _caller_umask is None
+    if outermost:
+        _caller_umask = old
+    try:
+        yield
+    finally:
+        os.umask(old)
+        if outermost:
+            _caller_umask = None
+
+
+def _job_umask() -> int:
+    """The umask a job starts with: the one before private_files(), else this process's (-1: unchanged)."""
+    return _caller_umask if _caller_umask is not None else -1
+
+
 def _mode_for(path: Path) -> int:
     """The permissions a file rewritten at ``path`` keeps: the old file's, else what umask gives."""
     try:
@@ -389,14 +423,16 @@ def json_path(json_dir: Path, student: str) -> Path:
     return path
 
 
-def write_atomically(path: Path, data: str) -> None:
+def write_atomically(path: Path, data: str, new_mode: int | None = None) -> None:
     """Write ``data`` to ``path`` through a new temporary file beside it, renamed over it (a symlink
-    at ``path`` is replaced, never written through; a kill leaves the old file or the new one)."""
+    at ``path`` is replaced, never written through; a kill leaves the old file or the new one). It
+    keeps the old file's mode; a new file gets ``new_mode``, else what the umask gives."""
     fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(data)
-        os.chmod(tmp, _mode_for(path))
+        mode = _mode_for(path)
+        os.chmod(tmp, new_mode if new_mode is not None and not os.path.lexists(path) else mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -428,7 +464,8 @@ class _Job:
             sys.executable, "-m", "grader.batch", "--job", options.grading.to_json(), "--lifeline", str(lifeline)]
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         text=True, bufsize=1, start_new_session=True, pass_fds=(lifeline,))
+                                         text=True, bufsize=1, start_new_session=True, pass_fds=(lifeline,),
+                                         umask=_job_umask())
         except BaseException:
             os.close(self.lifeline)
             raise
@@ -539,7 +576,16 @@ def score_all(folder: Path, csv_path: Path, options: BatchOptions,
     BatchError (nothing graded): an existing CSV that is not ours (without ``force``), an
     ``only`` naming no submission. grader.gradebook.GradebookError: the gradebook's assignment is
     neither this kata's course nor one score-all made.
+
+    What it writes (CSV, JSON reports, feedback, gradebook, class summary) is for this user alone
+    (:func:`private_files`).
     """
+    with private_files():
+        return _score_all(folder, csv_path, options, progress)
+
+
+def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
+               progress: Callable[[Progress], None] | None) -> BatchSummary:
     started = time.monotonic()
     work = plan(folder, csv_path, options)
     summary = BatchSummary(warnings=work.warnings, skipped=sorted(work.kept))

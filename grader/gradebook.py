@@ -128,9 +128,12 @@ class ClassGradebook:
 
         if not assignment:
             raise GradebookError("an nbgrader assignment name is needed (--assignment)")
+        from grader.batch import private_files
+
         _ensure_alembic_on_path()
         if not must_exist:  # must_exist creates nothing, not even the file
-            stamp_new_gradebook(Path(db_path))
+            with private_files():  # grades of other people: a new gradebook is for this user alone
+                stamp_new_gradebook(Path(db_path))
         from nbgrader.api import Gradebook
 
         self.assignment = assignment
@@ -142,7 +145,8 @@ class ClassGradebook:
         # nbgrader 0.9's add_submission trips SQLAlchemy 2's autoflush warnings; the rows are right.
         warnings.filterwarnings("ignore", message=r".*not in session.*")
         try:
-            self.gb = Gradebook(f"sqlite:///{Path(db_path).resolve()}")
+            with private_files():  # (what nbgrader creates, where it was not stamped above)
+                self.gb = Gradebook(f"sqlite:///{Path(db_path).resolve()}")
         except Exception as err:  # not SQLite, or another program's database
             self._warnings_filter.__exit__(None, None, None)
             raise GradebookError(f"{db_path}: not an nbgrader gradebook ({type(err).__name__}: "

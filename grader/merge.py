@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.batch import (BatchError, json_path, hook, read_grades, safe_file_name, unescaped, write_atomically,
-                          write_grades)
+from grader.batch import (BatchError, hook, json_path, private_files, read_grades, safe_file_name, unescaped,
+                          write_atomically, write_grades)
 
 
 class MergeError(Exception):
@@ -42,7 +42,14 @@ class MergeResult:
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
           gradebook: Path | None = None, assignment: str | None = None) -> MergeResult:
-    """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring)."""
+    """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
+    it creates is for this user alone, as score-all's outputs are (grader.batch.private_files)."""
+    with private_files():
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment)
+
+
+def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
+           gradebook: Path | None, assignment: str | None) -> MergeResult:
     result = MergeResult()
     rows: dict[str, dict[str, str]] = {}
     source: dict[str, Path] = {}

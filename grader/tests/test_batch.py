@@ -533,3 +533,32 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
                 os.kill(pid, 9)
             except OSError:
                 pass
+
+
+# --- outputs for the instructor alone ------------------------------------------------------------------
+
+
+@pytest.mark.skipif(__import__("conftest").PROBLEMS["uid"] is not None, reason="uid isolation unusable here")
+def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
+    """Under uid isolation the students' code runs on this machine under other uids (and anyone can read
+    score-all's command line): the CSV, JSON reports, feedback, gradebook and class summary are created
+    0600, whatever the umask (grader.batch.private_files); a rewrite keeps the file's own mode."""
+    klass = fake_class(tmp_path / "class", {})
+    (klass / "alice" / "01_simple_attention").mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "solutions" / "01_simple_attention" / "normalization.py", klass / "alice" / "01_simple_attention")
+    (klass / "carol").mkdir()  # an error row
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["score-all", str(klass), "--csv", str(out / "grades.csv"), "--json-dir", str(out / "json"),
+            "--feedback-dir", str(out / "feedback"), "--gradebook", str(out / "gradebook.db"), "--assignment", "hw3",
+            "--sandbox", "uid", "--gpu", "skip", "--jobs", "1"]
+    proc = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from grader.cli import main; "
+                           "sys.exit(main(sys.argv[1:]))", *args], cwd=REPO_ROOT, env=_env(), capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    names = {p.relative_to(out).as_posix() for p in files}
+    assert {"grades.csv", "gradebook.db", "json/alice.json", "feedback/alice.md", "grades-summary.html"} <= names, names
+    readable = [f"{p.relative_to(out)}: {p.stat().st_mode & 0o777:o}" for p in files if p.stat().st_mode & 0o077]
+    assert not readable, readable
+    assert rows(out / "grades.csv")["alice"]["status"] == "graded"

@@ -257,6 +257,7 @@ def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path:
         pass
     with sqlite3.connect(tmp_path / "new.db") as db:
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+    assert (tmp_path / "new.db").stat().st_mode & 0o777 == 0o600  # other people's grades: for this user alone
 
 
 def test_notebooks_still_validate_without_the_iri_format_checker() -> None:

@@ -47,6 +47,8 @@ def test_merged_shards_equal_one_run(shards) -> None:
         submissions = {s.student.id: s.score for s in gb.find_assignment("hw3").submissions}
     assert set(submissions) == set(CLASS)
     assert submissions["ann"] == pytest.approx(90.0) and submissions["cy"] == 0.0
+    created = [tmp / "merged.csv", tmp / "gradebook.db", *(tmp / "merged-json").iterdir()]
+    assert not [p.name for p in created if p.stat().st_mode & 0o077]  # for the instructor alone, whatever the umask
 
 
 def test_merging_refuses_damaged_or_overlapping_shards(shards, capsys) -> None:
