@@ -8,8 +8,9 @@ The hidden tests (``tests/``) run in-process under ``pytest.main`` with a plugin
 :class:`~grader.remote_impl.RemoteImpl` talking to the worker; only plain data crosses. Results
 come from pytest's reports, never from anything the submission can write.
 
-Bounding a hostile submission's cost: after a timeout in exercise E, E's remaining tests fail at
-once ("not run: an earlier test of this exercise timed out"); a test whose calls together take
+Bounding a hostile submission's cost: after a timeout in a test of exercise E, E's later tests that
+reach one of the public names that test used (``split_heads``) fail at once ("not run: an earlier
+test of split_heads timed out"), and the tests of E's other functions still run; a test whose calls together take
 longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
 or hung the worker, later imports of that module fail at once with the same message; after
 ``DEATHS_PER_EXERCISE`` worker deaths in an exercise's tests its other tests are not run; at most
@@ -69,7 +70,8 @@ class _Guard:
     """Per-run poison bookkeeping (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.timed_out: set[str] = set()
+        self.timed_out: set[tuple[str, str]] = set()  # (exercise, public name) reached by a test that timed out
+        self.used: set[str] = set()  # the public names the current test has reached
         self.bad_imports: dict[str, str] = {}
         self.deaths: dict[str, int] = {}
         self.current_exercise = ""
@@ -79,6 +81,7 @@ class _Guard:
 
     def start_test(self, exercise: str, call_timeout: float, client: WorkerClient) -> None:
         self.current_exercise = exercise
+        self.used = set()
         self.test_budget = TEST_BUDGET_CALLS * call_timeout
         self.test_deadline = time.monotonic() + self.test_budget
         self.startup_seconds = client.startup_seconds
@@ -94,21 +97,23 @@ class _Guard:
         return min(client.call_timeout, left)
 
     def check_exercise(self, exercise: str) -> None:
-        if exercise in self.timed_out:
-            raise WorkerFailure("not run: an earlier test of this exercise timed out", "poisoned")
         if self.deaths.get(exercise, 0) >= DEATHS_PER_EXERCISE:
             raise WorkerFailure(f"not run: the worker died in {DEATHS_PER_EXERCISE} earlier tests of this exercise",
                                 "poisoned")
 
-    def check_import(self, module: str) -> None:
+    def check_use(self, name: str, module: str) -> None:
+        """Before a test reaches the public ``name`` of ``module`` (grader/remote_impl.py)."""
         if module in self.bad_imports:
             raise WorkerFailure(self.bad_imports[module], "poisoned")
+        if (self.current_exercise, name) in self.timed_out:
+            raise WorkerFailure(f"not run: an earlier test of {name} timed out", "poisoned")
+        self.used.add(name)
 
     def on_failure(self, failure: WorkerFailure, importing: str | None) -> None:
         if importing is not None and failure.kind in ("timeout", "died", "protocol"):
             self.bad_imports[importing] = f"not run: importing {importing} broke the worker earlier ({failure})"
         if failure.kind == "timeout" and self.current_exercise:
-            self.timed_out.add(self.current_exercise)
+            self.timed_out.update((self.current_exercise, name) for name in self.used)
         if failure.kind in ("died", "protocol") and self.current_exercise:
             self.deaths[self.current_exercise] = self.deaths.get(self.current_exercise, 0) + 1
 

@@ -95,7 +95,8 @@ class RemoteImpl:
 
     ``where`` maps public names to exercise ids (``CausalAttention`` -> ``03_causal/causal_attention``).
     ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer.on_failure(failure,
-    module)`` with the module being imported, or None), may refuse imports (``observer.check_import``) and
+    module)`` with the module being imported, or None), may refuse a public name before it is reached
+    (``observer.check_use(name, module)``: a broken import, a function that timed out) and
     sets each call's timeout (``observer.call_timeout(client)``).
     """
 
@@ -133,7 +134,7 @@ class RemoteImpl:
         module = self._kata_where[name].split("/")[1]
         client = self._kata_client
         if self._kata_observer is not None:
-            self._kata_observer.check_import(module)
+            self._kata_observer.check_use(name, module)
         with client._lock:
             cached = client.cache.get((client.generation, module, name))
         if cached is not None:

@@ -36,7 +36,7 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
             entries.append(
                 {
                     "name": _safe(f"{ex_id}: {test_name}"),
-                    "score": round(outcome.max_points if outcome.passed else 0.0, 4),
+                    "score": round(outcome.points, 4),
                     "max_score": round(outcome.max_points, 4),
                     "status": "passed" if outcome.passed else "failed",
                     "output": _safe(outcome.message)[:_MAX_OUTPUT],

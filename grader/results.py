@@ -22,6 +22,12 @@ class TestOutcome:
     message: str
     duration: float
     kind: str = "core"  # core | printed | edge: the test's kind marker (tests/conftest.py, grader/rubric.py)
+    credit: float = 1.0  # the share of its points a passing test earns (edge tests: grader/scoring.py)
+
+    @property
+    def points(self) -> float:
+        """The points this test earned."""
+        return self.max_points * self.credit if self.passed else 0.0
 
 
 @dataclass

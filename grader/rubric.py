@@ -9,9 +9,9 @@ Every hidden test has a kind (a pytest marker; tests/conftest.py gives each test
 * ``core``: randomized inputs, compared with the reference: the work itself;
 * ``printed``: the documents' printed tensors, checks of the same computation (never worth more than
   ``core``);
-* ``edge``: raising on bad input, shapes, dtypes, properties, inputs left untouched; they count only
-  once every core test of the exercise passes (grader/scoring.py), so that code which does no attention
-  at all (raising everywhere, identity modules) earns nothing from them.
+* ``edge``: raising on bad input, shapes, dtypes, properties, inputs left untouched; they earn their
+  points in proportion to the exercise's core points earned (grader/scoring.py), so that code which
+  does no attention at all (raising everywhere, identity modules) earns nothing from them.
 """
 
 from __future__ import annotations

@@ -13,12 +13,13 @@ A re-grade's failure messages are about the stand-ins, not the student's own mod
 pass/fail counts reach a report, and a test that fails in it shows its message from the student's
 own run, or a line saying why there is none.
 
-Not every passing test counts: an exercise's edge-case tests (kind ``edge``: raises on bad input,
-shapes, dtypes, properties) count only once every one of its core tests (randomized, against the
-reference) passes. Until then a passing edge test is reported as not counted, with the reason, so
+Not every passing test counts in full: an exercise's edge-case tests (kind ``edge``: raises on bad
+input, shapes, dtypes, properties) earn their points in proportion to the core points earned (the
+core tests: randomized, against the reference). A passing edge test says what share it counts, so
 that the tests' scores in a report add up to the exercise's. Code that does no attention at all
 (raising everywhere, identity modules, answers only for the documents' inputs) earns nothing from
-them; see grader/rubric.py for the kinds.
+them, and failing one more core test never costs more than its points and its share of the edge
+points; see grader/rubric.py for the kinds.
 """
 
 from __future__ import annotations
@@ -34,37 +35,46 @@ from grader.rubric import Exercise, Rubric
 _MAX_SOURCE_BYTES = 2**20
 
 
-def not_counted(core_failed: int, core_total: int) -> str:
-    """The message of a passing edge-case test that does not count (yet)."""
-    return (f"passed, but not counted: edge-case tests count once every core test of this exercise passes "
-            f"(randomized inputs against the reference; {core_failed} of {core_total} fail)")
+def edge_share(fraction: float, core_failed: int, core_total: int) -> str:
+    """The message of a passing edge-case test that earns ``fraction`` of its points."""
+    why = (f"edge-case tests count in proportion to the core tests' points earned (randomized inputs "
+           f"against the reference; {core_failed} of {core_total} fail)")
+    if fraction <= 0:
+        return f"passed, but not counted: {why}"
+    return f"passed; counts {fraction:.0%} of its points: {why}"
 
 
-def gate_edge_tests(outcomes: list[TestOutcome]) -> list[TestOutcome]:
-    """The outcomes as they count: passing edge tests become failures (not counted) while a core test fails."""
+def weigh_edge_tests(outcomes: list[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes as they count: a passing edge test earns its points times the share of the core
+    points earned. So code that does no attention (every core test failing) earns nothing from them,
+    and failing one more core test costs that test's points and its share of the edge points, never
+    more: no cliffs."""
     core = [o for o in outcomes if o.kind == "core"]
-    core_failed = sum(not o.passed for o in core)
-    if not core_failed:
+    core_points = sum(o.max_points for o in core)
+    fraction = sum(o.points for o in core) / core_points if core_points else 1.0
+    if fraction >= 1.0:
         return list(outcomes)
-    message = not_counted(core_failed, len(core))
-    return [replace(o, passed=False, message=message) if o.kind == "edge" and o.passed else o for o in outcomes]
+    message = edge_share(fraction, sum(not o.passed for o in core), len(core))
+    return [replace(o, credit=fraction, message=message) if o.kind == "edge" and o.passed else o for o in outcomes]
 
 
 def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult:
     """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0.
 
-    Edge-case tests count only once every core test passes (:func:`gate_edge_tests`)."""
-    counted = gate_edge_tests(outcomes)
-    score = sum(o.max_points for o in counted if o.passed)
-    failures = [c for o, c in zip(outcomes, counted) if o.passed == c.passed and not c.passed]
-    gated = sum(o.passed != c.passed for o, c in zip(outcomes, counted))
+    Edge-case tests count in proportion to the core points earned (:func:`weigh_edge_tests`)."""
+    counted = weigh_edge_tests(outcomes)
+    score = sum(o.points for o in counted)
+    failures = [o for o in counted if not o.passed]
+    weighed = sum(o.credit < 1.0 for o in counted if o.passed)
     if not counted:
         status, message = "failed", "no hidden test ran for this exercise"
     elif not failures:
-        status, message = "passed", f"all {len(counted)} tests passed"
+        status = "passed" if not weighed else "partial"
+        message = f"all {len(counted)} tests passed" if not weighed else (
+            f"{weighed} edge-case tests passed but count in proportion to the core tests; {counted[0].message}")
     else:
         status = "failed" if score == 0 else "partial"
-        note = f" ({gated} edge-case tests passed but do not count until the core tests pass)" if gated else ""
+        note = f" ({weighed} edge-case tests passed and count in proportion to the core tests)" if weighed else ""
         message = f"{len(failures)} of {len(counted)} tests failed{note}; first: {failures[0].message}"
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
 

@@ -5,8 +5,8 @@ its points come from ``rubric.json``. Every test has exactly one kind marker, ``
 (randomized, against the reference), ``@pytest.mark.printed`` (the documents' printed tensors) or
 ``@pytest.mark.edge`` (raises, shapes, dtypes, properties); the exercise's points for a kind
 (``rubric.json``'s ``kinds``) are split evenly over its tests of that kind, and the grader counts
-edge tests only once every core test of the exercise passes (grader/scoring.py). Tests reach the implementation only through the ``impl``
-fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
+edge tests in proportion to the core points earned (grader/scoring.py). Tests reach the
+implementation only through the ``impl`` fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
 setting ``config.kata_impl_factory`` (a callable taking the exercise id) before collection.
 
 A re-grade (grader/scoring.py) runs a dependent exercise's tests with stand-ins (``standins/``) in

@@ -103,22 +103,35 @@ def _outcome(name: str, kind: str, passed: bool, points: float = 1.0) -> TestOut
                        passed, "" if passed else f"{name} failed", 0.0, kind)
 
 
-def test_edge_tests_count_only_once_every_core_test_passes():
+def test_edge_tests_count_in_proportion_to_the_core_points_earned():
+    """No cliffs: a passing edge test earns its points times the share of the core points earned, so
+    failing one more core test costs its points and its share of the edge points, never more."""
     exercise = RUBRIC.exercises["03_causal/causal_attention"]
     outcomes = [_outcome("core_a", "core", True, 3.5), _outcome("core_b", "core", False, 3.5),
                 _outcome("printed", "printed", True, 1.0), _outcome("edge_a", "edge", True, 1.0),
                 _outcome("edge_b", "edge", False, 1.0)]
     result = summarize(exercise, outcomes)
-    assert result.score == 4.5  # core_a + printed; edge_a passed but does not count
-    gated = next(o for o in result.outcomes if o.nodeid.endswith("edge_a"))
-    assert not gated.passed and gated.message.startswith("passed, but not counted") and "1 of 2 fail" in gated.message
-    # The exercise's message quotes a test that failed, not one that did not count.
-    assert "first: core_b failed" in result.message and "1 edge-case tests passed but do not count" in result.message
+    assert result.score == 5.0  # core_a 3.5 + printed 1 + half of edge_a
+    weighed = next(o for o in result.outcomes if o.nodeid.endswith("edge_a"))
+    assert weighed.passed and weighed.points == 0.5 and weighed.message.startswith("passed; counts 50% of its points")
+    assert "1 of 2 fail" in weighed.message
+    # The exercise's message quotes a test that failed, not one that counted in part.
+    assert "first: core_b failed" in result.message and "1 edge-case tests passed and count in proportion" in result.message
     # The tests' scores in a report add up to the exercise's score.
-    assert sum(o.max_points for o in result.outcomes if o.passed) == result.score
+    assert sum(o.points for o in result.outcomes) == result.score
 
     fixed = summarize(exercise, [replace(o, passed=True) if o.kind == "core" else o for o in outcomes])
-    assert fixed.score == 9.0 and sum(o.passed for o in fixed.outcomes) == 4  # edge_a counts now
+    assert fixed.score == 9.0 and sum(o.points == o.max_points for o in fixed.outcomes if o.passed) == 4
+    no_core = summarize(exercise, [replace(o, passed=False) if o.kind == "core" else o for o in outcomes])
+    assert no_core.score == 1.0 and "passed, but not counted" in no_core.outcomes[3].message  # printed only
+    # One more failing core test never costs more than its own points and its share of the edge points.
+    for failing in range(3):
+        cores = [_outcome(f"c{i}", "core", i >= failing, 7 / 3) for i in range(3)]
+        edges = [_outcome("e", "edge", True, 2.0)]
+        before = summarize(exercise, cores + edges).score
+        after = summarize(exercise, [replace(cores[failing], passed=False) if o is cores[failing] else o
+                                     for o in cores] + edges).score
+        assert before - after <= 7 / 3 + 2.0 / 3 + 1e-9
 
 
 # ---- whole gradings --------------------------------------------------------------------------------
@@ -138,9 +151,11 @@ def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
     print(f"{name}: {report.score} of {TOTAL}: {earned}")
     assert report.score <= most, earned
     assert report.gpu_check.score == 0, report.gpu_check.message  # no module matches the reference on the CPU
-    for result in report.exercises.values():  # every passing edge test waits for the core tests
-        core_failed = any(o.kind == "core" and not o.passed for o in result.outcomes)
-        assert not (core_failed and any(o.kind == "edge" and o.passed for o in result.outcomes)), result.id
+    for result in report.exercises.values():  # edge tests earn in proportion to the core points earned
+        core = [o for o in result.outcomes if o.kind == "core"]
+        share = sum(o.points for o in core) / sum(o.max_points for o in core) if core else 1.0
+        edge = [o for o in result.outcomes if o.kind == "edge"]
+        assert sum(o.points for o in edge) <= share * sum(o.max_points for o in edge) + 1e-9, result.id
 
 
 def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tmp_path):
