@@ -1,7 +1,7 @@
 """The top README stays short and true: CI runs exactly its set-up commands, and the docs' paths exist.
 
 Cheap (no subprocess, no torch): it reads README.md, .ci/run and the Markdown files under docs/,
-tests/ and benchmarks/. The whole top README's paths are checked by
+tests/ and benchmarks/, and runs the folder steps of docs/class-grading.md's shard workflow and scripts. The whole top README's paths are checked by
 test_release.py::test_every_relative_path_in_the_whole_top_readme_resolves; this file reuses its
 ``broken_paths`` for the other Markdown files.
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+
+import pytest
 
 from test_release import broken_paths
 
@@ -86,3 +88,83 @@ def test_the_readme_fits_on_two_screens():
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= MAX_README_LINES, (f"README.md has {lines} lines (at most {MAX_README_LINES}): "
                                        "move the details to docs/")
+
+
+# --- docs/class-grading.md's shard workflow and scripts, their folder steps run as written ----------------
+
+CLASS_GRADING = REPO_ROOT / "docs" / "class-grading.md"
+SCRIPT_FENCE = re.compile(r"^```(yaml|bash)\n(.*?)^```$", re.M | re.S)
+# What the shell gives the scripts: GitHub's matrix value, Slurm's array variables (the folder is the
+# simulation's root, see _run_folder_steps).
+SHELL_VALUES = {"${{ matrix.shard }}": "1"}
+SLURM_ENV = {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_CPUS_PER_TASK": "4"}
+
+
+def class_grading_scripts() -> dict[str, list[str]]:
+    """docs/class-grading.md's GitHub Actions jobs and Slurm scripts: {name: shell lines in order} (a
+    job's ``run`` steps, with ``actions/download-artifact``'s folder as the ``mkdir -p`` it amounts to)."""
+    import yaml
+
+    scripts: dict[str, list[str]] = {}
+    for i, (kind, body) in enumerate(SCRIPT_FENCE.findall(CLASS_GRADING.read_text(encoding="utf-8"))):
+        if kind == "bash":
+            scripts[f"bash block {i}"] = body.splitlines()
+            continue
+        for name, job in yaml.safe_load(body)["jobs"].items():
+            lines = scripts.setdefault(f"workflow job {name}", [])
+            for step in job["steps"]:
+                if str(step.get("uses", "")).startswith("actions/download-artifact"):
+                    lines.append(f"mkdir -p {step['with']['path']}")
+                lines += str(step.get("run", "")).splitlines()
+    return scripts
+
+
+def _run_folder_steps(lines: list[str], root: Path) -> list[str]:
+    """Run the ``mkdir``, ``cd`` and variable assignments of a script in the empty folder ``root``; read
+    each ``python -m grader score-all|merge`` with the grader's own parser and say where its output
+    (the CSV, the gradebook) would go into a folder that does not exist: score-all and merge exit 2 there."""
+    from grader.cli import build_parser
+
+    env = dict(SLURM_ENV, SLURM_SUBMIT_DIR=str(root))
+    text = "\n".join(lines).replace("\\\n", " ")
+    for key, value in SHELL_VALUES.items():
+        text = text.replace(key, value)
+    cwd, problems, grader_commands = root, [], 0
+    for line in text.splitlines():
+        for command in re.split(r"&&|;|\|\|", line):
+            command = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", lambda m: env.get(m[1], m[0]), command)
+            words = shlex.split(command, comments=True)
+            if words[:1] == ["sudo"]:
+                words = words[1:]
+            if not words:
+                continue
+            if re.fullmatch(r"[A-Za-z_]\w*=\S*", words[0]) and len(words) == 1:
+                key, _, value = words[0].partition("=")
+                env[key] = value
+            elif words[0] == "cd":
+                cwd = cwd / words[1]
+            elif words[0] == "mkdir":
+                for folder in (w for w in words[1:] if not w.startswith("-")):
+                    (cwd / folder).mkdir(parents="-p" in words, exist_ok="-p" in words)
+            elif words[0].endswith("python") and words[1:3] == ["-m", "grader"]:
+                grader_commands += 1
+                args = build_parser().parse_args(words[3:])
+                outputs = [args.csv if args.command == "score-all" else args.out, args.gradebook]
+                for out in filter(None, outputs):
+                    if not (cwd / out).parent.is_dir():
+                        problems.append(f"{command.strip()}: writes into {out.parent}/, which no step created")
+                for folder in filter(None, [getattr(args, "json_dir", None), getattr(args, "feedback_dir", None)]):
+                    (cwd / folder).mkdir(parents=True, exist_ok=True)  # as score-all and merge do
+    return problems if grader_commands else ["no python -m grader command found"]
+
+
+def test_the_documented_shard_workflow_and_scripts_create_every_folder_they_write_into(tmp_path: Path):
+    pytest.importorskip("yaml")
+    scripts = class_grading_scripts()
+    assert {"workflow job grade", "workflow job merge"} <= set(scripts) and len(scripts) == 4, sorted(scripts)
+    problems = []
+    for i, (name, lines) in enumerate(scripts.items()):
+        root = tmp_path / str(i)
+        root.mkdir()
+        problems += [f"{name}: {problem}" for problem in _run_folder_steps(lines, root)]
+    assert problems == [], "\n".join(problems)
