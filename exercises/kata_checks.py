@@ -45,6 +45,9 @@ WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=Tr
 NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
               "(sum(dim=dim, keepdim=True) keeps it aligned)")
 NO_SOFTMAX = "no softmax: the raw scores were used as weights"
+GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own: a row whose scores are far below it "
+              "underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract scores.amax(dim=dim, keepdim=True)")
+NO_MAX_SHIFT = "subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN"
 SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
 BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
                "swap only the last two with .transpose(-2, -1)")
@@ -65,6 +68,8 @@ DROPOUT_IN_EVAL = "dropout still acts after .eval(): use nn.Dropout (the identit
 NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every element is dropped: return zeros")
 P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
 NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
+KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
+                     "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
 COPY_ALIASES = ("the two modules share storage (aliases): assigning .data = or a view of the other module's tensor links "
                 "them; copy the values with param.copy_(...) under torch.no_grad()")
 COPY_REPLACES = ("the nn.Parameter was replaced by a new object: copy the values into the existing one "
@@ -75,6 +80,8 @@ BIAS_NOT_ZEROED = "v1 has no bias: set v2's biases to zero so that both compute 
 BIAS_NOT_REFUSED = "SelfAttention_v1 has nowhere to put v2's biases: raise ValueError instead of dropping them"
 PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError half-way leaves the target "
                 "half-copied")
+QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
+                     "nn.Linear(d_in, d_out, bias=qkv_bias), so that qkv_bias=True gives each a bias")
 QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
 NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
 SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
@@ -349,6 +356,20 @@ def assert_rows_sum_to_one(got: torch.Tensor, *, call: str, dim: int = -1, atol:
              "likely cause: NaN in the output: 0 × -inf, or a whole row of -inf before softmax?")
     if not torch.allclose(sums, torch.ones_like(sums), atol=atol, rtol=0):
         fail(call, f"rows along dim {dim} do not sum to 1: sums {fmt(sums)}", hint or "renormalize after masking / softmax over the last dim")
+
+
+def assert_softmax_has_no_nan(got: Any, scores: torch.Tensor, *, dim: int, call: str) -> None:
+    """A softmax of ``scores`` (no row all -inf) along ``dim`` has no NaN; else name the cause: the maximum
+    of the whole tensor subtracted (only the rows far below it are NaN: GLOBAL_MAX), or none (NO_MAX_SHIFT)."""
+    __tracebackhide__ = True
+    if not isinstance(got, torch.Tensor) or not torch.isnan(got).any():
+        return
+    cause = NO_MAX_SHIFT
+    if tuple(got.shape) == tuple(scores.shape):
+        shifted = torch.exp(scores - scores.max())
+        if torch.equal(torch.isnan(got), torch.isnan(shifted / shifted.sum(dim=dim, keepdim=True))):
+            cause = GLOBAL_MAX
+    fail(call, f"returned NaN in {int(torch.isnan(got).sum())} of {got.numel()} places: {fmt(got)}", f"likely cause: {cause}")
 
 
 def assert_exactly_zero_above_diagonal(got: torch.Tensor, *, call: str) -> None:

@@ -7,8 +7,8 @@ paths in the kata are relative to the repository root), or computed here with to
 
 import torch
 
-from kata_checks import (DIM_IGNORED, NO_KEEPDIM, SIZE_MISMATCH, WHOLE_TENSOR, assert_close, call_checked, journey_inputs,
-                         load)
+from kata_checks import (DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, SIZE_MISMATCH, WHOLE_TENSOR, assert_close,
+                         assert_softmax_has_no_nan, call_checked, journey_inputs, load)
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -62,7 +62,19 @@ def test_normalization_softmax_stable_survives_large_scores_and_minus_infinity()
     scores = torch.tensor([1000.0, 1000.0, -float("inf")])
     got = m.softmax_stable(scores)
     assert_close(got, torch.tensor([0.5, 0.5, 0.0]), atol=1e-6, call="softmax_stable(tensor([1000., 1000., -inf]))",
-                 note="subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN")
+                 note=NO_MAX_SHIFT)
+
+
+def test_normalization_softmax_stable_subtracts_each_row_s_own_maximum():
+    m = load("normalization")
+    # The maxima of the rows differ by orders of magnitude: subtracting the maximum of the whole
+    # tensor (1000) leaves exp(0 - 1000) = 0 for every entry of the second row.
+    scores = torch.tensor([[1000.0, 999.0], [0.0, -1.0]])
+    for dim, s in [(-1, scores), (0, scores.T)]:
+        call = f"softmax_stable(tensor({s.tolist()}), dim={dim})"
+        got = m.softmax_stable(s, dim)
+        assert_softmax_has_no_nan(got, s, dim=dim, call=call)
+        assert_close(got, torch.softmax(s, dim), atol=1e-6, call=call, diagnoses=[(torch.softmax(s, 1 + dim), DIM_IGNORED)])
 
 
 def test_normalization_softmax_stable_works_row_by_row():

@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kata_checks import NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, fail, load
+from kata_checks import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises,
+                         check_tensor, fail, load)
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -33,6 +34,24 @@ def test_attention_dropout_scales_survivors_and_is_identity_when_not_training():
                  diagnoses=[(x[kept], NOT_RESCALED)])
     assert_close(m.dropout(x, 0.25, training=False), x, atol=0.0, call="dropout(x, 0.25, training=False)")
     assert_close(m.dropout(x, 0.0), x, atol=0.0, call="dropout(x, 0.0)")
+
+
+def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p():
+    """At p = 0.2 and 0.8, where p and 1 - p differ (at p = 0.5 a swapped p goes unseen)."""
+    m = load("attention_dropout")
+    x = torch.ones(200, 200)
+    for p in (0.2, 0.8):
+        torch.manual_seed(7)
+        got = m.dropout(x, p)
+        call = f"torch.manual_seed(7); dropout(torch.ones(200, 200), {p})"
+        check_tensor(got, call=call, shape=(200, 200))
+        kept = got != 0
+        fraction = float(kept.double().mean())
+        if abs(fraction - (1 - p)) > 0.02:
+            fail(call, f"kept {fraction:.3f} of the elements; expected about 1 - p = {1 - p:.1f}",
+                 f"likely cause: {KEEP_PROB_SWAPPED}" if abs(fraction - p) <= 0.02 else KEEP_PROB_SWAPPED)
+        assert_close(got[kept], x[kept] / (1 - p), atol=1e-6, call=call + " at the kept positions",
+                     diagnoses=[(x[kept], NOT_RESCALED)], otherwise="scale the survivors by 1 / (1 - p)")
 
 
 def test_attention_dropout_drops_everything_at_p_one():

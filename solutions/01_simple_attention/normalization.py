@@ -48,7 +48,7 @@ def softmax_naive(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def softmax_stable(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Softmax that subtracts the maximum along ``dim`` before exponentiating.
+    """Softmax that subtracts the maximum along ``dim`` (each row's own, not the whole tensor's) before exponentiating.
 
     Mathematically the same as softmax_naive, but correct for scores like 1000 and for rows
     that hold -inf (masked positions get weight exactly 0).

@@ -15,7 +15,8 @@ import platform
 import pytest
 import torch
 
-from diagnose import NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, assert_unchanged, check_tensor, fail
+from diagnose import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, assert_unchanged,
+                      check_tensor, fail)
 from reference import printed, seed_reference
 
 P = printed()
@@ -34,6 +35,12 @@ def _seed789_causal_weights():
 def _nn_dropout(x, p, seed):
     seed_reference(seed)
     return torch.nn.Dropout(p)(x)
+
+
+def _kept_with_probability_p(x, p, seed):
+    """The mistake bernoulli_(p) instead of bernoulli_(1 - p), under the same seed."""
+    seed_reference(seed)
+    return x * torch.empty_like(x).bernoulli_(p).div_(1 - p)
 
 
 DOC_CASE = "printed-x86" if _on_documents_platform() else "nn-dropout-same-seed"
@@ -64,8 +71,11 @@ def test_same_seed_same_mask_as_nn_dropout(impl, dtype):
     x = torch.rand(4, 5, 6, generator=g, dtype=dtype) + 0.1
     for p, seed in [(0.3, 7), (0.5, 8)]:
         expected = _nn_dropout(x, p, seed)
+        diagnoses = [(_nn_dropout(x, p, seed) * (1 - p), NOT_RESCALED)]
+        if p != 0.5:
+            diagnoses.append((_kept_with_probability_p(x, p, seed), KEEP_PROB_SWAPPED))
         impl.manual_seed(seed)
-        assert_close(impl.dropout(x, p), expected, atol=1e-6, rtol=1e-6,
+        assert_close(impl.dropout(x, p), expected, atol=1e-6, rtol=1e-6, diagnoses=diagnoses,
                      call=f"torch.manual_seed({seed}); dropout(x of shape (4, 5, 6), p={p}) [{dtype}]",
                      note="keep-mask: torch.empty_like(x).bernoulli_(1 - p); survivors x / (1 - p)")
 
@@ -124,7 +134,7 @@ def test_kept_fraction_near_one_minus_p(impl):
         frac = float((got != 0).double().mean())
         if abs(frac - (1 - p)) > 0.02:
             fail(call, f"kept {frac:.3f} of the elements; expected about 1 - p = {1 - p:.2f}",
-                 "p is the probability to DROP an element: keep with probability 1 - p")
+                 f"likely cause: {KEEP_PROB_SWAPPED}" if abs(frac - p) <= 0.02 else KEEP_PROB_SWAPPED)
 
 
 @pytest.mark.edge

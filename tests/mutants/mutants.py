@@ -318,4 +318,21 @@ MUTANTS: list[dict] = [
         "replace": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)",
         "with": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12, qkv_bias=True)",
     },
+    {
+        "name": "34_softmax_stable_global_max",
+        "exercise": "01_simple_attention/normalization",
+        "mistake": "softmax_stable subtracts the maximum of the whole tensor (scores.max()) instead of each "
+                   "row's own maximum along dim: right while the rows' maxima are close, but a row far below the "
+                   "global maximum underflows to 0 / 0 = NaN.",
+        "replace": "shifted = scores - scores.amax(dim=dim, keepdim=True)",
+        "with": "shifted = scores - scores.max()",
+    },
+    {
+        "name": "35_dropout_keeps_with_probability_p",
+        "exercise": "03_causal/attention_dropout",
+        "mistake": "dropout draws the keep-mask with bernoulli_(p) instead of bernoulli_(1 - p): it keeps a "
+                   "fraction p and drops 1 - p; at p = 0.5 nothing shows.",
+        "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)",
+        "with": "keep = torch.empty_like(x).bernoulli_(p)",
+    },
 ]

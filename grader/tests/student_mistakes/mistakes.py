@@ -28,6 +28,14 @@ MISTAKES: list[dict] = [
         "expect_message": "summed without keepdim=True",
     },
     {
+        "name": "softmax_stable_subtracts_the_global_max",
+        "exercise": "01_simple_attention/normalization",
+        "replace": "shifted = scores - scores.amax(dim=dim, keepdim=True)",
+        "with": "shifted = scores - scores.max()",
+        "expect_test": "test_normalization_softmax_stable_subtracts_each_row_s_own_maximum",
+        "expect_message": "subtracted the maximum of the whole tensor, not each row's own",
+    },
+    {
         "name": "context_vectors_softmax_over_columns",
         "exercise": "01_simple_attention/context_vectors",
         "replace": "attn_weights = torch.softmax(attn_scores, dim=-1)",
@@ -84,6 +92,15 @@ MISTAKES: list[dict] = [
         "with": "dtype=torch.bool)",
         "expect_test": "test_causal_mask_functions_work_on_a_batch_on_any_device",
         "expect_message": "created on the CPU (no device=)",
+    },
+    {
+        "name": "dropout_keeps_with_probability_p",
+        "exercise": "03_causal/attention_dropout",
+        "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)",
+        "with": "keep = torch.empty_like(x).bernoulli_(p)",
+        "expect_test": "test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p",
+        "expect_message": "drew the keep-mask with bernoulli_(p)",
+        "expect_passed": ["test_attention_dropout_drops_what_nn_dropout_drops"],
     },
     {
         "name": "dropout_nan_at_p_one",
