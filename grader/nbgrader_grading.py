@@ -78,6 +78,7 @@ class Graded:
     student: str
     row: dict[str, str]
     report: dict[str, Any] | None = None
+    this_run: bool = True  # graded (or refused) by this run; False: its row was kept from an earlier run
 
 
 @dataclass
@@ -124,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
     for assignment in course.assignments:
         results = [r for r in summary.results if r.assignment == assignment]
         errors = [r for r in results if r.report is None]
-        print(f"{assignment}: graded {len(results) - len(errors)}, errors {len(errors)}", file=sys.stderr)
+        graded = [r for r in results if r.report is not None and r.this_run]
+        print(f"{assignment}: graded {len(graded)}, errors {len(errors)}, "
+              f"unchanged since an earlier run: {len(results) - len(graded) - len(errors)}", file=sys.stderr)
         for result in errors:
             print(f"  {result.student}: {unescaped(result.row['message'])}", file=sys.stderr)
     print(f"grades in {course.gradebook} (nbgrader export), feedback in {course.root / 'feedback'} "
@@ -231,7 +234,16 @@ def assignment_options(options: Any, assignment: str) -> Any:
 def grade_course(course: Course, options: Any, visibility: str = "full",
                  progress: Callable[[Any], None] | None = None) -> CourseSummary:
     """Stage, grade (grader.batch.score_all with ``options``, a BatchOptions, each notebook graded with
-    its :func:`assignment_options`), record, write feedback."""
+    its :func:`assignment_options`), record, write feedback. What it creates is for this user alone
+    (grader.batch.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
+    from grader.batch import private_files
+
+    with private_files():
+        return _grade_course(course, options, visibility, progress)
+
+
+def _grade_course(course: Course, options: Any, visibility: str,
+                  progress: Callable[[Any], None] | None) -> CourseSummary:
     from dataclasses import replace
 
     from grader.batch import BatchError, csv_cell, csv_row, read_grades, score_all, write_grades
@@ -269,14 +281,31 @@ def grade_course(course: Course, options: Any, visibility: str = "full",
                     except (OSError, ValueError) as err:  # a name score-all could not write a report for
                         row = csv_row(student, {"error": f"no report: {err}"},
                                       grading=assignment_options(options.grading, assignment))
-                summary.results.append(Graded(assignment, student, row, report))
+                summary.results.append(Graded(assignment, student, row, report, this_run=name not in batch.skipped))
     record(course, summary)
+    unreleasable: dict[str, list[str]] = {}
     for result in summary.results:
         try:
-            summary.feedback.append(write_feedback(course, result, visibility))
+            page = write_feedback(course, result, visibility)
         except OSError as err:
             summary.warnings.append(f"no feedback for {result.student} ({result.assignment}): {err}")
+            continue
+        summary.feedback.append(page)
+        if not all((page.parent / name).is_file() for name in RELEASE_FILES):
+            unreleasable.setdefault(result.assignment, []).append(result.student)
+    for assignment, students in unreleasable.items():
+        summary.warnings.append(release_feedback_warning(assignment, students))
     return summary
+
+
+def release_feedback_warning(assignment: str, students: list[str]) -> str:
+    """Feedback that ``nbgrader release_feedback`` cannot release: the submitted/ folder was not made by
+    ``nbgrader collect`` (no timestamp.txt or submission_secret.txt beside the notebook). nbgrader 0.9
+    reads both for every page and stops with FileNotFoundError at the first that lacks one."""
+    names = ", ".join(students)
+    return (f"{assignment}: no {' or '.join(RELEASE_FILES)} in the submitted/ folder of {names} (not handed in "
+            f"through nbgrader submit and collect): nbgrader release_feedback stops at their pages; hand those "
+            f"out another way and release the others with --CourseDirectory.student_id_exclude={','.join(students)}")
 
 
 def record(course: Course, summary: CourseSummary) -> None:
@@ -354,14 +383,19 @@ def feedback_html(result: Graded, visibility: str) -> str:
 
 def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     """``feedback/<student>/<assignment>/<assignment>.html`` and the submission's timestamp and secret
-    beside it (what ``nbgrader release_feedback`` reads); returns the html file."""
+    beside it (what ``nbgrader release_feedback`` reads); returns the html file.
+
+    The folders it creates are the instructor's alone (0700), and so are the timestamp and the secret
+    (0600); a new page is 0644 all the same: ``release_feedback`` copies it into the exchange with its
+    mode, under a name made from the secret, and the student (another user) reads it there with
+    ``nbgrader fetch_feedback``. In the course folder no other user can reach it."""
     from grader.batch import write_atomically
     from grader.submission import UnreadableFile, read_regular
 
     folder = course.root / "feedback" / result.student / result.assignment
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.assignment}.html"
-    write_atomically(target, feedback_html(result, visibility))
+    write_atomically(target, feedback_html(result, visibility), new_mode=0o644)
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:
         try:

@@ -478,7 +478,7 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")  # nbgrader 0.9's exchange
-def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict, tmp_path: Path):
+def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict):
     root = course["course"]
     hidden = _hidden_lines()
     pages = sorted((root / "feedback").glob("*/*/*.html"))
@@ -495,6 +495,16 @@ def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict,
     assert "no solution cell" in (root / "feedback" / "broken" / "04_multihead" / "04_multihead.html").read_text()
     assert (root / "feedback" / "correct" / "03_causal" / "submission_secret.txt").read_text() == "s3cretcorrect"
     assert _tree(root / "submitted") == course["submitted_before"], "the grader wrote into submitted/"
+    # The folders are the instructor's alone, and the secret; the page is 0644 for its copy in the exchange.
+    page = root / "feedback" / "correct" / "03_causal" / "03_causal.html"
+    assert [oct(p.stat().st_mode & 0o777) for p in (root / "feedback", page.parent.parent, page.parent)] == ["0o700"] * 3
+    assert (oct(page.stat().st_mode & 0o777), oct((page.parent / "submission_secret.txt").stat().st_mode & 0o777)) == (
+        "0o644", "0o600")
+    # Hand-built submitted/ folders (no secret, no timestamp: "broken") stop release_feedback: said, with the way out.
+    for group in SUBMITTED:
+        assert (f"warning: {group}: no timestamp.txt or submission_secret.txt in the submitted/ folder of broken "
+                in course["stderr"]), course["stderr"][-2000:]
+    assert "release the others with --CourseDirectory.student_id_exclude=broken\n" in course["stderr"]
 
     from nbgrader.apps import NbGraderAPI
     from nbgrader.utils import notebook_hash
@@ -502,14 +512,41 @@ def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict,
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     config.CourseDirectory.root = str(root)
-    config.Exchange.root = str(tmp_path / "exchange")
-    (tmp_path / "exchange").mkdir()
+    exchange = course["out"] / "exchange"  # the course's own exchange, as its config names it (docs/nbgrader.md)
+    assert config.Exchange.root == str(exchange)
+    exchange.mkdir(exist_ok=True)
+    exchange.chmod(0o1777)
     result = NbGraderAPI(config=config).release_feedback("03_causal", "correct")
     assert result["success"], result.get("log", "") + result.get("error", "")
-    released = tmp_path / "exchange" / "attention-kata" / "feedback" / (
+    released = exchange / "attention-kata" / "feedback" / (
         notebook_hash(secret="s3cretcorrect", notebook_id="03_causal") + ".html")
     assert released.read_text() == (root / "feedback" / "correct" / "03_causal" / "03_causal.html").read_text()
+    assert released.stat().st_mode & 0o004, "the student (another user) reads the released page"
 
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Path):
+    """The first run counted every notebook; a second run over the same course, after one notebook was
+    handed in again without one of its cells, grades nothing, refuses that one (and the unusable one
+    again) and counts the others as unchanged: what this run did, not what earlier runs did too. On a
+    copy of the course (the other tests read the original); nothing to grade, so no job starts."""
+    assert "03_causal: graded 4, errors 1, unchanged since an earlier run: 0\n" in course["stderr"], course["stderr"][-2000:]
+    assert "04_multihead: graded 3, errors 1, unchanged since an earlier run: 0\n" in course["stderr"]
+    root = tmp_path / "course"
+    shutil.copytree(course["course"], root, symlinks=True)
+    root.chmod(0o700)
+    path = root / "submitted" / "tamperer" / "03_causal" / "03_causal.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells.remove(_cell(notebook, "causal_mask"))
+    nbformat.write(notebook, path)
+    again = subprocess.run([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"], capture_output=True,
+                           text=True, env=_env(), cwd=root, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not [line for line in again.stderr.splitlines() if line.startswith("[")], again.stderr  # no progress line
+    assert "03_causal: graded 0, errors 2, unchanged since an earlier run: 3\n" in again.stderr, again.stderr[-2000:]
+    assert "  tamperer: 03_causal.ipynb: no solution cell 'causal_mask'" in again.stderr
+    assert "04_multihead: graded 0, errors 1, unchanged since an earlier run: 3\n" in again.stderr
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
