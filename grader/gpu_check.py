@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from grader.results import GpuCheckResult
@@ -85,8 +86,9 @@ WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
 @dataclass(frozen=True)
 class PartResult:
     name: str
-    verdict: str  # passed | failed | inconclusive | absent (left out: not there)
+    verdict: str  # passed | failed | inconclusive | absent (not there) | left out (fails on the CPU)
     message: str
+    cpu_matched: bool = False  # its CPU run matched: a failure is the device's
 
 
 @cache
@@ -116,11 +118,9 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
               for t in TOKENS_TRIED]
     with torch.no_grad():
         expected = [reference(x) for x in inputs]
-    root = getattr(getattr(impl, "_kata_client", None), "submission_dir", None)
-    missing = None if root is None else not_there(Path(root), ref_module)
-    if missing:
-        return PartResult(name, "absent", f"{name}: not there ({missing}); left out here (the check's points are "
-                                          "split over the modules that are), its own exercise counts it")
+    absent = _absent(impl, name, ref_module)
+    if absent is not None:
+        return absent
     try:
         cls = getattr(impl, name)
     except Exception as err:  # its file is there: an import that fails at run time is a failure, not absence
@@ -163,6 +163,16 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
                                       "the GPU-run check needs a module that works on the CPU first")
 
 
+def _absent(impl: Any, name: str, module: str) -> PartResult | None:
+    """The verdict for a module that is not there (read from the submission's files), or None."""
+    root = getattr(getattr(impl, "_kata_client", None), "submission_dir", None)
+    missing = None if root is None else not_there(Path(root), module)
+    if not missing:
+        return None
+    return PartResult(name, "absent", f"{name}: not there ({missing}); left out here (the check's points are "
+                                      "split over the modules that are), its own exercise counts it")
+
+
 def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> str | None:
     """Why the submission's ``module`` is not there, read from its files (never run), or None.
 
@@ -200,8 +210,8 @@ def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", expec
     try:
         run = impl.device_run(student, x, device)
     except Exception as err:  # the worker timed out or died while running it
-        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}")
-    return judge(name, device, run, expected)
+        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}", True)
+    return replace(judge(name, device, run, expected), cpu_matched=True)
 
 
 def _matches(out: Any, expected: "torch.Tensor") -> bool:
@@ -251,8 +261,18 @@ def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor")
     return PartResult(name, "passed", f"{name}: runs on {device}")
 
 
-def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
-    """The check's line in the report; ``mode`` is one of GPU_CHOICES."""
+def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str, bool] | None = None,
+                  scope: Collection[str] | None = None) -> GpuCheckResult:
+    """The check's line in the report; ``mode`` is one of GPU_CHOICES.
+
+    One mistake, one charge: ``works_on_cpu`` says, for each module checked, whether its own exercise's
+    core tests all pass (grader/grading.py); one that does not is left out of the check's share, as a
+    missing one is (its exercise charges it), except the wrapper on a CausalAttention that fails: it is
+    judged on its own part (its heads' outputs concatenated). A wrapper whose heads fail on the device
+    because the student's CausalAttention does is left out too (CausalAttention is charged for it).
+    ``scope``: the modules whose share counts (an nbgrader assignment's); the others may still be run,
+    to tell whose mistake a failure is, and count nothing. The points are 0 only when no module counts.
+    """
     if mode == "skip":
         return GpuCheckResult.skipped("skipped (--gpu skip)")
     import torch
@@ -267,23 +287,50 @@ def run_gpu_check(impl: Any, mode: str, points: float) -> GpuCheckResult:
         device, label = "meta", "meta (simulated: the sandbox cannot reach the GPU)"
     else:
         device, label = "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
-    parts: list[PartResult] = []
+    works = dict(works_on_cpu or {})
+    parts: dict[str, PartResult] = {}
     for name, module, args, kwargs in MODULES_CHECKED:
-        wrapped = next((p for p in parts if p.name == WRAPPED), None)
-        own_heads = name == WRAPPER and wrapped is not None and wrapped.verdict == "failed"
-        parts.append(check_module(impl, name, module, args, kwargs, device, own_heads=own_heads))
-    there = [p for p in parts if p.verdict != "absent"]
+        parts[name] = _check_part(impl, name, module, args, kwargs, device, works, parts)
+    counted = [p for name, p in parts.items() if scope is None or name in scope]
+    there = [p for p in counted if p.verdict not in ("absent", "left out")]
     good = [p for p in there if p.verdict in ("passed", "inconclusive")]
     score = round(points * len(good) / len(there), 2) if there else 0.0
     failed = len(good) < len(there) or not there
     if device == "meta":
         status = "simulated_failed" if failed else (
-            "inconclusive" if any(p.verdict == "inconclusive" for p in parts) else "simulated_passed")
+            "inconclusive" if any(p.verdict == "inconclusive" for p in counted) else "simulated_passed")
     else:
         status = "failed" if failed else "passed"
     # One line per module: an error's own line breaks (where it was raised) are folded into it.
-    message = "\n".join(" ".join(p.message.split()) for p in parts if p.verdict != "passed") \
-        or "all three modules run on the device"
+    message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed") or (
+        "all three modules run on the device" if len(counted) == 3 else f"all {len(counted)} modules run on the device")
     if not there:
-        message = "none of the three modules is there: nothing to run on the device\n" + message
+        message = ("none of the three modules is there: nothing to run on the device\n" if len(counted) == 3 and all(
+            p.verdict == "absent" for p in counted) else "no module can be judged on the device here (none that is "
+                                                         "there works on the CPU): nothing to run\n") + message
     return GpuCheckResult(score, points, status, label, message)
+
+
+LEFT_OUT = ("{name}: left out here, it fails its own exercise's core tests on the CPU (charged there, once); "
+            "the check's points are split over the modules that work on the CPU")
+
+
+def _check_part(impl: Any, name: str, module: str, args: tuple, kwargs: dict, device: str,
+                works: Mapping[str, bool], parts: Mapping[str, PartResult]) -> PartResult:
+    """One module's verdict: passed | failed | inconclusive | absent | left out (see run_gpu_check)."""
+    wrapped = parts.get(WRAPPED)
+    if name == WRAPPER and wrapped is not None and (wrapped.verdict in ("absent", "left out") or (
+            wrapped.verdict == "failed" and not wrapped.cpu_matched)):
+        part = check_module(impl, name, module, args, kwargs, device, own_heads=True)
+        if part.verdict == "failed" and "on the CPU" in part.message and not works.get(name, True):
+            return PartResult(name, "left out", f"{name}: left out here, it does not run on the CPU over your "
+                                                f"CausalAttention (which its own exercise charges, once)")
+        return part
+    if not works.get(name, True):
+        return _absent(impl, name, module) or PartResult(name, "left out", LEFT_OUT.format(name=name))
+    part = check_module(impl, name, module, args, kwargs, device)
+    if name == WRAPPER and part.verdict == "failed" and wrapped is not None and wrapped.cpu_matched \
+            and wrapped.verdict == "failed":
+        return PartResult(name, "left out", f"{name}: left out here, its heads are your CausalAttention, which "
+                                            "fails on the device (charged there, once)")
+    return part

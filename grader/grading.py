@@ -19,7 +19,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.results import GpuCheckResult, GradeReport
+from grader.results import GpuCheckResult, GradeReport, TestOutcome
 from grader.rubric import Rubric, load_rubric
 from grader.domains import Domains
 from grader.isolation import choose_isolation
@@ -83,7 +83,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         outcomes = engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True)
         gpu_worker = engine.gpu_check_worker(tests_worker, root, **limits)
         try:
-            gpu_check = _gpu_check(gpu_worker, rubric, options.gpu)
+            gpu_check = _gpu_check(gpu_worker, rubric, options.gpu, outcomes, options.exercises)
         finally:
             gpu_worker.close()
 
@@ -103,14 +103,22 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     )
 
 
-def _gpu_check(worker, rubric: Rubric, mode: str) -> GpuCheckResult:
-    """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require)."""
+def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
+               exercises: tuple[str, ...] | None) -> GpuCheckResult:
+    """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require). A module
+    whose exercise fails its own core tests is left out of its share; with ``exercises`` (an nbgrader
+    assignment), only their modules' shares count."""
     from grader.gpu_check import run_gpu_check
     from grader.remote_impl import RemoteImpl
     from grader.worker_client import WorkerFailure
 
-    impl = RemoteImpl(worker, rubric.owner_of)
+    owner = rubric.owner_of
+    core_failed = {o.exercise for o in outcomes if o.kind == "core" and not o.passed}
+    has_core = {o.exercise for o in outcomes if o.kind == "core"}
+    works = {name: ex in has_core and ex not in core_failed for name, ex in owner.items()}
+    scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
+    impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points)
+        return run_gpu_check(impl, mode, rubric.gpu_points, works, scope)
     except WorkerFailure as failure:
         return GpuCheckResult(0.0, rubric.gpu_points, "failed", "unknown", f"the worker failed: {failure}")

@@ -30,6 +30,11 @@ def submission(tmp_path: Path, old: str = "", new: str = "") -> Path:
     return sub
 
 
+def _works(**which: bool) -> dict[str, bool]:
+    """What a grading tells the check: every module passes its own core tests but those named False."""
+    return {name: which.get(name, True) for name in ("CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")}
+
+
 @pytest.fixture
 def check(shared_domains):
     """``check(submission, mode, ...)``: the GPU-run check's result, the worker forked from the session's
@@ -38,7 +43,9 @@ def check(shared_domains):
 
 
 def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
-              domains=None):
+              domains=None, works: dict[str, bool] | None = None):
+    """``works``: which modules pass their own exercise's core tests, as a grading tells the check
+    (default: all)."""
     if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
@@ -47,7 +54,7 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
         impl = RemoteImpl(client, load_rubric().owner_of)
         if fake_cuda:
             impl = FakeCuda(impl, corrupt)
-        return run_gpu_check(impl, mode, 10.0)
+        return run_gpu_check(impl, mode, 10.0, works)
     finally:
         client.close()
 
@@ -84,7 +91,9 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, REGISTERED, plain))
     assert result.status == "simulated_failed"
     assert "'mask'" in result.message and "register_buffer" in result.message
-    assert result.score == pytest.approx(10 / 3, abs=0.01)  # CausalAttention and the wrapper built on it fail; MHA passes
+    # CausalAttention fails; the wrapper built on it is left out (its heads fail: one mistake, one charge); MHA passes
+    assert result.score == pytest.approx(5.0, abs=0.01)
+    assert "MultiHeadAttentionWrapper: left out here, its heads are your CausalAttention" in result.message
 
 
 def test_tensor_created_on_the_cpu_in_forward_fails(tmp_path: Path, check) -> None:
@@ -127,23 +136,32 @@ def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path, ch
 
 
 def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(tmp_path: Path, check) -> None:
-    """CausalAttention returns its values (no attention): it earns nothing; the wrapper built on it is judged
-    on its own part (its heads' outputs concatenated) and keeps its third; MultiHeadAttention its own."""
-    result = check(submission(tmp_path, "        return attn_weights @ values\n", "        return values\n"))
-    assert result.score == pytest.approx(20 / 3, abs=0.01), result.message
-    assert result.message.splitlines() == [
-        "CausalAttention does not match the reference on the CPU (its own tests say why); "
-        "the GPU-run check needs a module that works on the CPU first"]
+    """CausalAttention returns its values (no attention): its exercise charges that; here it is left out
+    (a numeric mistake is not the check's to charge). The wrapper built on it is judged on its own part
+    (its heads' outputs concatenated); MultiHeadAttention on its own: full marks."""
+    sub = submission(tmp_path, "        return attn_weights @ values\n", "        return values\n")
+    result = check(sub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
+    assert result.score == pytest.approx(10.0), result.message
+    assert result.message.splitlines() == ["CausalAttention: left out here, it fails its own exercise's core tests on "
+                                           "the CPU (charged there, once); the check's points are split over the "
+                                           "modules that work on the CPU"]
+    unknown = check(sub)  # told nothing of its tests: the mismatch is found here, and charged
+    assert unknown.score == pytest.approx(20 / 3, abs=0.01), unknown.message
 
 
-def test_a_stub_earns_none_and_the_wrapper_on_it_none_either(tmp_path: Path, check) -> None:
-    """A CausalAttention whose forward raises does nothing: it fails, and so does the wrapper (its heads raise)."""
-    result = check(submission(tmp_path, "        num_tokens = x.shape[-2]\n",
-                              "        raise NotImplementedError('not written yet')\n"))
-    assert result.score == pytest.approx(10 / 3, abs=0.01), result.message
+def test_a_stub_is_left_out_as_a_missing_module_is(tmp_path: Path, check) -> None:
+    """A CausalAttention whose forward raises (a stub) is left out, as a deleted file is, and so is the
+    wrapper that cannot run over it: the check's points go to MultiHeadAttention. A stub and a deleted
+    file score the same."""
+    stub = submission(tmp_path / "stub", "        num_tokens = x.shape[-2]\n", "        raise NotImplementedError('not written yet')\n")
+    result = check(stub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
+    assert result.score == pytest.approx(10.0), result.message
     lines = result.message.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("CausalAttention does not run on the CPU (NotImplementedError")
-    assert lines[1].startswith("MultiHeadAttentionWrapper does not run on the CPU")
+    assert len(lines) == 2 and lines[0].startswith("CausalAttention: left out here")
+    assert lines[1].startswith("MultiHeadAttentionWrapper: left out here, it does not run on the CPU")
+    deleted = submission(tmp_path / "deleted")
+    (deleted / CAUSAL).unlink()
+    assert check(deleted, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False)).score == result.score
 
 
 def test_a_module_not_there_is_left_out(tmp_path: Path, check) -> None:
@@ -161,7 +179,7 @@ def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path,
     only in this check's worker) cannot make itself vanish from the check. The wrapper imports it: it fails too."""
     sub = submission(tmp_path)
     (sub / CAUSAL).write_text("raise ImportError('not in this worker')\n" + (sub / CAUSAL).read_text())
-    result = check(sub)
+    result = check(sub)  # told nothing of its tests
     assert (result.status, result.score) == ("simulated_failed", pytest.approx(10 / 3, abs=0.01)), result.message
     lines = result.message.splitlines()
     assert [line.split(" (")[0] for line in lines] == ["CausalAttention cannot be imported",

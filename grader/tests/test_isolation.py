@@ -249,12 +249,19 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
 
 
 def test_the_gpu_check_grades_the_modules_the_tests_graded(domains: Domains, tmp_path: Path) -> None:
-    """A lazy multihead_attention.py earns nothing in its tests; the wrapper's file, imported later,
-    puts a right MultiHeadAttention into sys.modules under that module's name. The GPU-run check
-    finds each module as the tests did, from its own file: it judges the lazy one."""
-    report = grade(build_submission("gpu_alias", tmp_path), GradeOptions(gpu="auto"), domains)
-    assert report.exercises["04_multihead/multihead_attention"].score == 0
-    assert "MultiHeadAttention does not match the reference on the CPU" in report.gpu_check.message, report.gpu_check.message
+    """multihead_attention.py is right on the CPU but keeps its mask in a plain attribute (a device bug);
+    the wrapper's file, imported after multihead_attention's tests ran, puts a device-clean
+    MultiHeadAttention into sys.modules under that module's name. The GPU-run check finds each module
+    as the tests did, from its own file: it judges the one with the device bug."""
+    sub = build_submission("gpu_alias", tmp_path)
+    path = sub / "04_multihead" / "multihead_attention.py"
+    text = path.read_text()
+    line = next(line for line in text.splitlines() if "self.register_buffer(" in line)
+    plain = line.replace('self.register_buffer("mask", ', "self.mask = (")
+    path.write_text(text.replace(line, plain))
+    report = grade(sub, GradeOptions(gpu="auto"), domains)
+    assert report.exercises["04_multihead/multihead_attention"].score > 0
+    assert "MultiHeadAttention: after .to('meta') these stay behind" in report.gpu_check.message, report.gpu_check.message
 
 
 @pytest.mark.slow

@@ -187,3 +187,44 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
     lines = report.gpu_check.message.splitlines()
     assert lines[0].startswith("CausalAttention: not there (causal_attention.py does not parse: SyntaxError")
     assert lines[1].startswith("MultiHeadAttentionWrapper: not there (it imports causal_attention: ")
+
+
+# ---- one mistake, one charge: a stub and a deleted file are the same ------------------------------
+
+def _without(tmp_path: Path, modules: list[str], how: str) -> Path:
+    """The solutions with ``modules`` left as the stubs of exercises/ (``how="stub"``) or deleted."""
+    sub = build_submission(f"{how}-{'-'.join(modules)}", tmp_path)
+    for module in modules:
+        target = sub / RUBRIC.by_module[module].group / f"{module}.py"
+        if how == "stub":
+            target.write_text((SOLUTIONS_DIR.parent / "exercises" / RUBRIC.by_module[module].group / f"{module}.py").read_text())
+        else:
+            target.unlink()
+    return sub
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("modules", [["self_attention"], ["causal_attention"], ["multihead_wrapper"],
+                                     ["multihead_attention"], [ex.module for ex in RUBRIC.exercises.values()]],
+                         ids=["self_attention", "causal_attention", "multihead_wrapper", "multihead_attention", "all"])
+def test_a_stub_and_a_deleted_file_score_the_same(graded, tmp_path, modules):
+    """Whatever is left unwritten costs the same as what is not handed in, in its own exercise, in the
+    exercises built on it (re-graded over stand-ins) and in the GPU-run check (left out, not charged)."""
+    stub, deleted = graded(_without(tmp_path, modules, "stub")), graded(_without(tmp_path, modules, "deleted"))
+    assert _scores(stub) == _scores(deleted), (_lost(stub), _lost(deleted))
+    nothing_to_check = len(modules) == len(RUBRIC.exercises)  # then the GPU-run check earns nothing either
+    assert set(_lost(stub)) == {RUBRIC.by_module[m].id for m in modules} | ({"gpu_check"} if nothing_to_check else set()), \
+        (_lost(stub), stub.gpu_check.message)
+
+
+def test_a_numeric_mistake_costs_nothing_in_the_gpu_run_check(graded, tmp_path):
+    """MultiHeadAttention scaled by sqrt(d_out) instead of sqrt(head_dim): wrong on the CPU, fine on any
+    device. Its exercise charges it; the GPU-run check leaves it out of its share."""
+    sub = build_submission("mha_scale", tmp_path)
+    path = sub / "04_multihead" / "multihead_attention.py"
+    text = path.read_text()
+    assert "attn_scores / self.head_dim**0.5" in text
+    path.write_text(text.replace("attn_scores / self.head_dim**0.5", "attn_scores / self.d_out**0.5"))
+    report = graded(sub)
+    assert set(_lost(report)) == {"04_multihead/multihead_attention"}, (_lost(report), report.gpu_check.message)
+    assert "MultiHeadAttention: left out here" in report.gpu_check.message
