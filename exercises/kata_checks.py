@@ -430,6 +430,17 @@ def assert_mask_buffer(module: Any, expected: torch.Tensor, *, call: str, diagno
              f"likely cause: {MASK_NOT_A_BUFFER}")
 
 
+def assert_qkv_biases(module: Any, qkv_bias: bool, *, call: str) -> None:
+    """``module.W_query``, ``W_key`` and ``W_value`` have a bias exactly when ``qkv_bias`` (QKV_BIAS_NOT_USED otherwise)."""
+    __tracebackhide__ = True
+    names = sorted(name for name, _ in module.named_parameters())
+    wanted = [f"{n}.bias" for n in ("W_query", "W_key", "W_value")]
+    wrong = [b for b in wanted if (b in names) != qkv_bias]
+    if wrong:
+        fail(call, f"returned {names}", f"expected {'a bias' if qkv_bias else 'no bias'} for W_query, W_key and W_value "
+             f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}")
+
+
 def scale_diagnoses(fn: Callable[[float], torch.Tensor], d_k: int, name: str = "d_k") -> list[tuple[torch.Tensor, str]]:
     """Alternatives for a wrong 1/√d_k: ``fn(s)`` recomputes the result with the scores multiplied by s
     (the right s is 1/√d_k)."""

@@ -10,8 +10,8 @@ W_query, W_key, W_value in that order, right after the seed.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, call_checked, fail, journey_inputs,
-                         load, scale_diagnoses)
+from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail,
+                         journey_inputs, load, scale_diagnoses)
 
 
 def test_self_attention_v1_seed_123_matches_the_document():
@@ -49,6 +49,7 @@ def test_self_attention_parameters_have_the_documented_shapes():
     if got_v2 != want_v2:
         fail("SelfAttention_v2(3, 4).named_parameters()", f"returned {got_v2}",
              f"expected {want_v2} (nn.Linear(d_in, d_out, bias=False) stores its weight as (d_out, d_in))")
+    assert_qkv_biases(m.SelfAttention_v2(3, 4, qkv_bias=True), True, call="SelfAttention_v2(3, 4, qkv_bias=True).named_parameters()")
 
 
 def _expected(x, W_query, W_key, W_value, scale):

@@ -9,9 +9,10 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SAME_DEVICE,
-                         SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_raises,
-                         call_checked, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
+from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
+                         QKV_BIAS_NOT_USED, SAME_DEVICE, SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close,
+                         assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked, call_on_any_device, check_tensor,
+                         journey_batch, load, scale_diagnoses)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -61,6 +62,13 @@ def test_causal_attention_matches_attention_computed_from_its_own_weights():
         with torch.no_grad():
             expected = _attention(ca, x)
         assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(ca, x))
+
+
+def test_causal_attention_qkv_bias_gives_the_projections_biases():
+    m = load("causal_attention")
+    for bias in (True, False):
+        assert_qkv_biases(m.CausalAttention(3, 4, 6, 0.0, qkv_bias=bias), bias,
+                          call=f"CausalAttention(3, 4, 6, 0.0, qkv_bias={bias}).named_parameters()")
 
 
 def test_causal_attention_mask_is_a_buffer():

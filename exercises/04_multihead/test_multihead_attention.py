@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
-                         SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer,
+                         SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_qkv_biases,
                          call_checked, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
@@ -80,6 +80,13 @@ def test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weig
         with torch.no_grad():
             expected = _attention(mha, x, 2)
         assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x, 2))
+
+
+def test_multihead_attention_qkv_bias_gives_the_projections_biases():
+    m = load("multihead_attention")
+    for bias in (True, False):
+        assert_qkv_biases(m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, qkv_bias=bias), bias,
+                          call=f"MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, qkv_bias={bias}).named_parameters()")
 
 
 def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer():

@@ -16,6 +16,11 @@ Caught means: with the patch applied to a copy of ``solutions/``, at least one h
 (grader/tests/test_hidden_tests.py; see README.md beside this file).
 """
 
+# W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
+THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)")
+
 MUTANTS: list[dict] = [
     {
         "name": "01_scores_hardcoded_printed",
@@ -334,5 +339,38 @@ MUTANTS: list[dict] = [
                    "fraction p and drops 1 - p; at p = 0.5 nothing shows.",
         "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)",
         "with": "keep = torch.empty_like(x).bernoulli_(p)",
+    },
+    {
+        "name": "36_v2_ignores_qkv_bias",
+        "exercise": "02_trainable_weights/self_attention",
+        "mistake": "SelfAttention_v2 accepts qkv_bias but builds its nn.Linear layers without it (bias=False): "
+                   "qkv_bias=True gives no biases.",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "collateral": ["02_trainable_weights/weight_transfer"],
+    },
+    {
+        "name": "37_causal_ignores_qkv_bias",
+        "exercise": "03_causal/causal_attention",
+        "mistake": "CausalAttention accepts qkv_bias but builds W_query, W_key, W_value without it "
+                   "(bias=False): qkv_bias=True gives no biases.",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "collateral": ["04_multihead/multihead_wrapper"],
+    },
+    {
+        "name": "38_wrapper_ignores_qkv_bias",
+        "exercise": "04_multihead/multihead_wrapper",
+        "mistake": "MultiHeadAttentionWrapper does not pass qkv_bias on to its CausalAttention heads.",
+        "replace": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
+        "with": "[CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)]",
+    },
+    {
+        "name": "39_mha_ignores_qkv_bias",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention accepts qkv_bias but builds W_query, W_key, W_value without it "
+                   "(bias=False): qkv_bias=True gives no biases.",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
     },
 ]

@@ -10,6 +10,11 @@ pass. ``grader/tests/test_public_tests.py`` proves it for every entry.
 
 from __future__ import annotations
 
+# W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
+THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+                 "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)")
+
 MISTAKES: list[dict] = [
     {
         "name": "softmax_naive_ignores_dim",
@@ -52,6 +57,14 @@ MISTAKES: list[dict] = [
                 "        attn_scores = queries @ keys.T",
         "expect_test": "test_self_attention_v1_and_v2_keep_a_batch_dimension",
         "expect_message": ".T on a batch",
+    },
+    {
+        "name": "self_attention_v2_ignores_qkv_bias",
+        "exercise": "02_trainable_weights/self_attention",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "expect_test": "test_self_attention_parameters_have_the_documented_shapes",
+        "expect_message": "qkv_bias is ignored",
     },
     {
         "name": "copy_v2_to_v1_aliases",
@@ -119,6 +132,14 @@ MISTAKES: list[dict] = [
         "expect_message": "expected ValueError",
     },
     {
+        "name": "causal_attention_ignores_qkv_bias",
+        "exercise": "03_causal/causal_attention",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "expect_test": "test_causal_attention_qkv_bias_gives_the_projections_biases",
+        "expect_message": "qkv_bias is ignored",
+    },
+    {
         "name": "causal_attention_never_applies_dropout",
         "exercise": "03_causal/causal_attention",
         "replace": "        attn_weights = self.dropout(attn_weights)\n",
@@ -167,6 +188,14 @@ MISTAKES: list[dict] = [
         "with": "[CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)]",
         "expect_test": "test_multihead_wrapper_passes_qkv_bias_to_every_head",
         "expect_message": "qkv_bias is not passed on",
+    },
+    {
+        "name": "multihead_attention_ignores_qkv_bias",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "expect_test": "test_multihead_attention_qkv_bias_gives_the_projections_biases",
+        "expect_message": "qkv_bias is ignored",
     },
     {
         "name": "multihead_attention_without_scaling",

@@ -1,0 +1,99 @@
+"""CI proof that the hidden tests accept the documents' own code (issue 23: "the documents' code scores 100").
+
+``tests/mutants/book_variants.py`` (``VARIANTS``) holds the code printed in ``exercises/documents/``,
+adapted only to a stub's names and to what the stub explicitly asks, as patches to the reference
+solutions (format: grader/mutation.py): the loops that fill ``torch.empty(inputs.shape[0])`` and
+``torch.zeros(query.shape)`` (float32 whatever the input), the notebook's scale
+``torch.sqrt(torch.tensor(d_k))`` (√d_k rounded to float32), the chapter's MultiHeadAttention forward,
+its causal masks. Each is applied to a copy of ``solutions/``, and every hidden test of the exercises
+that can import the changed module (its own, and those built on it: hidden_runner.affected_by) must
+pass. A control, a real mistake judged by the same verdict, must be rejected.
+
+All the runs share one warm process (hidden_runner.run_hidden, forked_pytest.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from grader import mutation
+from grader.rubric import REPO_ROOT, TESTS_DIR
+
+try:
+    from . import hidden_runner as hr
+except ImportError:
+    import hidden_runner as hr
+
+VARIANTS_FILE = TESTS_DIR / "mutants" / "book_variants.py"
+VARIANTS = mutation.load_patches(VARIANTS_FILE, "VARIANTS")
+VARIANT_KEYS = {*mutation.PATCH_KEYS, "source", "differs"}
+DOCUMENTS = REPO_ROOT / "exercises" / "documents"
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
+# The verdict can fail: the notebook's scale forgotten altogether is no book variant.
+CONTROL = {"name": "control_no_scale", "exercise": "02_trainable_weights/scaled_attention",
+           "source": "none", "differs": "a real mistake",
+           "replace": "attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)",
+           "with": "attn_weights = torch.softmax(attn_scores, dim=-1)"}
+
+
+def variant_problems(variant: dict, results: dict[str, hr.Outcome] | hr.HiddenRunError) -> list[str]:
+    """What keeps a variant from full marks: any hidden test of the exercises it can reach not passing."""
+    if isinstance(results, hr.HiddenRunError):
+        return [f"the hidden-test run did not complete: {results}"]
+    problems = [f"{nodeid} {o.status}: {o.first_line}" for nodeid, o in sorted(results.items()) if not o.passed]
+    if not any(o.exercise == variant["exercise"] for o in results.values()):
+        problems.append(f"no hidden test of {variant['exercise']} ran")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``{variant name: {nodeid: Outcome} or the error}`` for every variant and the control."""
+    tmp = tmp_path_factory.mktemp("book")
+    jobs, broken = {}, {}
+    for v in [*VARIANTS, CONTROL]:
+        try:
+            jobs[v["name"]] = (hr.overlay(v, tmp / v["name"]), hr.affected_by(v["exercise"]))
+        except (mutation.PatchError, KeyError) as err:
+            broken[v["name"]] = hr.HiddenRunError(str(err))
+    return {**hr.run_hidden(jobs), **broken}
+
+
+def test_book_variants_are_well_formed():
+    names = [v.get("name") for v in VARIANTS]
+    assert len(VARIANTS) >= 8 and len(names) == len(set(names)), names
+    documents = {p.name for p in DOCUMENTS.glob("*.txt")}
+    problems = []
+    for v in VARIANTS:
+        unknown = sorted(set(v) - VARIANT_KEYS)
+        missing = sorted(k for k in VARIANT_KEYS if not str(v.get(k, "")).strip())
+        if unknown or missing:
+            problems.append(f"{v.get('name')}: unknown keys {unknown}, missing {missing}")
+            continue
+        if not any(doc in v["source"] for doc in documents):
+            problems.append(f"{v['name']}: its source names none of exercises/documents/*.txt: {v['source']!r}")
+        try:
+            source = mutation.reference_file(v).read_text()
+            if mutation.apply(source, v) == source:
+                problems.append(f"{v['name']}: changes nothing")
+        except mutation.PatchError as err:
+            problems.append(str(err))
+            continue
+        start = source.index(v["replace"])
+        if not any(r.start() <= start and start + len(v["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
+            problems.append(f"{v['name']}: changes solutions/{v['exercise']}.py outside its ### BEGIN/END SOLUTION regions")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.timeout(300)
+def test_every_hidden_test_passes_on_the_documents_own_code(runs):
+    report = [f"{v['name']} [{v['exercise']}, {v['source']}]: {p}" for v in VARIANTS for p in variant_problems(v, runs[v["name"]])]
+    assert not report, f"{len(report)} hidden test(s) reject the documents' own code:\n" + "\n".join(report)
+
+
+@pytest.mark.timeout(300)
+def test_the_verdict_rejects_a_real_mistake(runs):
+    problems = variant_problems(CONTROL, runs[CONTROL["name"]])
+    assert any("test_scaled_attention.py::" in p and " failed: " in p for p in problems), problems
