@@ -160,11 +160,12 @@ class _Plugin:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
                                     "kind": str(props.get("kind", "core")), "passed": None, "message": "",
-                                    "duration": 0.0}
+                                    "duration": 0.0, "reached": set()}
         return self.results[nodeid]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         entry = self._entry(report.nodeid, dict(report.user_properties))
+        entry["reached"] |= self.guard.used
         if report.when in ("setup", "call"):
             entry["duration"] += report.duration
             if entry["passed"] is False:
@@ -191,7 +192,8 @@ class _Plugin:
     def outcomes(self) -> list[TestOutcome]:
         return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
                             message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
-                            duration=r["duration"], kind=r["kind"]) for n, r in ((n, self.results[n]) for n in self.order)]
+                            duration=r["duration"], kind=r["kind"], reached=tuple(sorted(r["reached"])))
+                for n, r in ((n, self.results[n]) for n in self.order)]
 
 
 def _report_hook() -> Any:

@@ -72,7 +72,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         from grader import engine
-        from grader.scoring import dependencies, score_with_regrade
+        from grader.scoring import charge_shortcuts, dependencies, score_with_regrade
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         run = None
@@ -80,7 +80,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
         # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
         tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
-        outcomes = engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True)
+        outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
         gpu_worker = engine.gpu_check_worker(tests_worker, root, **limits)
         try:
             gpu_check = _gpu_check(gpu_worker, rubric, options.gpu, outcomes, options.exercises)
@@ -89,7 +89,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
-            return engine.run_hidden_tests(retry_worker, exercises=exercise_ids)
+            return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
 
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run

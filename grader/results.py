@@ -23,6 +23,7 @@ class TestOutcome:
     duration: float
     kind: str = "core"  # core | printed | edge: the test's kind marker (tests/conftest.py, grader/rubric.py)
     credit: float = 1.0  # the share of its points a passing test earns (edge tests: grader/scoring.py)
+    reached: tuple[str, ...] = ()  # the public names the test reached (``split_heads``): grader/engine.py
 
     @property
     def points(self) -> float:

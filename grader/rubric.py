@@ -49,6 +49,8 @@ class Exercise:
     names: tuple[str, ...]  # the public names its module defines
     depends_on: tuple[str, ...]  # exercise ids whose modules it is expected to import
     kinds: tuple[tuple[str, float], ...] = ()  # (kind, points) in the rubric's kinds order; they add up to ``points``
+    # public name -> the library calls that would do its work (exercises/kata_shortcuts.py finds them)
+    shortcuts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def kind_points(self) -> dict[str, float]:
@@ -84,6 +86,13 @@ class Rubric:
     kinds: dict[str, str]  # test kind -> what it checks, in scoring order
     exercises: dict[str, Exercise]
     gpu_points: float
+    shortcuts_allowed: bool = False  # the instructor's switch: library shortcuts cost nothing
+
+    @property
+    def shortcut_table(self) -> dict[str, dict[str, list[str]]]:
+        """``{module: {public name: [calls]}}``: what exercises/shortcuts.json holds for the public tests."""
+        return {ex.module: {name: list(calls) for name, calls in ex.shortcuts}
+                for ex in self.exercises.values() if ex.shortcuts}
 
     def in_group(self, group: str) -> list[Exercise]:
         return [ex for ex in self.exercises.values() if ex.group == group]
@@ -117,7 +126,8 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
         raise RubricError("rubric.json's kinds must include 'core'")
     exercises = {
         ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]),
-                        _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]}), tuple(kinds)))
+                        _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]}), tuple(kinds)),
+                        tuple((name, tuple(calls)) for name, calls in ex.get("shortcuts", {}).items()))
         for ex_id, ex in raw["exercises"].items()
     }
     strays = sorted(ex_id for ex_id, ex in exercises.items() if ex.group not in groups)
@@ -130,7 +140,10 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     lacking = sorted(dep for dep in built_on if not (tests_dir / "standins" / f"{exercises[dep].module}.py").is_file())
     if lacking:
         raise RubricError(f"exercises built on (depends_on) without a stand-in in tests/standins/: {', '.join(lacking)}")
-    return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]))
+    strays = sorted(f"{ex.id}: {name}" for ex in exercises.values() for name, _ in ex.shortcuts if name not in ex.names)
+    if strays:
+        raise RubricError(f"shortcuts for names the exercises do not define: {', '.join(strays)}")
+    return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]), bool(raw.get("shortcuts_allowed", False)))
 
 
 def _kinds(ex_id: str, points: float, raw: dict, known: tuple[str, ...]) -> tuple[tuple[str, float], ...]:

@@ -25,12 +25,14 @@ points; see grader/rubric.py for the kinds.
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from grader.results import ExerciseResult, TestOutcome
-from grader.rubric import Exercise, Rubric
+from grader.rubric import TESTS_DIR, Exercise, Rubric
 
 _MAX_SOURCE_BYTES = 2**20
 
@@ -77,6 +79,54 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
         note = f" ({weighed} edge-case tests passed and count in proportion to the core tests)" if weighed else ""
         message = f"{len(failures)} of {len(counted)} tests failed{note}; first: {failures[0].message}"
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
+
+
+def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
+    """``{exercise id: {public name: [library calls that do its work]}}`` in the submission at ``root``,
+    read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
+    from grader.submission import UnreadableFile, read_regular
+
+    scanner = _shortcut_scanner()
+    found = {}
+    for ex in rubric.exercises.values():
+        if not ex.shortcuts:
+            continue
+        try:
+            source = read_regular(root / ex.group / f"{ex.module}.py", _MAX_SOURCE_BYTES)
+        except UnreadableFile:
+            continue
+        hits = scanner.find(source, {name: list(calls) for name, calls in ex.shortcuts})
+        if hits:
+            found[ex.id] = hits
+    return found
+
+
+def charge_shortcuts(rubric: Rubric, root: Path, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with every test that reached a public name calling a library shortcut failed: the
+    exercise asked for that work by hand (unless the rubric's ``shortcuts_allowed``)."""
+    outcomes = list(outcomes)
+    found = {} if rubric.shortcuts_allowed else shortcuts_in(rubric, root)
+    if not found:
+        return outcomes
+    scanner = _shortcut_scanner()
+    charged = []
+    for o in outcomes:
+        hits = {name: calls for name, calls in found.get(o.exercise, {}).items() if name in o.reached}
+        if hits and o.passed:
+            o = replace(o, passed=False, message=(
+                f"counts nothing: {scanner.describe(hits)}, which does this exercise's work; write it yourself "
+                f"(exercises/shortcuts.json lists the calls each function must not use)"))
+        charged.append(o)
+    return charged
+
+
+@cache
+def _shortcut_scanner():
+    """tests/kata_shortcuts.py (the students' exercises/kata_shortcuts.py), loaded under a private name."""
+    spec = importlib.util.spec_from_file_location("kata_grader_shortcuts", TESTS_DIR / "kata_shortcuts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 REGRADE_SILENT = "failed in the re-grade over stand-ins (its messages are about the stand-ins: not shown)"

@@ -12,7 +12,8 @@ message must name the function it sits in (``CausalAttention.forward``) and the 
 to read. The stub therefore carries ``__KATA_WHERE__``; afterwards ``ast`` finds the ``def``
 enclosing each placeholder and fills in its qualified name.
 
-Only the modules listed in ``tests/rubric.json`` are generated; READMEs, hints, public tests,
+Only the modules listed in ``tests/rubric.json`` are generated, and ``exercises/shortcuts.json`` (the
+rubric's library shortcuts, which the public tests read); READMEs, hints, public tests,
 ``exercises/conftest.py`` and ``exercises/kata_checks.py`` (the checks and diagnoses shared with the
 hidden tests) are hand-written and left alone.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import sys
 from pathlib import Path
 
@@ -94,11 +96,14 @@ def make_stub(solution_source: str, exercise_id: str) -> str:
 
 
 def generate(repo_root: Path = REPO_ROOT) -> dict[Path, str]:
-    """``{exercises/<group>/<module>.py: stub text}`` for every exercise in the rubric."""
+    """``{exercises/<group>/<module>.py: stub text}`` for every exercise in the rubric, and
+    ``exercises/shortcuts.json``: the rubric's library shortcuts, for the public tests."""
     stubs: dict[Path, str] = {}
     for ex_id in exercise_ids(repo_root):
         source = (repo_root / "solutions" / f"{ex_id}.py").read_text()
         stubs[repo_root / "exercises" / f"{ex_id}.py"] = make_stub(source, ex_id)
+    table = load_rubric(repo_root / "tests").shortcut_table
+    stubs[repo_root / "exercises" / "shortcuts.json"] = json.dumps(table, indent=1) + "\n"
     return stubs
 
 
