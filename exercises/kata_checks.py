@@ -67,6 +67,8 @@ DROPOUT_NOT_APPLIED = ("dropout was never applied: with dropout=0.5 in training 
 DROPOUT_IN_EVAL = "dropout still acts after .eval(): use nn.Dropout (the identity in eval mode), not a hand-made one"
 NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every element is dropped: return zeros")
 P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
+TOO_MANY_TOKENS = "more tokens than context_length: raise ValueError naming both numbers"
+NOT_DIVISIBLE = "d_out must be divisible by num_heads: raise ValueError (not assert: an assert raises AssertionError)"
 NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
 KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
                      "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
@@ -78,6 +80,9 @@ COPY_NOT_TRANSPOSED = ("copied without transposing: nn.Linear stores its weight 
                        "as (d_in, d_out): copy the transpose (.T), not a reshape/view of the same numbers")
 BIAS_NOT_ZEROED = "v1 has no bias: set v2's biases to zero so that both compute the same output"
 BIAS_NOT_REFUSED = "SelfAttention_v1 has nowhere to put v2's biases: raise ValueError instead of dropping them"
+NO_GRADIENT = ("keep the forward differentiable: no torch.no_grad(), .detach() or .data in it; the weights are "
+               "nn.Parameter / nn.Linear")
+SHAPES_NOT_REFUSED = "the shapes do not match: raise ValueError naming them"
 PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError half-way leaves the target "
                 "half-copied")
 QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
@@ -403,6 +408,36 @@ def assert_unchanged(before: Sequence[torch.Tensor], after: Sequence[Any], *, ca
         if isinstance(b, torch.Tensor) and not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)):
             fail(call, f"modified its argument {name!r} in place", f"before {fmt(b)}", f"after  {fmt(a)}",
                  "work on a new tensor: masked_fill (no underscore), x * mask, ... instead of masked_fill_ / x[...] = / +=")
+
+
+def call_in_float64(fn: Callable[..., Any], *args: Any, call: str, shapes: Sequence[Sequence[int]],
+                    unchanged: Sequence[str] = (), any_float: bool = False) -> Any:
+    """``fn(*args)`` with float64 tensors: every tensor it returns (one per entry of ``shapes``; a tuple for
+    several) has its shape and is float64 (float32 too with ``any_float``); the arguments named in
+    ``unchanged`` (the first ``len(unchanged)`` of ``args``) are not modified in place."""
+    __tracebackhide__ = True
+    before = [a.clone() for a in args[:len(unchanged)]]
+    got = fn(*args)
+    assert_unchanged(before, args[:len(unchanged)], call=call, names=unchanged)
+    results = tuple(got) if len(shapes) > 1 and isinstance(got, (tuple, list)) else (got,)
+    if len(results) != len(shapes):
+        fail(call, f"returned {describe(got)}; expected {len(shapes)} tensors")
+    for result, shape in zip(results, shapes):
+        check_tensor(result, call=call, shape=shape, dtype=None if any_float else torch.float64)
+        if any_float and result.dtype not in (torch.float32, torch.float64):
+            fail(call, f"returned a {result.dtype} tensor; expected torch.float64 (or float32)")
+    return got
+
+
+def assert_gradients_reach_every_parameter(module: Any, x: torch.Tensor, *, call: str,
+                                           errors: Sequence[tuple[str, str]] = ()) -> None:
+    """``module(x).sum().backward()`` gives every parameter of ``module`` a gradient (``errors``: as call_checked's)."""
+    __tracebackhide__ = True
+    module.zero_grad(set_to_none=True)
+    call_checked(module, x, call=call, errors=errors).sum().backward()
+    missing = sorted(name for name, p in module.named_parameters() if p.grad is None)
+    if missing:
+        fail(call, f"no gradient reached {missing}", f"likely cause: {NO_GRADIENT}")
 
 
 def assert_mask_buffer(module: Any, expected: torch.Tensor, *, call: str, diagnoses: Iterable[tuple[torch.Tensor, str]] = ()) -> None:

@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or computed here with pl
 
 import torch
 
-from kata_checks import BATCH_DOT_T, SIZE_MISMATCH, assert_close, call_checked, journey_inputs, load
+from kata_checks import BATCH_DOT_T, SIZE_MISMATCH, assert_close, call_checked, call_in_float64, journey_inputs, load
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -44,3 +44,16 @@ def test_attention_scores_matrix_keeps_a_batch_dimension():
     got = call_checked(m.attention_score_matrix, x, call=call, errors=[(SIZE_MISMATCH, BATCH_DOT_T)])
     expected = torch.einsum("bid,bjd->bij", x, x)  # entry [b, i, j] = x[b, i] · x[b, j]
     assert_close(got, expected, atol=1e-5, call=call)
+
+
+def test_attention_scores_keep_float64_and_leave_their_inputs_unchanged():
+    """The README's rules: no argument modified in place; attention_score_matrix keeps float64 and two batch
+    dimensions (attention_scores may return float32, as the documents' torch.empty loop does)."""
+    m = load("attention_scores")
+    g = torch.Generator().manual_seed(14)
+    x, query = torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    call_in_float64(m.attention_scores, x, query, call="attention_scores(x (5, 3), query (3,)) [float64]", shapes=[(5,)],
+                    unchanged=["inputs", "query"], any_float=True)
+    x = torch.randn(2, 2, 4, 3, generator=g, dtype=torch.float64)
+    call_in_float64(m.attention_score_matrix, x, call="attention_score_matrix(x of shape (2, 2, 4, 3)) [float64]",
+                    shapes=[(2, 2, 4, 4)], unchanged=["inputs"])

@@ -8,7 +8,7 @@ paths in the kata are relative to the repository root), or computed here with pl
 import torch
 
 from kata_checks import (BATCH_DOT_T, NO_SOFTMAX, SIMPLE_NOT_SCALED, SIZE_MISMATCH, WRONG_DIM, assert_close, call_checked,
-                         journey_inputs, load)
+                         call_in_float64, journey_inputs, load)
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: z(2) = "tensor([0.4419, 0.6515, 0.5683])"
 Z_2 = torch.tensor([0.4419, 0.6515, 0.5683])
@@ -43,3 +43,17 @@ def test_context_vectors_keep_a_batch_dimension():
     assert_close(got, torch.softmax(scores, dim=2) @ x, atol=1e-5, call=call,
                  diagnoses=[(torch.softmax(scores, dim=1) @ x, WRONG_DIM), (scores @ x, NO_SOFTMAX),
                             (torch.softmax(scores / 3**0.5, dim=2) @ x, SIMPLE_NOT_SCALED)])
+
+
+def test_context_vectors_keep_float64_and_leave_their_inputs_unchanged():
+    """The README's rules: no argument modified in place; context_vectors keeps float64 and two batch dimensions
+    (context_vector may return float32, as the documents' torch.zeros loop does)."""
+    m = load("context_vectors")
+    g = torch.Generator().manual_seed(16)
+    x = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    weights = torch.softmax(torch.randn(5, generator=g, dtype=torch.float64), 0)
+    call_in_float64(m.context_vector, x, weights, call="context_vector(x (5, 3), attn_weights (5,)) [float64]", shapes=[(3,)],
+                    unchanged=["inputs", "attn_weights"], any_float=True)
+    x = torch.randn(2, 2, 4, 3, generator=g, dtype=torch.float64)
+    call_in_float64(m.context_vectors, x, call="context_vectors(x of shape (2, 2, 4, 3)) [float64]", shapes=[(2, 2, 4, 3)],
+                    unchanged=["inputs"])

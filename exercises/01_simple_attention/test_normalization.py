@@ -8,7 +8,7 @@ paths in the kata are relative to the repository root), or computed here with to
 import torch
 
 from kata_checks import (DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, SIZE_MISMATCH, WHOLE_TENSOR, assert_close,
-                         assert_softmax_has_no_nan, call_checked, journey_inputs, load)
+                         assert_softmax_has_no_nan, call_checked, call_in_float64, journey_inputs, load)
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -89,3 +89,13 @@ def test_normalization_softmax_stable_works_row_by_row():
     assert_close(got[:2] if isinstance(got, torch.Tensor) and got.dim() == 2 else got, expected, atol=1e-4,
                  call="softmax_stable(inputs @ inputs.T, dim=-1)[:2]  [chapter_notes_3.1-3.6.txt, 3.3.2]",
                  diagnoses=[(torch.softmax(scores, 0)[:2], DIM_IGNORED)])
+
+
+def test_normalization_keeps_float64_and_leaves_the_scores_unchanged():
+    """The README's rules: the input's dtype kept, no argument modified in place."""
+    m = load("normalization")
+    scores = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(15), dtype=torch.float64) + 0.1
+    for name in ("normalize_by_sum", "softmax_naive", "softmax_stable"):
+        for dim in (-1, 0):
+            call_in_float64(getattr(m, name), scores, dim, call=f"{name}(scores of shape (2, 3, 4), dim={dim}) [float64]",
+                            shapes=[(2, 3, 4)], unchanged=["scores"])

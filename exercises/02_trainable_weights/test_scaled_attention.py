@@ -9,7 +9,8 @@ torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import BATCH_DOT_T, SIZE_MISMATCH, WRONG_DIM, assert_close, call_checked, journey_inputs, load, scale_diagnoses
+from kata_checks import (BATCH_DOT_T, SIZE_MISMATCH, WRONG_DIM, assert_close, call_checked, call_in_float64, journey_inputs, load,
+                         scale_diagnoses)
 
 
 def seed_123_projections() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -46,3 +47,12 @@ def test_scaled_attention_with_a_batch_and_d_v_different_from_d_k():
                  diagnoses=[(torch.softmax(scores / 2.0, dim=-2), WRONG_DIM)]
                  + scale_diagnoses(lambda s: torch.softmax(scores * s, dim=-1), 4))
     assert_close(context, F.scaled_dot_product_attention(q, k, v), atol=1e-5, call=call + "[0] (the context)")
+
+
+def test_scaled_attention_keeps_float64_two_batch_dims_and_its_inputs():
+    """The README's rules: the input's dtype kept, any number of leading batch dimensions, no argument modified in place."""
+    m = load("scaled_attention")
+    g = torch.Generator().manual_seed(17)
+    q, k, v = (torch.randn(2, 3, t, d, generator=g, dtype=torch.float64) for t, d in ((4, 5), (6, 5), (6, 2)))
+    call_in_float64(m.scaled_dot_product, q, k, v, call="scaled_dot_product(q (2, 3, 4, 5), k (2, 3, 6, 5), v (2, 3, 6, 2)) [float64]",
+                    shapes=[(2, 3, 4, 2), (2, 3, 4, 6)], unchanged=["queries", "keys", "values"])

@@ -10,8 +10,8 @@ W_query, W_key, W_value in that order, right after the seed.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail,
-                         journey_inputs, load, scale_diagnoses)
+from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
+                         fail, journey_inputs, load, scale_diagnoses)
 
 
 def test_self_attention_v1_seed_123_matches_the_document():
@@ -72,3 +72,19 @@ def test_self_attention_v1_and_v2_keep_a_batch_dimension():
             expected = _expected(x, *weights, scale=None)
             diagnoses = scale_diagnoses(lambda s: _expected(x, *weights, scale=s), 4, "d_out")
         assert_close(got, expected, atol=1e-5, call=call, diagnoses=diagnoses)
+
+
+def test_self_attention_moved_to_float64_computes_in_float64():
+    """The README's rules: a module moved with .to(torch.float64) computes in float64."""
+    m = load("self_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(18), dtype=torch.float64)
+    for cls in ("SelfAttention_v1", "SelfAttention_v2"):
+        module = getattr(m, cls)(3, 4).to(torch.float64)
+        call_in_float64(module, x, call=f"{cls}(3, 4).to(torch.float64)(x of shape (2, 5, 3))", shapes=[(2, 5, 4)])
+
+
+def test_self_attention_gradients_reach_every_parameter():
+    m = load("self_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(27))
+    for cls, args in [("SelfAttention_v1", (3, 4)), ("SelfAttention_v2", (3, 4, True))]:
+        assert_gradients_reach_every_parameter(getattr(m, cls)(*args), x, call=f"{cls}{args}(x).sum().backward()")

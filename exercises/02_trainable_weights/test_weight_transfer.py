@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from kata_checks import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, COPY_REPLACES,
-                         PARTIAL_COPY, assert_close, assert_raises, fail, journey_inputs, load)
+                         PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close, assert_raises, fail, journey_inputs, load)
 
 NAMES = ("W_query", "W_key", "W_value")
 
@@ -94,6 +94,6 @@ def test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing():
         args = (sa_v2, sa_v1) if direction == "copy_weights_v2_to_v1" else (sa_v1, sa_v2)
         call = f"{direction}(...) with sa_v1.W_value of shape (3, 5) and sa_v2.W_value.weight of shape (4, 3)"
         assert_raises(ValueError, getattr(wt, direction), *args, call=call,
-                      why=f"the shapes do not match: raise ValueError naming them. {PARTIAL_COPY}")
+                      why=f"{SHAPES_NOT_REFUSED}. {PARTIAL_COPY}")
         for k, v in target.named_parameters():
             assert_close(v.detach(), before[k], atol=0, call=call + f" raised; {k} must be unchanged", otherwise=PARTIAL_COPY)

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 
 from kata_checks import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises,
-                         check_tensor, fail, load)
+                         call_in_float64, check_tensor, fail, load)
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -28,12 +28,12 @@ def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
 def test_attention_dropout_scales_survivors_and_is_identity_when_not_training():
     m = load("attention_dropout")
     x = torch.rand(50, 50, generator=torch.Generator().manual_seed(0)) + 0.5
-    got = m.dropout(x, 0.25)
+    got = m.dropout(x.clone(), 0.25)
     kept = got != 0
     assert_close(got[kept], x[kept] / 0.75, atol=1e-6, call="dropout(x, 0.25) at the kept positions",
                  diagnoses=[(x[kept], NOT_RESCALED)])
-    assert_close(m.dropout(x, 0.25, training=False), x, atol=0.0, call="dropout(x, 0.25, training=False)")
-    assert_close(m.dropout(x, 0.0), x, atol=0.0, call="dropout(x, 0.0)")
+    assert_close(m.dropout(x.clone(), 0.25, training=False), x, atol=0.0, call="dropout(x, 0.25, training=False)")
+    assert_close(m.dropout(x.clone(), 0.0), x, atol=0.0, call="dropout(x, 0.0)")
 
 
 def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p():
@@ -42,7 +42,7 @@ def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p
     x = torch.ones(200, 200)
     for p in (0.2, 0.8):
         torch.manual_seed(7)
-        got = m.dropout(x, p)
+        got = m.dropout(x.clone(), p)
         call = f"torch.manual_seed(7); dropout(torch.ones(200, 200), {p})"
         check_tensor(got, call=call, shape=(200, 200))
         kept = got != 0
@@ -68,3 +68,11 @@ def test_attention_dropout_drops_everything_at_p_one():
 def test_attention_dropout_rejects_a_probability_outside_0_and_1(p):
     m = load("attention_dropout")
     assert_raises(ValueError, m.dropout, torch.ones(3), p, call=f"dropout(torch.ones(3), {p})", why=P_NOT_CHECKED)
+
+
+def test_attention_dropout_keeps_float64_and_leaves_x_unchanged():
+    """The README's rules: the input's dtype kept, no argument modified in place (at p = 0.5 and at p = 1)."""
+    m = load("attention_dropout")
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(20), dtype=torch.float64) + 0.1
+    for p in (0.5, 1.0):
+        call_in_float64(m.dropout, x, p, call=f"dropout(x of shape (4, 5), {p}) [float64]", shapes=[(4, 5)], unchanged=["x"])

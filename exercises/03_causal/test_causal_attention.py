@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
-                         QKV_BIAS_NOT_USED, SAME_DEVICE, SIZE_MISMATCH, UNMASKED, WRONG_DEVICE, assert_close,
-                         assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked, call_on_any_device, check_tensor,
-                         journey_batch, load, scale_diagnoses)
+                         SAME_DEVICE, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
+                         assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
+                         call_in_float64, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -103,13 +103,15 @@ def test_causal_attention_ignores_future_tokens():
                  note="tokens 0-3 must not see tokens 4 and 5: mask the future before the softmax")
     fewer = call_checked(ca, x[:, :4], call="ca(x[:, :4]) (fewer tokens than context_length)", errors=MASK_ERRORS)
     assert_close(fewer, first[:, :4].detach(), atol=1e-6, call="ca(x[:, :4]) vs ca(x)[:, :4]")
+    one = call_checked(ca, x[:, :1], call="ca(x[:, :1]) (a single token)", errors=MASK_ERRORS)
+    assert_close(one, first[:, :1].detach(), atol=1e-6, call="ca(x[:, :1]) vs ca(x)[:, :1]")
 
 
 def test_causal_attention_rejects_more_tokens_than_context_length():
     m = load("causal_attention")
     ca = m.CausalAttention(3, 2, 4, 0.0)
     assert_raises(ValueError, ca, torch.rand(1, 5, 3), call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
-                  why="more tokens than context_length: raise ValueError naming both numbers")
+                  why=TOO_MANY_TOKENS)
 
 
 def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only():
@@ -131,3 +133,20 @@ def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only()
     ca.eval()
     assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)],
                  otherwise=DROPOUT_IN_EVAL)
+
+
+def test_causal_attention_moved_to_float64_computes_in_float64_and_leaves_x_unchanged():
+    """The README's rules: a module moved with .to(torch.float64) computes in float64; no argument modified in place."""
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 6, 0.0).to(torch.float64)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(23), dtype=torch.float64)
+    call_in_float64(lambda x: call_checked(ca, x, call="ca(x)", errors=MASK_ERRORS), x,
+                    call="CausalAttention(3, 4, 6, 0.0).to(torch.float64)(x of shape (2, 5, 3))", shapes=[(2, 5, 4)], unchanged=["x"])
+
+
+def test_causal_attention_gradients_reach_every_parameter():
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 6, 0.0, qkv_bias=True)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(28))
+    assert_gradients_reach_every_parameter(ca, x, call="CausalAttention(3, 4, 6, 0.0, qkv_bias=True)(x).sum().backward()",
+                                           errors=MASK_ERRORS)

@@ -11,8 +11,8 @@ your 02_trainable_weights code.
 import torch
 import torch.nn as nn
 
-from kata_checks import (assert_close, assert_unchanged, call_on_any_device, check_tensor,
-                         journey_inputs, load)
+from kata_checks import (assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
+                         load)
 
 # notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
 CAUSAL_WEIGHTS = torch.tensor(
@@ -91,3 +91,14 @@ def test_causal_mask_functions_work_on_a_batch_on_any_device():
         call = f"{name}(a batch of shape (2, 5, 5){', 4' if len(args) == 2 else ''})"
         got = call_on_any_device(getattr(m, name), *args, call=call)
         check_tensor(got, call=call, shape=(2, 5, 5))
+
+
+def test_causal_mask_functions_keep_float64_and_leave_their_inputs_unchanged():
+    """The README's rules: the input's dtype kept, any leading batch dimensions, no argument modified in place."""
+    m = load("causal_mask")
+    scores = torch.randn(2, 3, 5, 5, generator=torch.Generator().manual_seed(19), dtype=torch.float64)
+    for name, args, arg_name in [("mask_future_scores", (scores,), "attn_scores"),
+                                 ("mask_and_renormalize", (scores.softmax(-1),), "attn_weights"),
+                                 ("causal_attention_weights", (scores, 3), "attn_scores")]:
+        call = f"{name}({arg_name} of shape (2, 3, 5, 5){', 3' if len(args) == 2 else ''}) [float64]"
+        call_in_float64(getattr(m, name), *args, call=call, shapes=[(2, 3, 5, 5)], unchanged=[arg_name])

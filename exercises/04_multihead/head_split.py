@@ -53,14 +53,14 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
 
 
 def per_head_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    """Attention scores of every head at once: (b, h, T, hd) x (b, h, T, hd) -> (b, h, T, T).
+    """Attention scores of every head at once: (b, h, T_q, hd) x (b, h, T_k, hd) -> (b, h, T_q, T_k).
 
     Args:
-        queries: (b, num_heads, T, head_dim)
-        keys: (b, num_heads, T, head_dim)
+        queries: (b, num_heads, T_q, head_dim)
+        keys: (b, num_heads, T_k, head_dim); T_k may differ from T_q.
 
     Returns:
-        (b, num_heads, T, T): entry [b, h, i, j] is queries[b, h, i] · keys[b, h, j].
+        (b, num_heads, T_q, T_k): entry [b, h, i, j] is queries[b, h, i] · keys[b, h, j].
 
     Example (exercises/documents/chapter_notes_3.1-3.6.txt, section 3.6.2, ``a @ a.transpose(2, 3)`` with the (1, 2, 3, 4) tensor ``a`` printed there)::
 

@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or small hand-made ones.
 
 import torch
 
-from kata_checks import SPLIT_BARE_VIEW, assert_close, assert_raises, load
+from kata_checks import NOT_DIVISIBLE, SPLIT_BARE_VIEW, assert_close, assert_raises, call_in_float64, load
 
 
 def test_head_split_gives_each_head_its_slice_of_features():
@@ -41,4 +41,15 @@ def test_head_split_per_head_scores_match_the_document():
 def test_head_split_rejects_an_indivisible_d_out():
     m = load("head_split")
     assert_raises(ValueError, m.split_heads, torch.zeros(1, 2, 5), 2, call="split_heads(x of shape (1, 2, 5), 2)",
-                  why="d_out = 5 is not divisible by num_heads = 2: raise ValueError")
+                  why=NOT_DIVISIBLE)
+
+
+def test_head_split_keeps_float64():
+    """The README's rules: the input's dtype kept."""
+    m = load("head_split")
+    g = torch.Generator().manual_seed(24)
+    x = torch.randn(2, 5, 6, generator=g, dtype=torch.float64)
+    call_in_float64(m.split_heads, x, 3, call="split_heads(x of shape (2, 5, 6), 3) [float64]", shapes=[(2, 3, 5, 2)])
+    call_in_float64(m.merge_heads, x.reshape(2, 3, 5, 2), call="merge_heads(x of shape (2, 3, 5, 2)) [float64]", shapes=[(2, 5, 6)])
+    q, k = torch.randn(2, 3, 4, 5, generator=g, dtype=torch.float64), torch.randn(2, 3, 6, 5, generator=g, dtype=torch.float64)
+    call_in_float64(m.per_head_scores, q, k, call="per_head_scores(q (2, 3, 4, 5), k (2, 3, 6, 5)) [float64]", shapes=[(2, 3, 4, 6)])

@@ -10,9 +10,10 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, SAME_DEVICE,
-                         SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, WRONG_DEVICE, assert_close, assert_mask_buffer, assert_qkv_biases,
-                         call_checked, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
+from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
+                         SAME_DEVICE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
+                         assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
+                         call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -80,6 +81,10 @@ def test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weig
         with torch.no_grad():
             expected = _attention(mha, x, 2)
         assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x, 2))
+        one = call_checked(mha, x[:, :1], call=call + "[:, :1] (a single token)", errors=MASK_ERRORS)
+        with torch.no_grad():
+            expected = _attention(mha, x[:, :1], 2)
+        assert_close(one, expected, atol=1e-5, call=f"MultiHeadAttention(...)(x[:, :1]) (a single token), qkv_bias={bias}")
 
 
 def test_multihead_attention_qkv_bias_gives_the_projections_biases():
@@ -115,3 +120,29 @@ def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
     if got != 2_360_064:
         fail("sum(p.numel() for p in gpt2_attention().parameters())", f"returned {got:,}", "expected 2,360,064",
              "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias")
+
+
+def test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens():
+    m = load("multihead_attention")
+    assert_raises(ValueError, m.MultiHeadAttention, 3, 6, 5, 0.0, num_heads=4,
+                  call="MultiHeadAttention(3, 6, 5, 0.0, num_heads=4)", why=NOT_DIVISIBLE)
+    mha = m.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
+    assert_raises(ValueError, mha, torch.rand(2, 6, 3), call="MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
+                  "(x with 6 tokens)", why=TOO_MANY_TOKENS)
+
+
+def test_multihead_attention_moved_to_float64_computes_in_float64():
+    """The README's rules: a module moved with .to(torch.float64) computes in float64."""
+    m = load("multihead_attention")
+    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to(torch.float64)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(26), dtype=torch.float64)
+    call_in_float64(lambda x: call_checked(mha, x, call="mha(x)", errors=MASK_ERRORS), x,
+                    call="MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).to(torch.float64)(x of shape (2, 5, 3))", shapes=[(2, 5, 4)])
+
+
+def test_multihead_attention_gradients_reach_every_parameter():
+    m = load("multihead_attention")
+    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(29))
+    assert_gradients_reach_every_parameter(mha, x, call="MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(x).sum().backward()",
+                                           errors=MASK_ERRORS)

@@ -9,7 +9,7 @@ in the kata are relative to the repository root). The wrapper builds on your
 
 import torch
 
-from kata_checks import CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, fail, journey_batch, load
+from kata_checks import CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64, fail, journey_batch, load
 
 
 def test_multihead_wrapper_seed_123_matches_the_document():
@@ -32,6 +32,10 @@ def test_multihead_wrapper_holds_its_heads_in_a_module_list():
     if not (isinstance(heads, torch.nn.ModuleList) and len(heads) == 3):
         fail("MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3).heads", f"returned {heads!r:.200}",
              "expected an nn.ModuleList of 3 CausalAttention modules (a plain list hides them from .parameters() and .to())")
+    for i, head in enumerate(heads):
+        if type(head).__name__ != "CausalAttention":
+            fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3).heads[{i}]",
+                 f"is a {type(head).__module__}.{type(head).__qualname__}; expected your CausalAttention")
 
 
 def test_multihead_wrapper_passes_qkv_bias_to_every_head():
@@ -55,3 +59,12 @@ def test_multihead_wrapper_two_dim_wrapper_returns_two_dimensional_embeddings():
     torch.manual_seed(123)
     mha = m.two_dim_wrapper(3, 6)
     assert_close(mha(journey_batch()), torch.stack((row, row)), atol=1e-4, call="torch.manual_seed(123); two_dim_wrapper(3, 6)(batch)")
+
+
+def test_multihead_wrapper_moved_to_float64_computes_in_float64():
+    """The README's rules: a module moved with .to(torch.float64) computes in float64."""
+    m = load("multihead_wrapper")
+    mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(25), dtype=torch.float64)
+    call_in_float64(mha, x, call="MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)(x of shape (2, 5, 3))",
+                    shapes=[(2, 5, 4)])

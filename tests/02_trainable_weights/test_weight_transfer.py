@@ -12,7 +12,8 @@ Tolerances: copied parameters exact (atol 0); outputs atol 1e-6; rtol 0.
 import pytest
 import torch
 
-from diagnose import BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, assert_close, assert_raises, fail
+from diagnose import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close,
+                      assert_raises, fail)
 from reference import ref
 
 REF = ref("self_attention")
@@ -112,7 +113,7 @@ def test_biased_v2_to_v1_raises_and_copies_nothing(impl):
     v2, v1 = impl.SelfAttention_v2(4, 3, qkv_bias=True), impl.SelfAttention_v1(4, 3)
     before = {k: v.clone() for k, v in v1.state_dict().items()}
     call = "copy_weights_v2_to_v1(SelfAttention_v2(4, 3, qkv_bias=True), SelfAttention_v1(4, 3))"
-    _expect_value_error(impl.copy_weights_v2_to_v1, v2, v1, call=call, why="v1 has nowhere to put v2's biases: raise ValueError")
+    _expect_value_error(impl.copy_weights_v2_to_v1, v2, v1, call=call, why=BIAS_NOT_REFUSED)
     _unchanged(v1, before, call)
 
 
@@ -133,7 +134,7 @@ def test_mismatched_shapes_raise_and_copy_nothing(impl):
     for fn, src, dst, call in cases:
         before = {k: v.clone() for k, v in dst.state_dict().items()}
         _expect_value_error(getattr(impl, fn), src, dst, call=call,
-                            why="check every shape first and raise ValueError naming them; copy only if all match")
+                            why=f"{SHAPES_NOT_REFUSED}. {PARTIAL_COPY}")
         _unchanged(dst, before, call)
 
 
@@ -144,4 +145,4 @@ def _expect_value_error(fn, *args, call, why):
 def _unchanged(module, before, call):
     for k, v in module.state_dict().items():
         if not torch.equal(v, before[k]):
-            fail(call, f"raised, but the target's {k} was changed anyway: check everything before copying anything")
+            fail(call, f"raised, but the target's {k} was changed anyway", f"likely cause: {PARTIAL_COPY}")

@@ -16,8 +16,8 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, SIZE_MISMATCH, UNMASKED, assert_close,
-                      assert_mask_buffer, assert_qkv_biases, assert_raises, assert_unchanged, call_checked, fail,
+from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, NO_GRADIENT, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED,
+                      assert_close, assert_mask_buffer, assert_qkv_biases, assert_raises, assert_unchanged, call_checked, fail,
                       load_reference_parameters, scale_diagnoses)
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
@@ -123,7 +123,7 @@ def test_too_many_tokens_raises(impl):
     m = impl.CausalAttention(3, 2, 4, 0.0)
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(103))
     assert_raises(ValueError, m, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
-                  why="more tokens than context_length: raise ValueError naming both numbers")
+                  why=TOO_MANY_TOKENS)
 
 
 @pytest.mark.core
@@ -137,7 +137,7 @@ def test_gradients_reach_every_parameter(impl):
     call = "CausalAttention(4, 3, 6, 0.0): forward_backward(x (2, 6, 4), grad_output (2, 6, 3))"
     for name, p in reference.named_parameters():
         if grads.get(name) is None:
-            fail(call, f"parameter {name!r} got no gradient")
+            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
 
 

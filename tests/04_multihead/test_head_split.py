@@ -12,7 +12,7 @@ Tolerances: split/merge exact (atol 0); printed atol 1e-4; random scores atol 1e
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises
+from diagnose import NOT_DIVISIBLE, assert_close, assert_raises
 from reference import printed, ref
 
 P = printed()
@@ -111,4 +111,4 @@ def test_split_heads_not_divisible_raises(impl):
     for d, h in [(6, 4), (5, 2)]:
         assert_raises(ValueError, impl.split_heads, torch.randn(2, 3, d, generator=g), h,
                       call=f"split_heads(x of shape (2, 3, {d}), num_heads={h})",
-                      why="d_out must be divisible by num_heads: raise ValueError (not assert, not a silent reshape error)")
+                      why=NOT_DIVISIBLE)

@@ -15,9 +15,9 @@ grads atol 1e-5.
 import pytest
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ,
-                      SIZE_MISMATCH, SPLIT_BARE_VIEW, UNMASKED, assert_close, assert_mask_buffer, assert_qkv_biases, assert_raises,
-                      call_checked, fail, load_reference_parameters, no_scale, scaled_by_d_out)
+from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_GRADIENT, NO_OUT_PROJ,
+                      NOT_DIVISIBLE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, assert_close, assert_mask_buffer,
+                      assert_qkv_biases, assert_raises, call_checked, fail, load_reference_parameters, no_scale, scaled_by_d_out)
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
 
@@ -145,7 +145,7 @@ def test_not_divisible_raises(impl):
     for d_out, h in [(6, 4), (5, 2)]:
         assert_raises(ValueError, impl.MultiHeadAttention, 3, d_out, 4, 0.0, num_heads=h,
                       call=f"MultiHeadAttention(3, {d_out}, 4, 0.0, num_heads={h})",
-                      why="d_out must be divisible by num_heads: raise ValueError (an assert gives AssertionError)")
+                      why=NOT_DIVISIBLE)
 
 
 @pytest.mark.edge
@@ -155,7 +155,7 @@ def test_mask_buffer_and_context_length(impl):
     call = "MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
     assert_mask_buffer(m, torch.triu(torch.ones(5, 5), 1), call=call)
     x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(143), dtype=torch.float64)
-    assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why="more tokens than context_length: raise ValueError")
+    assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why=TOO_MANY_TOKENS)
 
 
 @pytest.mark.core
@@ -169,7 +169,7 @@ def test_gradients_reach_every_parameter(impl):
     call = "MultiHeadAttention(4, 6, 5, 0.0, num_heads=3): forward_backward(x (2, 5, 4), grad_output (2, 5, 6))"
     for name, p in reference.named_parameters():
         if grads.get(name) is None:
-            fail(call, f"parameter {name!r} got no gradient")
+            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
 
 

@@ -373,4 +373,51 @@ MUTANTS: list[dict] = [
         "replace": THREE_LINEARS,
         "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
     },
+    {
+        "name": "40_causal_attention_weights_in_place",
+        "exercise": "03_causal/causal_mask",
+        "mistake": "causal_attention_weights masks the caller's scores in place (masked_fill_) before the softmax: "
+                   "the right weights, but the caller's scores now hold -inf.",
+        "replace": "return torch.softmax(mask_future_scores(attn_scores) / d_k**0.5, dim=-1)",
+        "with": "num_tokens = attn_scores.shape[-1]\n"
+                "    attn_scores.masked_fill_(torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=attn_scores.device), 1), "
+                "-torch.inf)\n"
+                "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)",
+    },
+    {
+        "name": "41_dropout_in_place",
+        "exercise": "03_causal/attention_dropout",
+        "mistake": "dropout multiplies the input in place (x.mul_): the right result, but the caller's tensor is "
+                   "overwritten.",
+        "replace": "return x * keep.div_(1 - p)",
+        "with": "return x.mul_(keep.div_(1 - p))",
+    },
+    {
+        "name": "42_mha_asserts_divisibility",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention checks d_out % num_heads with assert, as the chapter's listing does, instead "
+                   "of raising the ValueError its docstring asks for.",
+        "replace": "if d_out % num_heads != 0:\n"
+                   "            raise ValueError(f\"d_out={d_out} must be divisible by num_heads={num_heads}\")",
+        "with": "assert d_out % num_heads == 0, \"d_out must be divisible by num_heads\"",
+    },
+    {
+        "name": "43_score_matrix_preallocated_in_float32",
+        "exercise": "01_simple_attention/attention_scores",
+        "mistake": "attention_score_matrix fills a torch.empty(...) made without dtype=: float32, so a float64 "
+                   "input gives a float32 result.",
+        "replace": "return inputs @ inputs.transpose(-2, -1)",
+        "with": "scores = torch.empty(*inputs.shape[:-1], inputs.shape[-2])\n"
+                "    scores[...] = inputs @ inputs.transpose(-2, -1)\n"
+                "    return scores",
+    },
+    {
+        "name": "44_v1_keys_through_data",
+        "exercise": "02_trainable_weights/self_attention",
+        "mistake": "SelfAttention_v1 computes the keys from self.W_key.data: the right output, but no gradient "
+                   "reaches W_key, so it never trains.",
+        "replace": "keys = x @ self.W_key\n",
+        "with": "keys = x @ self.W_key.data\n",
+        "collateral": ["02_trainable_weights/weight_transfer"],
+    },
 ]

@@ -17,6 +17,16 @@ THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
 
 MISTAKES: list[dict] = [
     {
+        "name": "attention_score_matrix_preallocated_in_float32",
+        "exercise": "01_simple_attention/attention_scores",
+        "replace": "return inputs @ inputs.transpose(-2, -1)",
+        "with": "scores = torch.empty(*inputs.shape[:-1], inputs.shape[-2])\n"
+                "    scores[...] = inputs @ inputs.transpose(-2, -1)\n"
+                "    return scores",
+        "expect_test": "test_attention_scores_keep_float64_and_leave_their_inputs_unchanged",
+        "expect_message": "keep the input's dtype",
+    },
+    {
         "name": "softmax_naive_ignores_dim",
         "exercise": "01_simple_attention/normalization",
         "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
@@ -67,6 +77,14 @@ MISTAKES: list[dict] = [
         "expect_message": "qkv_bias is ignored",
     },
     {
+        "name": "self_attention_v1_keys_through_data",
+        "exercise": "02_trainable_weights/self_attention",
+        "replace": "keys = x @ self.W_key\n",
+        "with": "keys = x @ self.W_key.data\n",
+        "expect_test": "test_self_attention_gradients_reach_every_parameter",
+        "expect_message": "keep the forward differentiable",
+    },
+    {
         "name": "copy_v2_to_v1_aliases",
         "exercise": "02_trainable_weights/weight_transfer",
         "replace": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
@@ -107,6 +125,17 @@ MISTAKES: list[dict] = [
         "expect_message": "created on the CPU (no device=)",
     },
     {
+        "name": "causal_attention_weights_masks_the_scores_in_place",
+        "exercise": "03_causal/causal_mask",
+        "replace": "return torch.softmax(mask_future_scores(attn_scores) / d_k**0.5, dim=-1)",
+        "with": "num_tokens = attn_scores.shape[-1]\n"
+                "    attn_scores.masked_fill_(torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=attn_scores.device), 1), "
+                "-torch.inf)\n"
+                "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)",
+        "expect_test": "test_causal_mask_functions_keep_float64_and_leave_their_inputs_unchanged",
+        "expect_message": "modified its argument 'attn_scores' in place",
+    },
+    {
         "name": "dropout_keeps_with_probability_p",
         "exercise": "03_causal/attention_dropout",
         "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)",
@@ -114,6 +143,14 @@ MISTAKES: list[dict] = [
         "expect_test": "test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p",
         "expect_message": "drew the keep-mask with bernoulli_(p)",
         "expect_passed": ["test_attention_dropout_drops_what_nn_dropout_drops"],
+    },
+    {
+        "name": "dropout_in_place",
+        "exercise": "03_causal/attention_dropout",
+        "replace": "return x * keep.div_(1 - p)",
+        "with": "return x.mul_(keep.div_(1 - p))",
+        "expect_test": "test_attention_dropout_keeps_float64_and_leaves_x_unchanged",
+        "expect_message": "modified its argument 'x' in place",
     },
     {
         "name": "dropout_nan_at_p_one",
@@ -196,6 +233,15 @@ MISTAKES: list[dict] = [
         "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
         "expect_test": "test_multihead_attention_qkv_bias_gives_the_projections_biases",
         "expect_message": "qkv_bias is ignored",
+    },
+    {
+        "name": "multihead_attention_asserts_divisibility",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": "if d_out % num_heads != 0:\n"
+                   "            raise ValueError(f\"d_out={d_out} must be divisible by num_heads={num_heads}\")",
+        "with": "assert d_out % num_heads == 0, \"d_out must be divisible by num_heads\"",
+        "expect_test": "test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens",
+        "expect_message": "an assert raises AssertionError",
     },
     {
         "name": "multihead_attention_without_scaling",
