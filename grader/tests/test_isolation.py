@@ -439,12 +439,19 @@ def test_a_python_other_users_cannot_reach_is_named(monkeypatch: pytest.MonkeyPa
     mode is unavailable, said in one line that names the folder to open; nothing raises."""
     import grader.isolation as isolation
 
-    closed = tmp_path / "home"
+    import tempfile
+
+    open_dir = Path(tempfile.mkdtemp(dir="/tmp"))  # every folder above it open to others, as /tmp is
+    open_dir.chmod(0o755)
+    closed = open_dir / "home"
     closed.mkdir(mode=0o700)
     (closed / "python3").symlink_to(sys.executable)
     monkeypatch.setattr(isolation.sys, "executable", str(closed / "python3"))
-    why = isolation.uid_problem.__wrapped__()
-    assert why is not None and "cannot enter" in why and str(closed) in why and "chmod o+x" in why, why
+    try:
+        why = isolation.uid_problem.__wrapped__()
+    finally:
+        shutil.rmtree(open_dir)
+    assert why is not None and f"cannot enter {closed} (run chmod o+x on it)" in why, why
 
 
 def test_score_all_and_the_autograder_refuse_without_isolation(tmp_path: Path) -> None:
