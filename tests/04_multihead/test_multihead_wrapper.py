@@ -98,11 +98,11 @@ def test_output_is_heads_concatenated(impl):
 
 def _against_reference(impl, reference, dtype, qkv_bias):
     """(3, 7, 5) inputs, d_out=2, 3 heads; the reference wrapper's parameters loaded into the student's."""
-    kwargs = ", qkv_bias=True" if qkv_bias else ""
-    build = f"MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3{kwargs})"
+    kwargs = {"qkv_bias": True} if qkv_bias else {}  # otherwise the default
+    build = f"MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3{', qkv_bias=True' if qkv_bias else ''})"
     seed_reference(133)
-    reference = reference.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=qkv_bias).to(dtype)
-    student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, qkv_bias=qkv_bias)
+    reference = reference.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, **kwargs).to(dtype)
+    student = impl.MultiHeadAttentionWrapper(5, 2, 8, 0.0, num_heads=3, **kwargs)
     if qkv_bias:
         names = sorted(dict(student.named_parameters()))
         if not any(name.endswith(".bias") for name in names):
