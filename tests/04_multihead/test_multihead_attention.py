@@ -99,7 +99,7 @@ def test_random_against_reference(impl, case):
     """Batch 3, distinct rows, head_dim > 1; the reference's parameters loaded into the student's module (T = 1,
     where attention is out_proj(W_value(x)) alone, is an edge case)."""
     d_in, d_out, cl, h, t, bias, dtype = CASES[case]
-    student, reference = _pair(impl, d_in, d_out, cl, 0.0, num_heads=h, qkv_bias=bias, seed=141)
+    student, reference = _pair(impl, d_in, d_out, cl, 0.0, num_heads=h, seed=141, **({"qkv_bias": True} if bias else {}))
     if dtype != torch.float32:
         student, reference = student.to(dtype), reference.to(dtype)
     x = torch.randn(3, t, d_in, generator=torch.Generator().manual_seed(142), dtype=dtype)
