@@ -142,6 +142,45 @@ def load(module: str):
         raise KataCheckFailed(f"cannot import {module}: {type(err).__name__}: {err}") from None
 
 
+def assert_does_its_own_work(module: str) -> None:
+    """The module's functions and classes call none of the library functions that would do their work
+    for them (``exercises/shortcuts.json``; found in the source by ``kata_shortcuts``, never run)."""
+    __tracebackhide__ = True
+    import kata_shortcuts
+
+    forbidden = kata_shortcuts.table().get(module, {})
+    source = _source_of(load(module), forbidden)
+    unwritten = kata_shortcuts.not_written(source, list(forbidden))
+    if unwritten:  # checked once written (a stub takes no shortcut, and has not done the work either)
+        raise NotImplementedError(f"{', '.join(unwritten)}: not written yet (then this test checks it takes no "
+                                  "library shortcut)")
+    found = kata_shortcuts.find(source, forbidden)
+    if found:
+        fail(f"reading {module}'s code", f"{kata_shortcuts.describe(found)}: that call does the work this exercise "
+             "asks you to write yourself (the grader counts nothing for the tests that reach it)",
+             "write it with plain tensor operations; exercises/shortcuts.json lists the calls each name must not use")
+
+
+def _source_of(module: Any, names: Iterable[str]) -> str:
+    """The source the names of ``module`` are defined in: its file, or in a notebook the cells that define
+    them, after the setup cell's imports (``torch``, ``nn``)."""
+    import inspect
+    import linecache
+    import types
+
+    if isinstance(module, types.ModuleType):
+        return Path(module.__file__).read_text()
+    def cell(obj: Any) -> str:  # a class's cell is its methods' (inspect.getfile asks its module for a file)
+        functions = [v for v in vars(obj).values() if inspect.isfunction(v)] if isinstance(obj, type) else [obj]
+        return functions[0].__code__.co_filename if functions and hasattr(functions[0], "__code__") else ""
+
+    cells = dict.fromkeys(cell(getattr(module, name)) for name in names)
+    code = "".join("".join(linecache.getlines(cell)) for cell in cells)
+    if not code:
+        raise KataCheckFailed(f"cannot read the code of {', '.join(names)} here: run the notebook in Jupyter")
+    return "import torch\nimport torch.nn as nn\n" + code
+
+
 # --- formatting -------------------------------------------------------------------------------------
 
 

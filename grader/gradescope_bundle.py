@@ -10,9 +10,10 @@ submission it cannot use (exit 2) gets results with score 0 and the reason; an a
 cannot start (no torch, no isolation) or a grader error exits 1 without results, which Gradescope
 shows as an autograder failure instead of a 0 for the student.
 
-Why the solutions travel too: the grader re-grades an exercise with the reference modules in
-place of the ones it depends on, so one mistake is not charged twice. The grader's own tests and
-``tests/mutants`` (one-mistake implementations used to test the hidden tests) stay out.
+Why the solutions travel too: the hidden tests compute their expected values with the reference,
+in the grader's process (never in a student's: a re-grade gives the student's code stand-ins,
+``tests/standins/``). The grader's own tests and ``tests/mutants`` (one-mistake implementations used
+to test the hidden tests) stay out.
 """
 
 from __future__ import annotations

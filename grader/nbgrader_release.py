@@ -2,7 +2,7 @@
 
     build_nbgrader_course(Path("release/nbgrader"))
         nbgrader_config.py
-        source/01_simple_attention/01_simple_attention.ipynb   (+ kata_checks.py, documents/, hints/)
+        source/01_simple_attention/01_simple_attention.ipynb   (+ kata_checks.py and its kin, documents/, hints/)
         source/02_trainable_weights/...   source/03_causal/...   source/04_multihead/...
 
 Each group of the rubric (``grader.rubric.GROUPS``) is an nbgrader assignment named after its folder,
@@ -40,7 +40,9 @@ if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): impo
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 EXERCISES_DIR = REPO_ROOT / "exercises"
-CHECKS_FILE = "kata_checks.py"  # the public tests' helpers, shipped beside each notebook
+# The public tests' helpers, shipped beside each notebook: the checks, and the library shortcuts' finder
+# with its table (exercises/kata_shortcuts.py, exercises/shortcuts.json).
+CHECKS_FILES = ("kata_checks.py", "kata_shortcuts.py", "shortcuts.json")
 GPU_CELL = "gpu_check"
 SETUP_CELL = "setup"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
@@ -86,7 +88,8 @@ def build_nbgrader_course(dest: Path) -> None:
     for group in GROUPS:
         source = dest / "source" / group
         source.mkdir(parents=True)
-        shutil.copy(EXERCISES_DIR / CHECKS_FILE, source / CHECKS_FILE)
+        for name in CHECKS_FILES:
+            shutil.copy(EXERCISES_DIR / name, source / name)
         shutil.copytree(EXERCISES_DIR / "documents", source / "documents", ignore=_IGNORE)
         (source / "hints").mkdir()
         shutil.copy(EXERCISES_DIR / group / "hints.md", source / "hints" / f"{group}.md")

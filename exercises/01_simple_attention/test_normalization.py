@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or computed here with to
 
 import torch
 
-from kata_checks import (DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, SIZE_MISMATCH, WHOLE_TENSOR, assert_close,
+from kata_checks import (assert_does_its_own_work, DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, SIZE_MISMATCH, WHOLE_TENSOR, assert_close,
                          assert_softmax_has_no_nan, call_checked, call_in_float64, journey_inputs, load)
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
@@ -99,3 +99,8 @@ def test_normalization_keeps_float64_and_leaves_the_scores_unchanged():
         for dim in (-1, 0):
             call_in_float64(getattr(m, name), scores, dim, call=f"{name}(scores of shape (2, 3, 4), dim={dim}) [float64]",
                             shapes=[(2, 3, 4)], unchanged=["scores"])
+
+
+def test_normalization_does_its_own_work():
+    """softmax_naive, softmax_stable write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("normalization")

@@ -9,7 +9,7 @@ torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_DOT_T, SIZE_MISMATCH, WRONG_DIM, assert_close, call_checked, call_in_float64, journey_inputs, load,
+from kata_checks import (assert_does_its_own_work, BATCH_DOT_T, SIZE_MISMATCH, WRONG_DIM, assert_close, call_checked, call_in_float64, journey_inputs, load,
                          scale_diagnoses)
 
 
@@ -56,3 +56,8 @@ def test_scaled_attention_keeps_float64_two_batch_dims_and_its_inputs():
     q, k, v = (torch.randn(2, 3, t, d, generator=g, dtype=torch.float64) for t, d in ((4, 5), (6, 5), (6, 2)))
     call_in_float64(m.scaled_dot_product, q, k, v, call="scaled_dot_product(q (2, 3, 4, 5), k (2, 3, 6, 5), v (2, 3, 6, 2)) [float64]",
                     shapes=[(2, 3, 4, 2), (2, 3, 4, 6)], unchanged=["queries", "keys", "values"])
+
+
+def test_scaled_attention_does_its_own_work():
+    """scaled_dot_product write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("scaled_attention")

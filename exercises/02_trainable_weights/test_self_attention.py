@@ -10,7 +10,7 @@ W_query, W_key, W_value in that order, right after the seed.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
+from kata_checks import (assert_does_its_own_work, BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
                          fail, journey_inputs, load, scale_diagnoses)
 
 
@@ -88,3 +88,8 @@ def test_self_attention_gradients_reach_every_parameter():
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(27))
     for cls, args in [("SelfAttention_v1", (3, 4)), ("SelfAttention_v2", (3, 4, True))]:
         assert_gradients_reach_every_parameter(getattr(m, cls)(*args), x, call=f"{cls}{args}(x).sum().backward()")
+
+
+def test_self_attention_does_its_own_work():
+    """SelfAttention_v1, SelfAttention_v2 write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("self_attention")

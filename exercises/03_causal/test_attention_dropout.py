@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kata_checks import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises,
+from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises,
                          call_in_float64, check_tensor, fail, load)
 
 
@@ -76,3 +76,8 @@ def test_attention_dropout_keeps_float64_and_leaves_x_unchanged():
     x = torch.rand(4, 5, generator=torch.Generator().manual_seed(20), dtype=torch.float64) + 0.1
     for p in (0.5, 1.0):
         call_in_float64(m.dropout, x, p, call=f"dropout(x of shape (4, 5), {p}) [float64]", shapes=[(4, 5)], unchanged=["x"])
+
+
+def test_attention_dropout_does_its_own_work():
+    """dropout write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("attention_dropout")

@@ -9,7 +9,7 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
+from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
                          SAME_DEVICE, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
@@ -150,3 +150,8 @@ def test_causal_attention_gradients_reach_every_parameter():
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(28))
     assert_gradients_reach_every_parameter(ca, x, call="CausalAttention(3, 4, 6, 0.0, qkv_bias=True)(x).sum().backward()",
                                            errors=MASK_ERRORS)
+
+
+def test_causal_attention_does_its_own_work():
+    """CausalAttention write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("causal_attention")

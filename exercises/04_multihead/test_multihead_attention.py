@@ -10,7 +10,7 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
+from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
                          SAME_DEVICE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
@@ -146,3 +146,8 @@ def test_multihead_attention_gradients_reach_every_parameter():
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(29))
     assert_gradients_reach_every_parameter(mha, x, call="MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(x).sum().backward()",
                                            errors=MASK_ERRORS)
+
+
+def test_multihead_attention_does_its_own_work():
+    """MultiHeadAttention write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("multihead_attention")

@@ -9,7 +9,7 @@ in the kata are relative to the repository root). The wrapper builds on your
 
 import torch
 
-from kata_checks import CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64, fail, journey_batch, load
+from kata_checks import assert_does_its_own_work, CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64, fail, journey_batch, load
 
 
 def test_multihead_wrapper_seed_123_matches_the_document():
@@ -68,3 +68,8 @@ def test_multihead_wrapper_moved_to_float64_computes_in_float64():
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(25), dtype=torch.float64)
     call_in_float64(mha, x, call="MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)(x of shape (2, 5, 3))",
                     shapes=[(2, 5, 4)])
+
+
+def test_multihead_wrapper_does_its_own_work():
+    """MultiHeadAttentionWrapper write what the exercise asks by hand: no library call may do it for them."""
+    assert_does_its_own_work("multihead_wrapper")

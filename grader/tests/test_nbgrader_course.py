@@ -332,19 +332,22 @@ def _class(course: Path, pyclass: Path) -> None:
     os.chmod(pyclass, 0o700)
 
 
-RUN_CELLS = (  # every code cell of each notebook, in order, in one namespace, outside a kernel
-    "import json, os, sys\n"
+RUN_CELLS = (  # every code cell of each notebook, in order, in one namespace, outside a kernel; each
+    # cell's source is kept in linecache under a name of its own, as IPython's kernel does (inspect reads it)
+    "import json, linecache, os, sys\n"
     "results = {}\n"
     "for path in sys.argv[1:]:\n"
     "    os.chdir(os.path.dirname(path)); sys.path.insert(0, os.getcwd())\n"
     "    sys.modules.pop('kata_checks', None)\n"
     "    ns = {'__name__': '__main__'}\n"
-    "    for cell in json.load(open(path))['cells']:\n"
+    "    for number, cell in enumerate(json.load(open(path))['cells']):\n"
     "        meta = cell['metadata'].get('nbgrader', {})\n"
     "        if cell['cell_type'] != 'code':\n"
     "            continue\n"
+    "        code, name = ''.join(cell['source']), f'<cell {path}:{number}>'\n"
+    "        linecache.cache[name] = (len(code), None, code.splitlines(True), name)\n"
     "        try:\n"
-    "            exec(''.join(cell['source']), ns)\n"
+    "            exec(compile(code, name, 'exec'), ns)\n"
     "            outcome = 'ok'\n"
     "        except BaseException as err:\n"
     "            outcome = type(err).__name__\n"

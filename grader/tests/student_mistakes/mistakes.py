@@ -275,5 +275,22 @@ MISTAKES: list[dict] = [
         "expect_test": "test_multihead_attention_runs_on_any_device",
         "expect_message": "created on the CPU (no device=)",
     },
+    {
+        "name": "softmax_stable_through_torch_softmax",
+        "exercise": "01_simple_attention/normalization",
+        "replace": "shifted = scores - scores.amax(dim=dim, keepdim=True)\n    exp = torch.exp(shifted)\n"
+                   "    return exp / exp.sum(dim=dim, keepdim=True)",
+        "with": "return torch.softmax(scores, dim=dim)",
+        "expect_test": "test_normalization_does_its_own_work",
+        "expect_message": "softmax_stable calls torch.softmax",
+        "expect_passed": ["test_normalization_softmax_stable"],
+    },
+    {
+        "name": "dropout_through_nn_dropout",
+        "exercise": "03_causal/attention_dropout",
+        "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)\n    return x * keep.div_(1 - p)",
+        "with": "return torch.nn.functional.dropout(x, p, training)",
+        "expect_test": "test_attention_dropout_does_its_own_work",
+        "expect_message": "dropout calls torch.nn.functional.dropout",
+    },
 ]
-
