@@ -160,7 +160,7 @@ class _Plugin:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
                                     "kind": str(props.get("kind", "core")), "passed": None, "message": "",
-                                    "duration": 0.0, "reached": set()}
+                                    "duration": 0.0, "reached": set(), "device": bool(props.get("device", False))}
         return self.results[nodeid]
 
     def pytest_runtest_logreport(self, report: Any) -> None:
@@ -192,7 +192,8 @@ class _Plugin:
     def outcomes(self) -> list[TestOutcome]:
         return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
                             message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
-                            duration=r["duration"], kind=r["kind"], reached=tuple(sorted(r["reached"])))
+                            duration=r["duration"], kind=r["kind"], reached=tuple(sorted(r["reached"])),
+                            device=r["device"])
                 for n, r in ((n, self.results[n]) for n in self.order)]
 
 

@@ -72,7 +72,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         from grader import engine
-        from grader.scoring import charge_shortcuts, dependencies, score_with_regrade
+        from grader.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
+                                    score_with_regrade)
 
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         run = None
@@ -91,6 +92,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
             return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
 
+        if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
+            outcomes = leave_device_tests_to_the_gpu_check(outcomes)
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(

@@ -24,6 +24,7 @@ class TestOutcome:
     kind: str = "core"  # core | printed | edge: the test's kind marker (tests/conftest.py, grader/rubric.py)
     credit: float = 1.0  # the share of its points a passing test earns (edge tests: grader/scoring.py)
     reached: tuple[str, ...] = ()  # the public names the test reached (``split_heads``): grader/engine.py
+    device: bool = False  # it checks what a device run shows: the GPU-run check's to charge when it runs
 
     @property
     def points(self) -> float:

@@ -129,6 +129,17 @@ def _shortcut_scanner():
     return module
 
 
+LEFT_TO_THE_GPU_CHECK = ("not charged here: what follows .to() (a mask kept as a plain attribute) is what a "
+                        "device run shows, and the GPU-run check charges it, once")
+
+
+def leave_device_tests_to_the_gpu_check(outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with the failing device tests (tests/conftest.py's ``device`` marker) not charged: a
+    mistake both they and the GPU-run check see is the check's to charge, when it runs."""
+    return [replace(o, passed=True, message=LEFT_TO_THE_GPU_CHECK) if o.device and not o.passed else o
+            for o in outcomes]
+
+
 REGRADE_SILENT = "failed in the re-grade over stand-ins (its messages are about the stand-ins: not shown)"
 
 

@@ -45,7 +45,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+DEVICE = "device"  # a test of what a device run shows: charged by the GPU-run check when it runs
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{DEVICE}: checks what a device run shows (a mask that follows .to()); "
+                                       "the grader leaves it to the GPU-run check when that runs (grader/scoring.py)")
     for kind, about in TEST_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: a hidden test of kind {kind}: {about}")
 
@@ -84,6 +89,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.user_properties.append(("exercise", ex_id))
             item.user_properties.append(("kind", kind))
             item.user_properties.append(("points", share))
+            item.user_properties.append(("device", item.get_closest_marker(DEVICE) is not None))
 
 
 _local_impl: LocalImpl | None = None

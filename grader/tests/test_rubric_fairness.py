@@ -268,3 +268,21 @@ def test_the_solutions_and_stand_ins_take_no_shortcut():
 
     assert shortcuts_in(RUBRIC, SOLUTIONS_DIR) == {}
     assert RUBRIC.shortcut_table == json.loads((SOLUTIONS_DIR.parent / "exercises" / "shortcuts.json").read_text())
+
+
+def test_a_mask_kept_as_a_plain_attribute_is_charged_once(graded, shared_domains, tmp_path):
+    """CausalAttention's mask in a plain attribute: right on the CPU, stays behind on a GPU. Both its
+    buffer test and the GPU-run check see it: the check charges it (and not again for the wrapper built
+    on it); under --gpu skip the buffer test does."""
+    sub = build_submission("plain_mask", tmp_path)
+    path = sub / "03_causal" / "causal_attention.py"
+    registered = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
+    assert registered in path.read_text()
+    path.write_text(path.read_text().replace(registered, registered.replace('register_buffer("mask", ', "mask = (")))
+    report = graded(sub)
+    assert set(_lost(report)) == {"gpu_check"}, (_lost(report), report.gpu_check.message)
+    buffer_test = next(o for o in report.exercises["03_causal/causal_attention"].outcomes
+                       if o.nodeid.endswith("test_mask_is_a_registered_buffer"))
+    assert buffer_test.passed and "the GPU-run check charges it" in buffer_test.message
+    skipped = grade(sub, GradeOptions(gpu="skip"), shared_domains)  # no check: its points are not at stake
+    assert set(_lost(skipped)) - {"gpu_check"} == {"03_causal/causal_attention"}, _lost(skipped)
