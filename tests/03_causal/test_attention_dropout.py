@@ -80,6 +80,22 @@ def test_same_seed_same_mask_as_nn_dropout(impl, dtype):
                      note="keep-mask: torch.empty_like(x).bernoulli_(1 - p); survivors x / (1 - p)")
 
 
+@pytest.mark.core
+def test_same_seed_drops_the_same_elements_as_nn_dropout(impl):
+    """Random (4, 5, 6) input, p = 0.3 and 0.5: the elements set to zero are nn.Dropout's under the same seed
+    (the keep-mask alone, whatever the survivors are scaled by)."""
+    x = torch.rand(4, 5, 6, generator=torch.Generator().manual_seed(82)) + 0.1
+    for p, seed in [(0.3, 9), (0.5, 10)]:
+        expected = (_nn_dropout(x, p, seed) == 0).float()
+        impl.manual_seed(seed)
+        got = impl.dropout(x, p)
+        call = f"torch.manual_seed({seed}); dropout(x of shape (4, 5, 6), p={p}) == 0"
+        check_tensor(got, call=call, shape=(4, 5, 6))
+        diagnoses = [((_kept_with_probability_p(x, p, seed) == 0).float(), KEEP_PROB_SWAPPED)] if p != 0.5 else []
+        assert_close((got == 0).float(), expected, atol=0, diagnoses=diagnoses, call=call,
+                     note="keep-mask: torch.empty_like(x).bernoulli_(1 - p), one draw")
+
+
 @pytest.mark.edge
 def test_eval_and_p0_are_identity(impl):
     """training=False (any p) and p == 0 return x unchanged (exact)."""

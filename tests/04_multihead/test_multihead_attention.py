@@ -89,6 +89,7 @@ def test_printed_seed123(impl):
 CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
     "hd3-float32": (5, 6, 8, 2, 7, False, torch.float32),
     "hd2-float64": (3, 8, 6, 4, 6, False, torch.float64),
+    "one-head": (4, 6, 8, 1, 5, False, torch.float32),  # head_dim = d_out: the scale is sqrt(d_out) here
     "T1-hd4": (4, 8, 5, 2, 1, False, torch.float32),
 }
 
