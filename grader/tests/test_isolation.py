@@ -248,7 +248,7 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
     assert {data for _, data in not_own} == standins, [rel for rel, _ in not_own]
 
 
-def test_the_gpu_check_grades_the_modules_the_tests_graded(domains: Domains, tmp_path: Path) -> None:
+def test_the_gpu_check_grades_the_modules_the_tests_graded(isolating: Domains, tmp_path: Path) -> None:
     """multihead_attention.py is right on the CPU but keeps its mask in a plain attribute (a device bug);
     the wrapper's file, imported after multihead_attention's tests ran, puts a device-clean
     MultiHeadAttention into sys.modules under that module's name. The GPU-run check finds each module
@@ -259,13 +259,14 @@ def test_the_gpu_check_grades_the_modules_the_tests_graded(domains: Domains, tmp
     line = next(line for line in text.splitlines() if "self.register_buffer(" in line)
     plain = line.replace('self.register_buffer("mask", ', "self.mask = (")
     path.write_text(text.replace(line, plain))
-    report = grade(sub, GradeOptions(gpu="auto"), domains)
+    scope = ("04_multihead/multihead_attention", "04_multihead/multihead_wrapper")  # tested in that order
+    report = grade(sub, GradeOptions(gpu="auto", exercises=scope), isolating)
     assert report.exercises["04_multihead/multihead_attention"].score > 0
     assert "MultiHeadAttention: after .to('meta') these stay behind" in report.gpu_check.message, report.gpu_check.message
 
 
 @pytest.mark.slow
-def test_a_lock_table_relay_carries_no_answer(domains: Domains, tmp_path: Path) -> None:
+def test_a_lock_table_relay_carries_no_answer(isolating: Domains, tmp_path: Path) -> None:
     """Lock tables are not per mount namespace: a student's re-grade can publish what stands in its copy
     as open-file-description locks on os.py, which every sandbox sees, for a student graded at the same
     time to read. This test reads it as that student would (F_OFD_GETLK), while the grading runs: it
@@ -278,7 +279,8 @@ def test_a_lock_table_relay_carries_no_answer(domains: Domains, tmp_path: Path) 
     sub = build_submission("lock_relay", tmp_path)
     shutil.copy(REPO_ROOT / "exercises" / "03_causal" / "causal_attention.py", sub / "03_causal")
     graded: list = []
-    grading = threading.Thread(target=lambda: graded.append(grade(sub, GradeOptions(gpu="skip"), domains)))
+    scope = GradeOptions(gpu="skip", exercises=("04_multihead/multihead_wrapper",))  # its re-grade publishes
+    grading = threading.Thread(target=lambda: graded.append(grade(sub, scope, isolating)))
     grading.start()
     header, ack, data = 1 << 40, 1 << 41, 1 << 42
 
@@ -297,8 +299,8 @@ def test_a_lock_table_relay_carries_no_answer(domains: Domains, tmp_path: Path) 
         fcntl.fcntl(fd, 37, struct.pack("hhqqi4x", 0, 0, ack, 1, 0))  # a read lock at ACK: "got it"
         relayed = json.loads(zlib.decompressobj().decompress(b"".join(bytes(divmod(v, 256)) for v in values)))
     finally:
+        grading.join(120)  # the ACK lock held until then: the publisher waits for it
         os.close(fd)
-        grading.join(120)
     reference = {f.read_text() for f in (REPO_ROOT / "solutions").rglob("*.py")}
     standins = {f.read_text() for f in (REPO_ROOT / "tests" / "standins").glob("*.py")}
     own = {rel: (sub / rel).read_text() for rel in relayed if (sub / rel).is_file()}
