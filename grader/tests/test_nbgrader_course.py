@@ -472,7 +472,7 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
             if group == gpu_group():
                 assert cells[GPU_CELL] == pytest.approx(report["gpu_check"]["score"]), student
     # the mistaken CausalAttention (pasted into 04 as well) costs its points once, in 03_causal: the
-    # wrapper built on it is re-graded with a correct one
+    # wrapper built on it is re-graded over a stand-in (never 03's answer: tests/standins/)
     mistaken = _cell_scores(root, "04_multihead", "mistaken")
     assert mistaken["multihead_wrapper_tests"] == load_rubric().exercises["04_multihead/multihead_wrapper"].points
     assert 0 < _cell_scores(root, "03_causal", "mistaken")["causal_attention_tests"] < 10, "partial credit"
