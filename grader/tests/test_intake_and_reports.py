@@ -66,6 +66,7 @@ def test_zip_with_path_traversal_is_rejected(tmp_path: Path) -> None:
     assert not (tmp_path.parent / "escaped.py").exists()
 
 
+@pytest.mark.timeout(120)  # six command lines, each a Python that imports the grader: 0.2 s here, 2 s and more under load
 def test_cli_unusable_input_exits_2_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
     cases = [["score", str(tmp_path / "nope")], ["score", str(tmp_path / "broken.zip")], ["score", str(tmp_path)],

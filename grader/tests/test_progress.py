@@ -156,6 +156,12 @@ def test_all_done_says_so(tree: Path):
     assert "5/5 modules done" in text and "All 5 modules pass their public tests" in text and "Next:" not in text
 
 
+# How long the --watch test waits for each table (one pytest run of the tree: a second or two here, ten
+# and more under load); its time limit covers both waits, so that a slow machine fails with what it saw.
+WATCH_WAIT = 60.0
+
+
+@pytest.mark.timeout(2 * WATCH_WAIT + 30)
 def test_watch_checks_again_when_a_file_changes(tree: Path, tmp_path: Path):
     """--watch: a first table, then a second one after beta.py is saved with a body."""
     env = _env()
@@ -177,7 +183,7 @@ def test_watch_checks_again_when_a_file_changes(tree: Path, tmp_path: Path):
         proc.wait()
 
 
-def _read_until(proc: subprocess.Popen, marker: str, timeout: float = 60) -> str:
+def _read_until(proc: subprocess.Popen, marker: str, timeout: float = WATCH_WAIT) -> str:
     lines, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
