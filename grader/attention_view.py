@@ -378,6 +378,8 @@ def run_command(args: argparse.Namespace, reference: Path | None = None, out=Non
     except ImportError:
         raise ViewError("matplotlib is not installed: python -m pip install matplotlib") from None
     names = sorted({m for p in PANELS for m in p.modules})
+    import torch  # noqa: F401 -- before any student module: torch's import must not run inside a student import's time limit
+
     rows = [("yours", compute_panels(load_modules(exercises, names)))]
     if reference is not None and reference.is_dir():
         rows.append(("reference (solutions/)", compute_panels(load_modules(reference, names))))

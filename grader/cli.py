@@ -250,7 +250,7 @@ def _make_dir(path: Path | None, flag: str) -> None:
     if path is None:
         return
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)  # outputs readable by this user alone
     except OSError as err:
         raise UsageError(f"{flag} {path}: {err.strerror or err}") from None
 

@@ -574,6 +574,7 @@ def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
     files = sorted(p for p in out.rglob("*") if p.is_file())
     names = {p.relative_to(out).as_posix() for p in files}
     assert {"grades.csv", "gradebook.db", "json/alice.json", "feedback/alice.md", "grades-summary.html"} <= names, names
-    readable = [f"{p.relative_to(out)}: {p.stat().st_mode & 0o777:o}" for p in files if p.stat().st_mode & 0o077]
+    readable = [f"{p.relative_to(out)}: {p.stat().st_mode & 0o777:o}" for p in [*files, out / "json", out / "feedback"]
+                if p.stat().st_mode & 0o077]
     assert not readable, readable
     assert rows(out / "grades.csv")["alice"]["status"] == "graded"
