@@ -192,6 +192,13 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
 
 # ---- one mistake, one charge: a stub and a deleted file are the same ------------------------------
 
+# The modules whose absence could cost points outside their own exercise: those others build on, those
+# built on another, those the GPU-run check runs. Every other module is covered by "all" (all twelve
+# stubbed against all twelve deleted): nothing builds on it, so its exercise is scored on its own.
+AT_STAKE = sorted({m for _, m, _, _ in MODULES_CHECKED} | {ex.module for ex in RUBRIC.exercises.values() if ex.depends_on}
+                  | {RUBRIC.exercises[d].module for ex in RUBRIC.exercises.values() for d in ex.depends_on})
+
+
 def _without(tmp_path: Path, modules: list[str], how: str) -> Path:
     """The solutions with ``modules`` left as the stubs of exercises/ (``how="stub"``) or deleted."""
     sub = build_submission(f"{how}-{'-'.join(modules)}", tmp_path)
@@ -205,23 +212,20 @@ def _without(tmp_path: Path, modules: list[str], how: str) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("modules", [*([ex.module] for ex in RUBRIC.exercises.values()),
-                                     [ex.module for ex in RUBRIC.exercises.values()]],
-                         ids=[*(ex.module for ex in RUBRIC.exercises.values()), "all"])
+@pytest.mark.parametrize("modules", [*([m] for m in AT_STAKE), [ex.module for ex in RUBRIC.exercises.values()]],
+                         ids=[*AT_STAKE, "all"])
 def test_a_stub_and_a_deleted_file_score_the_same(shared_domains, tmp_path, modules):
     """Whatever is left unwritten costs the same as what is not handed in, in its own exercise, in the
     exercises built on it (re-graded over stand-ins) and in the GPU-run check (left out, not charged)."""
     checked = {module for _, module, _, _ in MODULES_CHECKED}  # the GPU-run check's, whose share is at stake too
-    at_stake = len(modules) > 1 or modules[0] in checked or any(
-        RUBRIC.by_module[modules[0]].id in ex.depends_on for ex in RUBRIC.exercises.values())
     scope = None if len(modules) > 1 else tuple(  # the module's exercise, those built on it, the GPU-run check's
         ex.id for ex in RUBRIC.exercises.values()
-        if ex.module in modules or (at_stake and ex.module in checked) or RUBRIC.by_module[modules[0]].id in ex.depends_on)
-    options = GradeOptions(exercises=scope, gpu="auto" if at_stake else "skip")  # else nothing builds on it
-    stub, deleted = (grade(_without(tmp_path, modules, how), options, shared_domains) for how in ("stub", "deleted"))
+        if ex.module in modules or ex.module in checked or RUBRIC.by_module[modules[0]].id in ex.depends_on)
+    stub, deleted = (grade(_without(tmp_path, modules, how), GradeOptions(exercises=scope), shared_domains)
+                     for how in ("stub", "deleted"))
     assert _scores(stub) == _scores(deleted), (_lost(stub), _lost(deleted))
-    gpu_lost = len(modules) == len(RUBRIC.exercises) or not at_stake  # nothing to check, or no check run
-    assert set(_lost(stub)) == {RUBRIC.by_module[m].id for m in modules} | ({"gpu_check"} if gpu_lost else set()), \
+    nothing_to_check = len(modules) == len(RUBRIC.exercises)  # then the GPU-run check earns nothing either
+    assert set(_lost(stub)) == {RUBRIC.by_module[m].id for m in modules} | ({"gpu_check"} if nothing_to_check else set()), \
         (_lost(stub), stub.gpu_check.message)
 
 
@@ -278,7 +282,7 @@ def test_the_solutions_and_stand_ins_take_no_shortcut():
     assert RUBRIC.shortcut_table == json.loads((SOLUTIONS_DIR.parent / "exercises" / "shortcuts.json").read_text())
 
 
-def test_a_mask_kept_as_a_plain_attribute_is_charged_once(graded, shared_domains, tmp_path):
+def test_a_mask_kept_as_a_plain_attribute_is_charged_once(shared_domains, tmp_path):
     """CausalAttention's mask in a plain attribute: right on the CPU, stays behind on a GPU. Both its
     buffer test and the GPU-run check see it: the check charges it (and not again for the wrapper built
     on it); under --gpu skip the buffer test does."""
@@ -287,10 +291,11 @@ def test_a_mask_kept_as_a_plain_attribute_is_charged_once(graded, shared_domains
     registered = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
     assert registered in path.read_text()
     path.write_text(path.read_text().replace(registered, registered.replace('register_buffer("mask", ', "mask = (")))
-    report = graded(sub)
+    scope = ("03_causal/causal_attention", "04_multihead/multihead_wrapper", "04_multihead/multihead_attention")
+    report = grade(sub, GradeOptions(exercises=scope), shared_domains)
     assert set(_lost(report)) == {"gpu_check"}, (_lost(report), report.gpu_check.message)
     buffer_test = next(o for o in report.exercises["03_causal/causal_attention"].outcomes
                        if o.nodeid.endswith("test_mask_is_a_registered_buffer"))
     assert buffer_test.passed and "the GPU-run check charges it" in buffer_test.message
-    skipped = grade(sub, GradeOptions(gpu="skip"), shared_domains)  # no check: its points are not at stake
+    skipped = grade(sub, GradeOptions(gpu="skip", exercises=scope), shared_domains)  # no check: no points at stake
     assert set(_lost(skipped)) - {"gpu_check"} == {"03_causal/causal_attention"}, _lost(skipped)
