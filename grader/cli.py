@@ -161,15 +161,18 @@ def cmd_score(args: argparse.Namespace) -> int:
         report = grade(Path(args.submission), grade_options(args))
     except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
-    if args.json is not None:
-        args.json.write_text(dumps(to_json(report)))
-    if args.feedback_dir is not None:
-        from grader.feedback import write_feedback
+    from grader.batch import private_files
 
-        submission = Path(args.submission).resolve()
-        name = submission.stem if submission.suffix.lower() == ".zip" else submission.name
-        written = write_feedback(name, to_json(report), args.feedback_dir, args.visibility)
-        print(f"feedback: {written}", file=sys.stderr)
+    with private_files():  # a student's report and feedback: readable by this user alone, as score-all's
+        if args.json is not None:
+            args.json.write_text(dumps(to_json(report)))
+        if args.feedback_dir is not None:
+            from grader.feedback import write_feedback
+
+            submission = Path(args.submission).resolve()
+            name = submission.stem if submission.suffix.lower() == ".zip" else submission.name
+            written = write_feedback(name, to_json(report), args.feedback_dir, args.visibility)
+            print(f"feedback: {written}", file=sys.stderr)
     if args.format == "json":
         sys.stdout.write(dumps(to_json(report)))
     elif args.format == "gradescope":

@@ -153,6 +153,8 @@ def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     results, data = json.loads(proc.stdout), json.loads((tmp_path / "r.json").read_text())
     text = (out / "13_causal_mask_transposed.md").read_text()
+    for written in (tmp_path / "r.json", out / "13_causal_mask_transposed.md"):  # another student's grades
+        assert written.stat().st_mode & 0o077 == 0, oct(written.stat().st_mode)
     failing = [t for t in data["tests"] if t["status"] == "failed" and t["name"].startswith("03_causal/causal_attention: ")]
     assert len(failing) >= 2  # (its module is missing from the mutant)
     for test in failing:  # every failing test of an exercise, not just the first
