@@ -40,17 +40,13 @@ data only, so the device is a parameter that the tests of the grader exercise wi
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from dataclasses import dataclass, replace
-from functools import cache
-from pathlib import Path
-from types import ModuleType
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.results import GpuCheckResult
-from grader.rubric import TESTS_DIR
+from grader.rubric import tests_module
 
 # (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8, then T = 8.
 MODULES_CHECKED = (
@@ -91,16 +87,6 @@ class PartResult:
     cpu_matched: bool = False  # its CPU run matched: a failure is the device's
 
 
-@cache
-def _reference() -> ModuleType:
-    """tests/reference.py, loaded under a private name (the reference never reaches the worker)."""
-    spec = importlib.util.spec_from_file_location("kata_gpu_check_reference", TESTS_DIR / "reference.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str,
                  own_heads: bool = False) -> PartResult:
     """Run one module on the CPU and on ``device``; the verdict for it, against the reference.
@@ -112,7 +98,7 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
     from grader.worker_client import WorkerFailure
 
     torch.manual_seed(0)
-    reference = getattr(_reference().ref(ref_module), name)(*args, **kwargs).eval()
+    reference = getattr(tests_module("reference.py").ref(ref_module), name)(*args, **kwargs).eval()
     d_in, context_length = args[0], args[2]
     inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(1))
               for t in TOKENS_TRIED]

@@ -16,10 +16,13 @@ Every hidden test has a kind (a pytest marker; tests/conftest.py gives each test
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
@@ -114,6 +117,17 @@ class Rubric:
     @property
     def max_score(self) -> float:
         return sum(ex.points for ex in self.exercises.values()) + self.gpu_points
+
+
+@lru_cache(maxsize=None)
+def tests_module(filename: str) -> ModuleType:
+    """``tests/<filename>`` (the project's own code beside the hidden tests: the reference loader, the
+    shortcut finder), loaded once into the grader under a private name; never into a worker."""
+    spec = importlib.util.spec_from_file_location(f"kata_grader_{Path(filename).stem}", TESTS_DIR / filename)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @lru_cache(maxsize=4)

@@ -25,14 +25,12 @@ points; see grader/rubric.py for the kinds.
 from __future__ import annotations
 
 import ast
-import importlib.util
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
 from grader.results import ExerciseResult, TestOutcome
-from grader.rubric import TESTS_DIR, Exercise, Rubric
+from grader.rubric import Exercise, Rubric, tests_module
 
 _MAX_SOURCE_BYTES = 2**20
 
@@ -86,7 +84,7 @@ def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
     read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
     from grader.submission import UnreadableFile, read_regular
 
-    scanner = _shortcut_scanner()
+    scanner = tests_module("kata_shortcuts.py")
     found = {}
     for ex in rubric.exercises.values():
         if not ex.shortcuts:
@@ -108,7 +106,7 @@ def charge_shortcuts(rubric: Rubric, root: Path, outcomes: Iterable[TestOutcome]
     found = {} if rubric.shortcuts_allowed else shortcuts_in(rubric, root)
     if not found:
         return outcomes
-    scanner = _shortcut_scanner()
+    scanner = tests_module("kata_shortcuts.py")
     charged = []
     for o in outcomes:
         hits = {name: calls for name, calls in found.get(o.exercise, {}).items() if name in o.reached}
@@ -118,15 +116,6 @@ def charge_shortcuts(rubric: Rubric, root: Path, outcomes: Iterable[TestOutcome]
                 f"(exercises/shortcuts.json lists the calls each function must not use)"))
         charged.append(o)
     return charged
-
-
-@cache
-def _shortcut_scanner():
-    """tests/kata_shortcuts.py (the students' exercises/kata_shortcuts.py), loaded under a private name."""
-    spec = importlib.util.spec_from_file_location("kata_grader_shortcuts", TESTS_DIR / "kata_shortcuts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 LEFT_TO_THE_GPU_CHECK = ("not charged here: what follows .to() (a mask kept as a plain attribute) is what a "
