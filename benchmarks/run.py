@@ -24,7 +24,7 @@ of the class one submission after another, in-process. A grader that keeps the s
 of its own process cannot be faster than that, so its ratio to the per-submission loop bounds what
 ``score-all`` can reach here.
 
-Only the standard library and what the project installs (grader.release builds the student copies and
+Only the standard library and what the project installs (grader.authoring.release builds the student copies and
 the nbgrader course). Subprocesses run ``sys.executable`` from the repository root, with
 ``PYTHONDONTWRITEBYTECODE`` unset, except the student loop (run from the student's copy, as a student
 does) and nbgrader (run from the course folder, where its config is). Exit code: 0 when every command
@@ -55,7 +55,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from grader.rubric import GROUPS  # noqa: E402  (importable once the repository root is on sys.path)
-from grader import mutation  # noqa: E402  (the mutants are patches to the solutions: grader/mutation.py)
+from grader.authoring import mutation  # noqa: E402  (the mutants are patches to the solutions: grader/authoring/mutation.py)
 
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="kata-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        from grader.release import build_nbgrader_course, build_student_release
+        from grader.authoring.release import build_nbgrader_course, build_student_release
 
         # Warm-up (not timed): the page cache and the __pycache__ folders of the grader and tests.
         baseline_torch()

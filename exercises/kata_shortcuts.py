@@ -14,7 +14,7 @@ calls, is resolved that way; a method call on a tensor (``x.softmax(dim=-1)``) m
 ``torch.Tensor.softmax``.
 
 (For the instructors: ``tests/kata_shortcuts.py`` is a symbolic link to this file, and the table is
-generated from ``tests/rubric.json``'s ``shortcuts`` by ``python -m grader.stubs``.)
+generated from ``tests/rubric.json``'s ``shortcuts`` by ``python -m grader.authoring.stubs``.)
 """
 
 from __future__ import annotations

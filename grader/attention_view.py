@@ -21,7 +21,7 @@ written yet shows as an empty panel. The reference row comes from ``solutions/``
 instructor's repository; the student release shows the documents' printed tensors instead, where they
 print one.
 
-One source: the student release ships this very file as ``view_attention.py`` (grader/release.py
+One source: the student release ships this very file as ``view_attention.py`` (grader/authoring/release.py
 copies it), so it imports nothing of the grader, and torch and matplotlib only when it draws.
 """
 

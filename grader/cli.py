@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from grader.gpu_check import GPU_CHOICES
-from grader.grading import GradeOptions
-from grader.isolation import SANDBOX_CHOICES
-from grader.report import VISIBILITIES
+from grader.grading.gpu_check import GPU_CHOICES
+from grader.grading.grade import GradeOptions
+from grader.sandbox.modes import SANDBOX_CHOICES
+from grader.reports.report import VISIBILITIES
 
 PROG = "attention-kata"
 
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     progress.add_arguments(commands.add_parser("check", help=progress.HELP))
     attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
-    from grader import nbgrader_grading  # Jupyter classes: grader/nbgrader_grading.py, docs/nbgrader.md
+    from grader.classroom import nbgrader_course as nbgrader_grading  # Jupyter classes: grader/classroom/nbgrader_course.py, docs/nbgrader.md
 
     nbgrader_grading.add_arguments(commands.add_parser("nbgrader", help=nbgrader_grading.HELP))
     return parser
@@ -94,7 +94,7 @@ VISIBILITY_HELP = ("what students see of the hidden tests in feedback and Grades
 
 
 def add_grading_options(parser: argparse.ArgumentParser, *, for_class: bool) -> None:
-    """The flags of :class:`grader.grading.GradeOptions`, for every command that grades; read them back
+    """The flags of :class:`grader.grading.grade.GradeOptions`, for every command that grades; read them back
     with :func:`grade_options`. ``for_class``: other people's work (score-all, nbgrader) runs in
     parallel jobs and is never run without isolation unless ``--sandbox none`` says so."""
     defaults = GradeOptions()
@@ -148,11 +148,11 @@ def _check_writable(path: Path | None, flag: str) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from grader.grading import grade
-    from grader.report import dumps, to_gradescope, to_json, to_text
-    from grader.gpu_check import GpuUnavailable
-    from grader.isolation import SandboxUnavailable
-    from grader.submission import SubmissionError
+    from grader.grading.grade import grade
+    from grader.reports.report import dumps, to_gradescope, to_json, to_text
+    from grader.grading.gpu_check import GpuUnavailable
+    from grader.sandbox.modes import SandboxUnavailable
+    from grader.grading.intake import SubmissionError
 
     _check_writable(args.json, "--json")
     if args.feedback_dir is not None and not args.feedback_dir.is_dir():
@@ -161,13 +161,13 @@ def cmd_score(args: argparse.Namespace) -> int:
         report = grade(Path(args.submission), grade_options(args))
     except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
-    from grader.batch import private_files
+    from grader.classroom.score_all import private_files
 
     with private_files():  # a student's report and feedback: readable by this user alone, as score-all's
         if args.json is not None:
             args.json.write_text(dumps(to_json(report)))
         if args.feedback_dir is not None:
-            from grader.feedback import write_feedback
+            from grader.reports.feedback import write_feedback
 
             submission = Path(args.submission).resolve()
             name = submission.stem if submission.suffix.lower() == ".zip" else submission.name
@@ -184,8 +184,8 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_score_all(args: argparse.Namespace) -> int:
-    from grader.batch import BatchError, BatchOptions, parse_shard, score_all
-    from grader.gradebook import GradebookError
+    from grader.classroom.score_all import BatchError, BatchOptions, parse_shard, score_all
+    from grader.classroom.gradebook import GradebookError
 
     if not args.submissions.is_dir():
         raise UsageError(f"{args.submissions}: not a directory")
@@ -219,7 +219,7 @@ def cmd_score_all(args: argparse.Namespace) -> int:
 def check_class_isolation(sandbox: str, folder: Path) -> None:
     """Refuse (UsageError) to grade a class in ``folder`` without the isolation ``sandbox`` asks for,
     or under uid isolation when other users can read the folder."""
-    from grader.isolation import SandboxUnavailable, choose_isolation
+    from grader.sandbox.modes import SandboxUnavailable, choose_isolation
 
     try:
         isolation = choose_isolation(sandbox, for_class=True)
@@ -259,8 +259,8 @@ def _make_dir(path: Path | None, flag: str) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from grader.gradebook import GradebookError
-    from grader.merge import MergeError, merge
+    from grader.classroom.gradebook import GradebookError
+    from grader.classroom.merge import MergeError, merge
 
     _check_writable(args.out, "merge")
     if (args.json_dir is None) != (args.from_json_dirs is None):
@@ -278,7 +278,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_isolation(args: argparse.Namespace) -> int:
-    from grader.isolation import SandboxUnavailable, choose_isolation
+    from grader.sandbox.modes import SandboxUnavailable, choose_isolation
 
     try:
         isolation = choose_isolation(args.sandbox, for_class=True, protect=False)  # a question: nothing changes
@@ -291,7 +291,7 @@ def cmd_isolation(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from grader.release import ReleaseError, build_release
+    from grader.authoring.release import ReleaseError, build_release
 
     if not args.out.resolve().parent.is_dir():
         raise UsageError(f"release {args.out}: directory {args.out.parent} does not exist")
@@ -304,7 +304,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
-    from grader.gradescope_bundle import build_bundle
+    from grader.authoring.gradescope_bundle import build_bundle
 
     if args.out.suffix != ".zip":
         raise UsageError(f"{args.out}: the bundle must be a .zip file")
@@ -336,7 +336,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_nbgrader(args: argparse.Namespace) -> int:
-    from grader import nbgrader_grading
+    from grader.classroom import nbgrader_course as nbgrader_grading
 
     return nbgrader_grading.run(args)
 

@@ -4,10 +4,10 @@ the chapter, which modules are done, failing or not started, and what to do next
     python -m grader check [--watch]          (also: attention-kata check) in the full repository
     python check_progress.py [--watch]        in the students' repository (the release)
 
-One source: the student release ships this very file as ``check_progress.py`` (grader/release.py
+One source: the student release ships this very file as ``check_progress.py`` (grader/authoring/release.py
 copies it), so it uses the standard library only and nothing else of the grader. The order of the
 modules comes from the rubric (``grader.rubric.load_rubric``) when the command line passes it in,
-else from ``kata_modules.json`` beside this file, which grader/release.py writes from the rubric.
+else from ``kata_modules.json`` beside this file, which grader/authoring/release.py writes from the rubric.
 
 How it stays cheap (about what ``pytest exercises`` costs, torch's import included): pytest runs once,
 in one subprocess, over the whole ``exercises/`` folder, with this module as a plugin (``-p``) that

@@ -10,7 +10,7 @@ Every hidden test has a kind (a pytest marker; tests/conftest.py gives each test
 * ``printed``: the documents' printed tensors, checks of the same computation (never worth more than
   ``core``);
 * ``edge``: raising on bad input, shapes, dtypes, properties, inputs left untouched; they earn their
-  points in proportion to the exercise's core points earned (grader/scoring.py), so that code which
+  points in proportion to the exercise's core points earned (grader/grading/scoring.py), so that code which
   does no attention at all (raising everywhere, identity modules) earns nothing from them.
 """
 
@@ -136,7 +136,7 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     raw = json.loads((tests_dir / "rubric.json").read_text())
     groups = {name: Group(name, g["section"], g["title"]) for name, g in raw["groups"].items()}
     kinds = dict(raw["kinds"])
-    if "core" not in kinds:  # grader/scoring.py counts edge tests only once the core ones pass
+    if "core" not in kinds:  # grader/grading/scoring.py counts edge tests only once the core ones pass
         raise RubricError("rubric.json's kinds must include 'core'")
     exercises = {
         ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]),

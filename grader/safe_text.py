@@ -8,7 +8,7 @@ order than it reads. Every such character is shown escaped, as Python writes it 
 isolates (U+202A-U+202E, U+2066-U+2069) and lone surrogates (a file name that is not UTF-8; they
 cannot be written to a UTF-8 terminal or file at all).
 
-Applied where student text enters the grader (grader/worker_client.py: exception messages, the
+Applied where student text enters the grader (grader/sandbox/client.py: exception messages, the
 worker's output tail, object labels) and again by every renderer (the text, JSON and Gradescope
 reports, the feedback files, the class summary) as the last line of defence. Escaping twice changes
 nothing: the escaped form holds only printable ASCII.

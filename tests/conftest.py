@@ -5,11 +5,11 @@ its points come from ``rubric.json``. Every test has exactly one kind marker, ``
 (randomized, against the reference), ``@pytest.mark.printed`` (the documents' printed tensors) or
 ``@pytest.mark.edge`` (raises, shapes, dtypes, properties); the exercise's points for a kind
 (``rubric.json``'s ``kinds``) are split evenly over its tests of that kind, and the grader counts
-edge tests in proportion to the core points earned (grader/scoring.py). Tests reach the
+edge tests in proportion to the core points earned (grader/grading/scoring.py). Tests reach the
 implementation only through the ``impl`` fixture (see ``kata_seam.py``). The grader puts its isolated worker behind the same fixture by
 setting ``config.kata_impl_factory`` (a callable taking the exercise id) before collection.
 
-A re-grade (grader/scoring.py) runs a dependent exercise's tests with stand-ins (``standins/``) in
+A re-grade (grader/grading/scoring.py) runs a dependent exercise's tests with stand-ins (``standins/``) in
 place of the student's modules it builds on: the grader sets ``config.kata_standins`` (``--standins
 NAMES`` by hand, with an ``--impl`` whose modules of those names are the stand-ins), and the
 ``reference`` fixture then gives the reference dependent built over the same stand-ins.
@@ -50,7 +50,7 @@ DEVICE = "device"  # a test of what a device run shows: charged by the GPU-run c
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{DEVICE}: checks what a device run shows (a mask that follows .to()); "
-                                       "the grader leaves it to the GPU-run check when that runs (grader/scoring.py)")
+                                       "the grader leaves it to the GPU-run check when that runs (grader/grading/scoring.py)")
     for kind, about in TEST_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: a hidden test of kind {kind}: {about}")
 

@@ -18,8 +18,8 @@ import os
 
 import pytest
 
-from grader.domains import Domains
-from grader.isolation import bwrap_problem, choose_isolation, uid_problem
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import bwrap_problem, choose_isolation, uid_problem
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
@@ -123,7 +123,7 @@ def isolating(request, templates):
 def no_class_summary(monkeypatch):
     """score_all in this process without its class summary page (matplotlib plots, about 0.5 s a run):
     for the tests of the batch's bookkeeping, which run it again and again; test_summary.py tests the page."""
-    import grader.batch
+    import grader.classroom.score_all
 
-    real_hook = grader.batch.hook
-    monkeypatch.setattr(grader.batch, "hook", lambda module, name: None if module == "grader.summary" else real_hook(module, name))
+    real_hook = grader.classroom.score_all.hook
+    monkeypatch.setattr(grader.classroom.score_all, "hook", lambda module, name: None if module == "grader.reports.class_summary" else real_hook(module, name))

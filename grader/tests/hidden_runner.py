@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, exercise_of_test, load_rubric
 
 try:

@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 
 try:

@@ -77,9 +77,9 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
     """Each row and JSON report is what grading that student alone gives (grade(), what `score` and
     each job run), in the batch's own row format."""
-    from grader.batch import csv_row, submission_hash
-    from grader.grading import GradeOptions, grade
-    from grader.report import to_json
+    from grader.classroom.score_all import csv_row, submission_hash
+    from grader.grading.grade import GradeOptions, grade
+    from grader.reports.report import to_json
 
     _, csv_path, out = graded
     table = rows(csv_path)
@@ -113,7 +113,7 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
 
 # --- the bookkeeping, with a stand-in job that grades no one ------------------------------------------
 
-# A stand-in for ``python -m grader.batch --job``: a student folder's score.txt holds the fraction of
+# A stand-in for ``python -m grader.classroom.score_all --job``: a student folder's score.txt holds the fraction of
 # every exercise they get (no score.txt: an error row); each student it grades is logged. With a folder
 # of gates as its second argument, it answers a student only once the file of their name is there (so
 # a test can stop a run at a known row), and quits when its score-all is gone (killed -9) or ends it
@@ -147,7 +147,7 @@ for line in sys.stdin:
 """
 
 # ``python -m grader ARGS`` with FAKE_JOB as score-all's job command (the command line's JSON first argument).
-FAKE_JOB_CLI = ("import functools, json, sys; import grader.batch as batch; "
+FAKE_JOB_CLI = ("import functools, json, sys; import grader.classroom.score_all as batch; "
                 "batch.BatchOptions = functools.partial(batch.BatchOptions, job_argv=tuple(json.loads(sys.argv[1]))); "
                 "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
 
@@ -157,8 +157,8 @@ def fake_job(tmp_path: Path, gates: Path | None = None) -> tuple[str, ...]:
 
 
 def fake_options(tmp_path: Path, **kwargs):
-    from grader.batch import BatchOptions
-    from grader.grading import GradeOptions
+    from grader.classroom.score_all import BatchOptions
+    from grader.grading.grade import GradeOptions
 
     return BatchOptions(jobs=2, grading=GradeOptions(gpu="skip"), job_argv=fake_job(tmp_path), **kwargs)
 
@@ -203,7 +203,7 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     from nbgrader.api import Gradebook
     from nbgrader.plugins import CsvExportPlugin
 
-    from grader.batch import read_grades, score_all, submission_hash
+    from grader.classroom.score_all import read_grades, score_all, submission_hash
 
     klass = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 0.5, "carol": None, "dave": 0.0})
     gates = tmp_path / "gates"
@@ -266,7 +266,7 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
 
 
 def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> None:
-    from grader.batch import score_all
+    from grader.classroom.score_all import score_all
 
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None})
     csv_path, json_dir = tmp_path / "grades.csv", tmp_path / "out" / "json"
@@ -297,7 +297,7 @@ def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> 
 
 
 def test_only_grades_the_named_students_and_keeps_the_rest(tmp_path: Path) -> None:
-    from grader.batch import BatchError, score_all
+    from grader.classroom.score_all import BatchError, score_all
 
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None, "dee": 0.0})
     csv_path = tmp_path / "grades.csv"
@@ -312,7 +312,7 @@ def test_only_grades_the_named_students_and_keeps_the_rest(tmp_path: Path) -> No
 
 
 def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> None:
-    from grader.batch import HASH_COLUMN, csv_columns, score_all
+    from grader.classroom.score_all import HASH_COLUMN, csv_columns, score_all
 
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": 0.25})
     csv_path = tmp_path / "grades.csv"
@@ -341,7 +341,7 @@ def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> No
 def test_an_interrupt_while_a_row_is_written_keeps_the_row(tmp_path: Path, monkeypatch) -> None:
     """A SIGTERM (KeyboardInterrupt) that lands after a row reached the file, before its fsync returned:
     the sorted rewrite at the end must keep that row (it once dropped it, a row an instructor had seen)."""
-    from grader.batch import read_grades, score_all
+    from grader.classroom.score_all import read_grades, score_all
 
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5})
     csv_path = tmp_path / "grades.csv"
@@ -374,7 +374,7 @@ def test_an_unknown_csv_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_shards_are_disjoint_stable_and_independent_of_the_class() -> None:
-    from grader.batch import in_shard, parse_shard, shard_of
+    from grader.classroom.score_all import in_shard, parse_shard, shard_of
 
     names = [f"student{i}" for i in range(200)] + ["alice", "Zoë", "o'brien"]
     for n in (1, 2, 3, 7):
@@ -391,7 +391,7 @@ def test_shards_are_disjoint_stable_and_independent_of_the_class() -> None:
 
 
 def test_the_hash_follows_the_content(tmp_path: Path) -> None:
-    from grader.batch import submission_hash
+    from grader.classroom.score_all import submission_hash
 
     (tmp_path / "a" / "03_causal").mkdir(parents=True)
     (tmp_path / "a" / "03_causal" / "causal_mask.py").write_text("x = 1\n")
@@ -485,7 +485,7 @@ def _running(processes: dict[int, str]) -> list[int]:
 
 def _sleepers(uid: int) -> list[int]:
     """The processes of ``uid`` asleep in a timed sleep (the kernel function they wait in)."""
-    from grader.isolation import running_as
+    from grader.sandbox.modes import running_as
 
     found = []
     for pid in running_as(uid):
@@ -508,8 +508,8 @@ def _python_start_seconds() -> float:
 def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> None:
     """kill -9 of score-all while its job grades a student sleeping in a call (and in a child it forked):
     the job, its template (with bubblewrap: the sandbox) and every process of the student's uid are
-    gone within about two seconds (the job's lifeline, grader/batch.py), not when the call times out."""
-    from grader.isolation import UID_BASE, processes_of, running_as
+    gone within about two seconds (the job's lifeline, grader/classroom/score_all.py), not when the call times out."""
+    from grader.sandbox.modes import UID_BASE, processes_of, running_as
 
     klass = fake_class(tmp_path / "class", {})
     (klass / "sleeper" / "01_simple_attention").mkdir(parents=True)
@@ -557,7 +557,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
 def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
     """Under uid isolation the students' code runs on this machine under other uids (and anyone can read
     score-all's command line): the CSV, JSON reports, feedback, gradebook and class summary are created
-    0600, whatever the umask (grader.batch.private_files); a rewrite keeps the file's own mode."""
+    0600, whatever the umask (grader.classroom.score_all.private_files); a rewrite keeps the file's own mode."""
     klass = fake_class(tmp_path / "class", {})
     (klass / "alice" / "01_simple_attention").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "solutions" / "01_simple_attention" / "normalization.py", klass / "alice" / "01_simple_attention")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import load_rubric
 
 REPO = Path(__file__).resolve().parents[2]

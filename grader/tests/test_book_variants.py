@@ -2,7 +2,7 @@
 
 ``tests/mutants/book_variants.py`` (``VARIANTS``) holds the code printed in ``exercises/documents/``,
 adapted only to a stub's names and to what the stub explicitly asks, as patches to the reference
-solutions (format: grader/mutation.py): the loops that fill ``torch.empty(inputs.shape[0])`` and
+solutions (format: grader/authoring/mutation.py): the loops that fill ``torch.empty(inputs.shape[0])`` and
 ``torch.zeros(query.shape)`` (float32 whatever the input), the notebook's scale
 ``torch.sqrt(torch.tensor(d_k))`` (√d_k rounded to float32), the chapter's MultiHeadAttention forward,
 its causal masks. Each is applied to a copy of ``solutions/``, and every hidden test of the exercises
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import REPO_ROOT, TESTS_DIR
 
 try:

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.engine import TESTS_DIR, run_hidden_tests, score, start_worker
-from grader.remote_impl import RemoteImpl
+from grader.grading.engine import TESTS_DIR, run_hidden_tests, score, start_worker
+from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import GROUPS
-from grader.worker_client import StudentError, WorkerClient, WorkerFailure
+from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "solutions"
@@ -361,7 +361,7 @@ def test_output_flood_is_drained_and_bounded(tmp_path, shared_domains):
 
 
 def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
-    from grader.submission import read_module_files
+    from grader.grading.intake import read_module_files
 
     sub = _toy(tmp_path / "sub", "X = 1\n")
     (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
@@ -482,7 +482,7 @@ def test_starting_workers_does_not_count_against_a_test_s_budget(monkeypatch):
     own time still runs it out."""
     from types import SimpleNamespace
 
-    from grader import engine
+    from grader.grading import engine
 
     now = [1000.0]
     monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])

@@ -1,6 +1,6 @@
 """The student-facing tree ``exercises/`` is what the generator makes, and its public tests work.
 
-* ``exercises/<group>/<module>.py`` equals ``python -m grader.stubs`` run on ``solutions/``;
+* ``exercises/<group>/<module>.py`` equals ``python -m grader.authoring.stubs`` run on ``solutions/``;
 * every public test fails on the stubs, and fails with the stub's NotImplementedError (so a student
   starting out sees "not written yet", never a broken test);
 * every public test passes once the 12 modules are replaced by the reference solutions.
@@ -20,7 +20,7 @@ from pathlib import Path
 import nbgrader.preprocessors  # noqa: F401
 import pytest
 
-from grader import stubs
+from grader.authoring import stubs
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 
 try:
@@ -35,7 +35,7 @@ PUBLIC_TESTS = {ex_id: pr.public_test_file(ex_id) for ex_id in EXERCISE_IDS}
 
 def test_exercises_are_in_sync_with_the_generator():
     stale = stubs.check(REPO_ROOT)
-    assert not stale, f"out of date (run `python -m grader.stubs`): {[str(p.relative_to(REPO_ROOT)) for p in stale]}"
+    assert not stale, f"out of date (run `python -m grader.authoring.stubs`): {[str(p.relative_to(REPO_ROOT)) for p in stale]}"
 
 
 def test_the_twelve_modules_exist_with_the_same_names_in_both_trees():

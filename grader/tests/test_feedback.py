@@ -1,4 +1,4 @@
-"""grader.feedback and the --visibility levels (grader.report.redact), also in Gradescope's results.json."""
+"""grader.reports.feedback and the --visibility levels (grader.reports.report.redact), also in Gradescope's results.json."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.feedback import feedback_filename, feedback_text, write_feedback
-from grader.report import redact, to_gradescope
+from grader.reports.feedback import feedback_filename, feedback_text, write_feedback
+from grader.reports.report import redact, to_gradescope
 from grader.rubric import load_rubric
 
 MASK = "03_causal/causal_mask"
@@ -142,7 +142,7 @@ def test_cli_bad_feedback_options_exit_2_with_one_line(tmp_path: Path):
 def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Path):
     import json
 
-    from grader import mutation
+    from grader.authoring import mutation
 
     mutant = tmp_path / "13_causal_mask_transposed"  # a submission of one module: the mutated causal_mask.py
     mutation.write_patched(mutation.mutant("13_causal_mask_transposed"), mutant)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine import gpu_check_worker, start_worker
-from grader.gpu_check import GpuUnavailable, run_gpu_check
-from grader.remote_impl import RemoteImpl
+from grader.grading.engine import gpu_check_worker, start_worker
+from grader.grading.gpu_check import GpuUnavailable, run_gpu_check
+from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import load_rubric
 from test_engine import build_submission
 
@@ -200,9 +200,9 @@ def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> No
 def test_the_template_readies_the_simulation_only_for_a_grading_with_a_gpu_check(tmp_path: Path):
     """The simulation's first use costs the template 1.5 s of CPU (torch._dynamo): a grading under
     ``--gpu skip`` must not pay it, and the forks after one that asked for it find it ready."""
-    from grader.domains import Domains
-    from grader.isolation import choose_isolation
-    from grader.worker_client import WorkerClient
+    from grader.sandbox.domains import Domains
+    from grader.sandbox.modes import choose_isolation
+    from grader.sandbox.client import WorkerClient
     from test_engine import WHERE, _toy
 
     sub = _toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")

@@ -1,4 +1,4 @@
-"""grader.gradebook: reports land in nbgrader's gradebook and ``nbgrader export`` lists them."""
+"""grader.classroom.gradebook: reports land in nbgrader's gradebook and ``nbgrader export`` lists them."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.gradebook import GPU_CELL, NOTEBOOK, cell_name, record_in_gradebook
+from grader.classroom.gradebook import GPU_CELL, NOTEBOOK, cell_name, record_in_gradebook
 from grader.rubric import GROUPS, load_rubric
 
 ASSIGNMENT = "attention-kata"
 
 
 def fake_report(fraction: float, gpu: float = 10.0) -> dict:
-    """A JSON report (grader/report.py ``to_json``) scoring ``fraction`` of every exercise."""
+    """A JSON report (grader/reports/report.py ``to_json``) scoring ``fraction`` of every exercise."""
     rubric = load_rubric()
     exercises = {
         ex_id: {"score": round(ex.points * fraction, 2), "max_score": ex.points, "status": "partial", "message": ""}
@@ -98,15 +98,15 @@ def test_one_grade_cell_per_exercise_plus_gpu_check(tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def course_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The gradebook of the course grader/nbgrader_release.py writes, as ``nbgrader generate_assignment
+    """The gradebook of the course grader/authoring/nbgrader_release.py writes, as ``nbgrader generate_assignment
     <group>`` fills it for every group (its SaveCells preprocessor on each source notebook; the command
     takes seconds more and gives the same assignments, notebooks, cells and max scores)."""
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
-    from grader.gradebook import stamp_new_gradebook
-    from grader.nbgrader_release import build_nbgrader_course
+    from grader.classroom.gradebook import stamp_new_gradebook
+    from grader.authoring.nbgrader_release import build_nbgrader_course
 
     course = tmp_path_factory.mktemp("course") / "nbgrader"
     build_nbgrader_course(course)
@@ -153,8 +153,8 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
 
     from nbgrader.api import Gradebook
 
-    from grader.batch import csv_row
-    from grader.gradebook import ClassGradebook
+    from grader.classroom.score_all import csv_row
+    from grader.classroom.gradebook import ClassGradebook
 
     db = tmp_path / "gradebook.db"
     shutil.copy(course_db, db)
@@ -202,7 +202,7 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
 
     from nbgrader.api import Gradebook
 
-    from grader.gradebook import ClassGradebook, GradebookError
+    from grader.classroom.gradebook import ClassGradebook, GradebookError
 
     db = tmp_path / "gradebook.db"
     shutil.copy(course_db, db)
@@ -225,8 +225,8 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
 def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
     from nbgrader.api import Gradebook
 
-    from grader.batch import csv_row
-    from grader.gradebook import COMMENT_CELL, ClassGradebook
+    from grader.classroom.score_all import csv_row
+    from grader.classroom.gradebook import COMMENT_CELL, ClassGradebook
 
     db = tmp_path / "gradebook.db"
     with ClassGradebook(db, ASSIGNMENT) as gb:
@@ -241,13 +241,13 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
 
 @pytest.mark.timeout(120)
 def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path: Path) -> None:
-    """grader.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
+    """grader.classroom.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
     import sqlite3
 
     import nbgrader
     from alembic.script import ScriptDirectory
 
-    from grader.gradebook import ClassGradebook, nbgrader_schema_head
+    from grader.classroom.gradebook import ClassGradebook, nbgrader_schema_head
 
     head = nbgrader_schema_head()
     # nbgrader's get_alembic_version() runs `alembic heads` on its own scripts (a second Python, 4 s):

@@ -1,4 +1,4 @@
-"""grader.gradescope_bundle: the zip's layout, and its run_autograder run as Gradescope would.
+"""grader.authoring.gradescope_bundle: the zip's layout, and its run_autograder run as Gradescope would.
 
 The run happens in ``<tmp>/autograder`` (``AUTOGRADER_ROOT``) with this venv first on PATH, so
 ``setup.sh`` (apt and pip, network) is skipped: the venv already holds everything it installs.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.gradescope_bundle import build_bundle
+from grader.authoring.gradescope_bundle import build_bundle
 from grader.rubric import SOLUTIONS_DIR, load_rubric
 
 # Gradescope's results.json specification: the keys it accepts at the top and per test.

@@ -25,7 +25,7 @@ import re
 
 import pytest
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import load_rubric
 
 try:

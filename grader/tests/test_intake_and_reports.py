@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.report import to_gradescope, to_json, to_text
+from grader.reports.report import to_gradescope, to_json, to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
-from grader.results import GpuCheckResult, GradeReport, TestOutcome
-from grader.scoring import dependencies, score_with_regrade
-from grader.submission import SubmissionError, locate_submission
+from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
+from grader.grading.scoring import dependencies, score_with_regrade
+from grader.grading.intake import SubmissionError, locate_submission
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
                   "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
@@ -212,8 +212,8 @@ def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
 
 
 def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_client() -> None:
-    """grader/results.py keeps the result types apart from the code that runs the tests."""
-    code = ("import sys, grader.report, grader.feedback, grader.summary, grader.results; "
-            "print(sorted(m for m in ('torch', 'grader.worker_client', 'grader.engine') if m in sys.modules))")
+    """grader/grading/results.py keeps the result types apart from the code that runs the tests."""
+    code = ("import sys, grader.reports.report, grader.reports.feedback, grader.reports.class_summary, grader.grading.results; "
+            "print(sorted(m for m in ('torch', 'grader.sandbox.client', 'grader.grading.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.strip() == "[]"

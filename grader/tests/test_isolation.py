@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import csv_cell, csv_row
-from grader.domains import Domains
-from grader.engine import run_hidden_tests, score, start_worker
-from grader.grading import GradeOptions, grade
-from grader.isolation import SandboxUnavailable, choose_isolation, student_uid, uid_problem
+from grader.classroom.score_all import csv_cell, csv_row
+from grader.sandbox.domains import Domains
+from grader.grading.engine import run_hidden_tests, score, start_worker
+from grader.grading.grade import GradeOptions, grade
+from grader.sandbox.modes import SandboxUnavailable, choose_isolation, student_uid, uid_problem
 from grader.rubric import REPO_ROOT, load_rubric
-from grader.submission import SubmissionError, locate_submission
-from grader.worker_client import WorkerClient
+from grader.grading.intake import SubmissionError, locate_submission
+from grader.sandbox.client import WorkerClient
 from conftest import PROBLEMS
 from test_engine import SOLUTIONS, WHERE, _toy, build_submission
 from test_gpu_check import run_check
@@ -42,7 +42,7 @@ def test_every_mode_runs_in_ci() -> None:
 
 
 def _uid_processes(uid: int) -> list[int]:
-    from grader.isolation import running_as
+    from grader.sandbox.modes import running_as
 
     return running_as(uid)
 
@@ -91,7 +91,7 @@ def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> No
         "            forked += 1\n"
         "    except OSError:\n        pass\n"
         "    return written, forked\n")
-    from grader.remote_impl import RemoteImpl
+    from grader.grading.remote_impl import RemoteImpl
 
     with WorkerClient(sub, domains=isolating, call_timeout=20) as client:
         written, forked = RemoteImpl(client, WHERE).attention_scores()
@@ -103,7 +103,7 @@ def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(iso
     """The first student forks sleepers until the process limit says no. Once killed they must be gone,
     zombies included (they count against the limit of the same uid): the next student of the class can
     start processes as if the first had never existed (once, without a pid namespace, it got none)."""
-    from grader.remote_impl import RemoteImpl
+    from grader.grading.remote_impl import RemoteImpl
 
     hog = _toy(tmp_path / "hog",
         "import os, time\n\n"
@@ -159,7 +159,7 @@ def attention_scores():
 
 def _owned_by(uid: int) -> list[str]:
     """What ``uid`` owns in the shared places and the SysV IPC tables (the clean-up's whole reach)."""
-    from grader.isolation import SHARED_TOPS
+    from grader.sandbox.modes import SHARED_TOPS
 
     found = []
     for top in SHARED_TOPS:
@@ -178,7 +178,7 @@ def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> 
     """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a file in
     /dev/shm and SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of
     its uid is left anywhere, and the clean-up said nothing went wrong."""
-    from grader.remote_impl import RemoteImpl
+    from grader.grading.remote_impl import RemoteImpl
 
     sub = _toy(tmp_path / "sub", LEFTOVERS)
     with WorkerClient(sub, domains=isolating) as client:
@@ -195,7 +195,7 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
     """The clean-up itself, without a domain (so without the filter that refuses SysV IPC in uid mode):
     a process of a fresh uid makes SysV IPC objects of mode 0666 and locked folders, then a sleeper;
     reap() leaves none of them, and never raises on what it was given."""
-    from grader.isolation import UID_BASE, reap
+    from grader.sandbox.modes import UID_BASE, reap
 
     uid = UID_BASE - 1 - os.getpid() % 4096
     code = LEFTOVERS + ("\nif __name__ == '__main__':\n    print(attention_scores())\n    import subprocess\n"
@@ -219,7 +219,7 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
     dependents are re-graded. The wrapper reads what stands beside it and pushes it out in every
     message and on stdout. No domain ever receives a file of solutions/ (only the student's files and
     stand-ins), and no report carries reference text."""
-    import grader.worker_client as worker_client
+    import grader.sandbox.client as worker_client
 
     sub = build_submission("leak_reference", tmp_path)
     (sub / "03_causal" / "causal_attention.py").write_text("raise ImportError('broken on purpose')\n")
@@ -233,7 +233,7 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
                         lambda *args: bundles.append(read(*args)[0]) or read(*args))
     dependents = ("02_trainable_weights/weight_transfer", "04_multihead/multihead_wrapper")  # both re-graded
     report = grade(sub, GradeOptions(gpu="skip", exercises=dependents), domains)
-    from grader.report import to_gradescope, to_json
+    from grader.reports.report import to_gradescope, to_json
 
     text = json.dumps(to_json(report)) + json.dumps(to_gradescope(report))
     assert REFERENCE_LINE not in text and "LEAK:" not in text
@@ -335,7 +335,7 @@ def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path:
     sub = build_submission("namedtuple_flood", tmp_path)
     with WorkerClient(sub, domains=domains, call_timeout=20) as client:
         flood = client.request({"op": "module_attr", "module": "attention_scores", "name": "_flood"}, "import")
-        from grader.remote_impl import RemoteImpl
+        from grader.grading.remote_impl import RemoteImpl
 
         fn = RemoteImpl(client, {})._kata_wrap(flood)
         t0 = time.perf_counter()
@@ -343,7 +343,7 @@ def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path:
             out = fn()
             assert type(out[0]) is tuple and len(out) == 3000  # 9000 new types in all: a cache would hold > 1000
         assert time.perf_counter() - t0 < 20
-    import grader.worker_client as wc
+    import grader.sandbox.client as wc
 
     assert not any(isinstance(v, dict) and len(v) > 1000 for v in vars(wc).values())
 
@@ -355,7 +355,7 @@ def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path
         "    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
         "    return 1\n")
     client = WorkerClient(sub, domains=domains)
-    from grader.remote_impl import RemoteImpl
+    from grader.grading.remote_impl import RemoteImpl
 
     impl = RemoteImpl(client, WHERE)
     assert impl.attention_scores() == 1
@@ -382,7 +382,7 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
         "    return (os.getuid(), status['CapEff'].strip(), status['NoNewPrivs'].strip(), writable, os.getcwd(),\n"
         "            refused, copy_mode)\n")
     with WorkerClient(sub, domains=isolating) as client:
-        from grader.remote_impl import RemoteImpl
+        from grader.grading.remote_impl import RemoteImpl
 
         uid, caps, nnp, writable, cwd, refused, copy_mode = RemoteImpl(
             client, WHERE).attention_scores()
@@ -400,7 +400,7 @@ def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
         "def attention_scores():\n"
         "    try:\n        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n        return 'socket made'\n"
         "    except OSError as err:\n        return str(err)\n")
-    from grader.remote_impl import RemoteImpl
+    from grader.grading.remote_impl import RemoteImpl
 
     with WorkerClient(sub, domains=isolating) as client:
         said = RemoteImpl(client, WHERE).attention_scores()
@@ -410,8 +410,8 @@ def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
 
 
 def test_choice_of_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("grader.isolation.bwrap_problem", lambda: "bwrap cannot create namespaces here (test)")
-    monkeypatch.setattr("grader.isolation.uid_problem", lambda: "dropping to another uid needs root")
+    monkeypatch.setattr("grader.sandbox.modes.bwrap_problem", lambda: "bwrap cannot create namespaces here (test)")
+    monkeypatch.setattr("grader.sandbox.modes.uid_problem", lambda: "dropping to another uid needs root")
     assert choose_isolation("auto").mode == "none" and "without isolation" in choose_isolation("auto").warnings[0]
     for requested, for_class in (("auto", True), ("isolated", False), ("bwrap", False), ("uid", False)):
         with pytest.raises(SandboxUnavailable):
@@ -422,7 +422,7 @@ def test_choice_of_mode(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_asking_which_mode_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``grader isolation`` is a question: in uid mode it says what grading would make unreadable, and
     leaves every mode as it was; grading itself then makes it so."""
-    import grader.isolation as isolation
+    import grader.sandbox.modes as isolation
 
     for name in isolation.SECRETS:
         (tmp_path / name).mkdir(mode=0o755)
@@ -440,7 +440,7 @@ def test_asking_which_mode_changes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_a_python_other_users_cannot_reach_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Python installed under a folder other users cannot enter (pyenv or conda in root's home): uid
     mode is unavailable, said in one line that names the folder to open; nothing raises."""
-    import grader.isolation as isolation
+    import grader.sandbox.modes as isolation
 
     import tempfile
 
@@ -474,7 +474,7 @@ def test_score_all_and_the_autograder_refuse_without_isolation(tmp_path: Path) -
         open_class = subprocess.run([sys.executable, "-m", "grader", "score-all", str(klass), "--csv",
                                      str(tmp_path / "g.csv")], capture_output=True, text=True, env=env, cwd=REPO_ROOT)
         assert open_class.returncode == 2 and "chmod o-rwx" in open_class.stderr, open_class.stderr
-    code = ("import sys, os; from grader import isolation; isolation.uid_problem = lambda: 'not root (test)';"
+    code = ("import sys, os; from grader.sandbox import modes as isolation; isolation.uid_problem = lambda: 'not root (test)';"
             "from grader.cli import main; sys.exit(main(sys.argv[1:]))")
     proc = subprocess.run([sys.executable, "-c", code, "score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv")],
                           capture_output=True, text=True, env=env, cwd=REPO_ROOT)

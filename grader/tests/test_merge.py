@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import csv_columns, csv_row, score_all, shard_of
+from grader.classroom.score_all import csv_columns, csv_row, score_all, shard_of
 from test_batch import fake_class, fake_options, graded_log, run
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
@@ -102,7 +102,7 @@ def test_untrusted_names_never_write_outside_the_json_dir(tmp_path: Path) -> Non
 
 
 def test_score_all_never_writes_a_report_outside_the_json_dir(tmp_path: Path) -> None:
-    from grader.batch import json_path
+    from grader.classroom.score_all import json_path
 
     for name in ("../x", "a/b", "..", ".", "", ".x", "a\0b", "x" * 300):
         with pytest.raises(ValueError):

@@ -24,14 +24,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.gradebook import _ensure_alembic_on_path, stamp_new_gradebook
-from grader.grading import GradeOptions, grade
-from grader.isolation import uid_problem
-from grader.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
-from grader.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
-from grader.notebook_intake import notebook_modules as read_modules
-from grader.release import build_release
-from grader.report import to_json
+from grader.classroom.gradebook import _ensure_alembic_on_path, stamp_new_gradebook
+from grader.grading.grade import GradeOptions, grade
+from grader.sandbox.modes import uid_problem
+from grader.authoring.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
+from grader.classroom.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
+from grader.classroom.notebook_intake import notebook_modules as read_modules
+from grader.authoring.release import build_release
+from grader.reports.report import to_json
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from test_release import _env, solution_lines  # the venv's bin on PATH; the solutions' lines
 
@@ -237,7 +237,7 @@ def test_an_unusable_course_or_assignment_exits_2_with_one_line(tmp_path: Path):
 def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is_written(tmp_path: Path):
     from nbgrader.api import Gradebook
 
-    from grader.nbgrader_grading import CourseError, find_course
+    from grader.classroom.nbgrader_course import CourseError, find_course
 
     (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
     _ensure_alembic_on_path()  # nbgrader's Gradebook runs alembic

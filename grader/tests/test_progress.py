@@ -227,7 +227,7 @@ def test_student_commands_do_not_import_nbgrader():
     code = ("import sys\n"
             "for name in ('nbgrader', 'nbformat', 'nbclient', 'matplotlib'):\n"
             "    sys.modules[name] = None  # importing it would raise ImportError\n"
-            "import grader.cli, grader.progress, grader.attention_view, grader.release\n"
+            "import grader.cli, grader.progress, grader.attention_view, grader.authoring.release\n"
             "sys.exit(grader.cli.main(['check', '--help']))\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=_env(), capture_output=True, text=True,
                             timeout=60)

@@ -1,7 +1,7 @@
 """The public tests (``exercises/<group>/test_<module>.py``) catch the mistakes students make, and say which.
 
 * every mistake in ``student_mistakes/mistakes.py`` (a small patch to one reference solution, the
-  format of grader/mutation.py) fails the public test it names, with a message that names the mistake;
+  format of grader/authoring/mutation.py) fails the public test it names, with a message that names the mistake;
 * one public test file per exercise module, every test named after its module, so that
   ``pytest exercises -k <module>`` selects exactly that module's tests;
 * the shared checks (``exercises/kata_checks.py``) and the public tests quote no solution line;
@@ -18,7 +18,7 @@ import ast
 
 import pytest
 
-from grader import mutation
+from grader.authoring import mutation
 from grader.rubric import REPO_ROOT, load_rubric
 
 try:

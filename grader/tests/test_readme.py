@@ -71,7 +71,7 @@ def _docs_markdown() -> list[Path]:
 
 def test_every_relative_path_in_the_docs_resolves():
     """Links resolve from the file's folder (as GitHub renders them); a path in a code span may also be
-    written from the repository root (`grader/batch.py` in docs/), as these pages do."""
+    written from the repository root (`grader/classroom/score_all.py` in docs/), as these pages do."""
     files = _docs_markdown()
     assert len(files) >= 5, files
     broken = []

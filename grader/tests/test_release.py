@@ -1,4 +1,4 @@
-"""grader.release: the student folder holds no solution text; the documents travel with the exercises.
+"""grader.authoring.release: the student folder holds no solution text; the documents travel with the exercises.
 
 The nbgrader course of the release, and grading it, are tested in test_nbgrader_course.py. Slow parts
 run real tools: pytest in the student folder.
@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.release import ReleaseError, build_release
+from grader.authoring.release import ReleaseError, build_release
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 from public_runner import fill_in
 

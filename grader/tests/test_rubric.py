@@ -2,7 +2,7 @@
 
 Three files must stand alone and so carry their own copy of the group list: the students'
 ``exercises/conftest.py`` (shipped without the grader), the worker that runs beside student code
-(``grader/kata_worker/domain.py``: stdlib and torch only) and the hidden tests' seam
+(``grader/sandbox/kata_worker/domain.py``: stdlib and torch only) and the hidden tests' seam
 (``tests/kata_seam.py``, which reads rubric.json itself). These tests keep them in agreement.
 """
 
@@ -25,7 +25,7 @@ def _assigned_tuple(path: Path, name: str) -> tuple:
     raise AssertionError(f"{path} assigns no {name}")
 
 
-@pytest.mark.parametrize("copy", ["exercises/conftest.py", "grader/kata_worker/domain.py"])
+@pytest.mark.parametrize("copy", ["exercises/conftest.py", "grader/sandbox/kata_worker/domain.py"])
 def test_standalone_group_lists_agree_with_the_rubric(copy: str) -> None:
     assert _assigned_tuple(REPO_ROOT / copy, "GROUPS") == GROUPS, (
         f"{copy} lists other groups than tests/rubric.json: update its GROUPS")

@@ -1,6 +1,6 @@
 """The rubric rewards the work, not the edge cases around it, and a mistake costs its points once.
 
-Each submission below is graded by the real grader (``grader.grading.grade``, one template for the
+Each submission below is graded by the real grader (``grader.grading.grade.grade``, one template for the
 module) and its score is checked against what the rubric promises:
 
 * ``lazy_raising``: every function and forward raises ValueError, the classes build their layers and
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import mutation
-from grader.results import TestOutcome
-from grader.gpu_check import MODULES_CHECKED
-from grader.grading import GradeOptions, grade
+from grader.authoring import mutation
+from grader.grading.results import TestOutcome
+from grader.grading.gpu_check import MODULES_CHECKED
+from grader.grading.grade import GradeOptions, grade
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
-from grader.scoring import summarize
+from grader.grading.scoring import summarize
 from test_engine import build_submission
 
 pytestmark = pytest.mark.timeout(300)
@@ -276,7 +276,7 @@ def test_a_library_shortcut_earns_nothing_where_it_does_the_work(graded, tmp_pat
 
 
 def test_the_solutions_and_stand_ins_take_no_shortcut():
-    from grader.scoring import shortcuts_in
+    from grader.grading.scoring import shortcuts_in
 
     assert shortcuts_in(RUBRIC, SOLUTIONS_DIR) == {}
     assert RUBRIC.shortcut_table == json.loads((SOLUTIONS_DIR.parent / "exercises" / "shortcuts.json").read_text())

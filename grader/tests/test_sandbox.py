@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.engine import run_hidden_tests, score, start_worker
+from grader.grading.engine import run_hidden_tests, score, start_worker
 from grader.rubric import REPO_ROOT
-from grader.domains import Domains
-from grader.isolation import bwrap_problem
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import bwrap_problem
 from test_engine import build_submission
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")

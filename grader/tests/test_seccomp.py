@@ -1,4 +1,4 @@
-"""The worker's seccomp filter (grader/kata_worker/seccomp.py): Docker's default profile, and ours.
+"""The worker's seccomp filter (grader/sandbox/kata_worker/seccomp.py): Docker's default profile, and ours.
 
 The filter is installed the way the worker installs it (``domain.deny_syscalls``) in a forked child of
 this process, which then runs a fresh interpreter and reports on a pipe what it could and could not
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.domains import Domains
-from grader.isolation import WORKER_LIB
-from grader.remote_impl import RemoteImpl
-from grader.worker_client import WorkerClient
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import WORKER_LIB
+from grader.grading.remote_impl import RemoteImpl
+from grader.sandbox.client import WorkerClient
 from test_engine import WHERE, _toy
 
 if str(WORKER_LIB) not in sys.path:

@@ -1,4 +1,4 @@
-"""grader.summary: the class summary beside the CSV (counts, histogram, most-failed tests, no matplotlib)."""
+"""grader.reports.class_summary: the class summary beside the CSV (counts, histogram, most-failed tests, no matplotlib)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import csv_columns, csv_row
+from grader.classroom.score_all import csv_columns, csv_row
 from grader.rubric import load_rubric
-from grader.summary import NO_MATPLOTLIB, summarize_class, write_summary
+from grader.reports.class_summary import NO_MATPLOTLIB, summarize_class, write_summary
 
 
 def fake_report(scores: dict[str, float], failing: list[str], gpu: float = 10.0) -> dict:
-    """A JSON report shaped like grader.report.to_json's: exercise scores, some failed tests."""
+    """A JSON report shaped like grader.reports.report.to_json's: exercise scores, some failed tests."""
     rubric = load_rubric()
     exercises = {}
     for ex_id, ex in rubric.exercises.items():

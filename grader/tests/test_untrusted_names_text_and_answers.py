@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.feedback import feedback_text
-from grader.report import VISIBILITIES, to_gradescope, to_json, to_text
-from grader.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
+from grader.reports.feedback import feedback_text
+from grader.reports.report import VISIBILITIES, to_gradescope, to_json, to_text
+from grader.grading.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
 from grader.rubric import GROUPS, SOLUTIONS_DIR, load_rubric
 from grader.safe_text import escape_controls, escape_line
-from grader.submission import SubmissionError, locate_submission, read_module_files
+from grader.grading.intake import SubmissionError, locate_submission, read_module_files
 
 # What must never reach a report raw: C0 but newline and tab, DEL, C1, bidi overrides and isolates.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -62,10 +62,10 @@ def test_escaping_shows_controls_and_bidi_overrides_and_keeps_the_rest():
 # ---- names ---------------------------------------------------------------------------------------
 
 def test_the_grader_accepts_the_names_the_domain_accepts():
-    """grader/kata_worker/domain.py refuses a bundle with any other name: the two patterns are one."""
-    from grader.submission import MODULE_FILE
+    """grader/sandbox/kata_worker/domain.py refuses a bundle with any other name: the two patterns are one."""
+    from grader.grading.intake import MODULE_FILE
 
-    domain = (Path(__file__).parents[1] / "kata_worker" / "domain.py").read_text()
+    domain = (Path(__file__).parents[1] / "sandbox" / "kata_worker" / "domain.py").read_text()
     pattern = re.search(r'_MODULE_FILE = re\.compile\(r"\^?(.*?)\$?"\)', domain).group(1)
     assert pattern == MODULE_FILE.pattern
 
@@ -85,7 +85,7 @@ def test_files_that_are_not_module_names_are_left_out_with_an_escaped_note(tmp_p
 
 
 def test_many_stray_files_leave_the_modules_in_and_few_notes(tmp_path: Path, monkeypatch):
-    import grader.submission as submission
+    import grader.grading.intake as submission
 
     monkeypatch.setattr(submission, "MAX_BUNDLE_FILES", 14)
     sub = solutions_copy(tmp_path / "sub")
@@ -147,7 +147,7 @@ def test_a_zip_in_the_folder_keeps_the_zip_limits(tmp_path: Path):
 
 @pytest.mark.timeout(300)
 def test_stray_files_cost_nothing_in_a_folder_and_in_a_zipped_upload(tmp_path: Path, shared_domains):
-    from grader.grading import GradeOptions, grade
+    from grader.grading.grade import GradeOptions, grade
 
     sub = solutions_copy(tmp_path / "sub")
     for rel, text in STRAYS.items():
@@ -162,7 +162,7 @@ def test_stray_files_cost_nothing_in_a_folder_and_in_a_zipped_upload(tmp_path: P
 
 @pytest.mark.timeout(300)
 def test_the_report_warns_of_each_file_left_out(tmp_path: Path, shared_domains):
-    from grader.grading import GradeOptions, grade
+    from grader.grading.grade import GradeOptions, grade
 
     upload = make_upload(tmp_path / "submission", solutions_copy(tmp_path / "exercises"),
                          {**STRAYS, NEWLINE_MEMBER: "x = 1\n"})
@@ -198,7 +198,7 @@ def assert_safe(text: str, where: str) -> None:
 
 @pytest.mark.timeout(300)
 def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
-    from grader.grading import GradeOptions, grade
+    from grader.grading.grade import GradeOptions, grade
 
     sub = tmp_path / "sub"
     for group in GROUPS:
@@ -225,8 +225,8 @@ def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
 
 def test_every_renderer_escapes_what_it_is_given(tmp_path: Path):
     """The last line of defence: a report built here, its student text never through the worker client."""
-    from grader.batch import csv_columns, csv_row
-    from grader.summary import summarize_class, to_html, to_markdown
+    from grader.classroom.score_all import csv_columns, csv_row
+    from grader.reports.class_summary import summarize_class, to_html, to_markdown
 
     rubric = load_rubric()
     results = {ex_id: ExerciseResult(ex_id, ex.points, ex.points, "passed", "all 1 tests passed")
@@ -294,8 +294,8 @@ def attention_scores(kind):
 
 @pytest.mark.timeout(120)
 def test_student_text_is_escaped_as_it_enters_the_grader(tmp_path: Path, shared_domains):
-    from grader.remote_impl import RemoteImpl
-    from grader.worker_client import StudentError, WorkerClient, WorkerFailure
+    from grader.grading.remote_impl import RemoteImpl
+    from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
 
     sub = tmp_path / "sub"
     for group in GROUPS:
@@ -315,9 +315,9 @@ def test_student_text_is_escaped_as_it_enters_the_grader(tmp_path: Path, shared_
 
 @pytest.mark.timeout(120)
 def test_an_answer_too_large_to_decode_fails_that_call(tmp_path: Path, shared_domains):
-    from grader.kata_worker import codec
-    from grader.remote_impl import RemoteImpl
-    from grader.worker_client import WorkerClient, WorkerFailure
+    from grader.sandbox.kata_worker import codec
+    from grader.grading.remote_impl import RemoteImpl
+    from grader.sandbox.client import WorkerClient, WorkerFailure
 
     sub = tmp_path / "sub"
     for group in GROUPS:

@@ -14,8 +14,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader import wire
-from grader.kata_worker import codec as wire_codec
+from grader.sandbox import wire
+from grader.sandbox.kata_worker import codec as wire_codec
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
@@ -136,7 +136,7 @@ def test_views_travel_as_their_values():
 
 
 def test_oversize_frames_are_refused_both_ways(tmp_path):
-    from grader.worker_client import WorkerClient, WorkerFailure
+    from grader.sandbox.client import WorkerClient, WorkerFailure
 
     a, b = socket.socketpair()
     with a, b:
@@ -150,7 +150,7 @@ def test_oversize_frames_are_refused_both_ways(tmp_path):
 
 def test_the_worker_uses_this_codec():
     """The worker package imports nothing of the grader (it runs alone in the sandbox) and unpickles nothing."""
-    from grader.isolation import WORKER_PACKAGE
+    from grader.sandbox.modes import WORKER_PACKAGE
 
     import ast
 

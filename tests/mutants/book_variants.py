@@ -3,7 +3,7 @@
 The rule (issue 23): the documents' code (``exercises/documents/``), adapted only to a stub's names
 and to what the stub explicitly asks (a leading batch dimension, a ValueError, a registered buffer,
 ``head_dim = d_out // num_heads``), earns full marks. Each variant below is that code, written as a
-patch to the reference module in the format of ``grader/mutation.py`` (``name``, ``exercise``,
+patch to the reference module in the format of ``grader/authoring/mutation.py`` (``name``, ``exercise``,
 ``replace``, ``with``), plus:
 
 * ``source``: where the documents print it;

@@ -1,6 +1,6 @@
 """The mutant suite: realistic mistakes the HIDDEN tests (``tests/<group>/test_<module>.py``) must catch.
 
-Each mutant is a small patch to one reference module (format and applier: ``grader/mutation.py``):
+Each mutant is a small patch to one reference module (format and applier: ``grader/authoring/mutation.py``):
 
 * ``name``: ``NN_short_name``;
 * ``exercise``: the exercise id (tests/rubric.json) whose module ``solutions/<exercise>.py`` it

@@ -1,6 +1,6 @@
 """Realistic student mistakes that the PUBLIC tests must catch, each with the diagnosis they must show.
 
-Each entry is a patch to one reference solution, in the format of ``grader/mutation.py`` (``name``,
+Each entry is a patch to one reference solution, in the format of ``grader/authoring/mutation.py`` (``name``,
 ``exercise``, ``replace``, which must occur exactly once in ``solutions/<exercise>.py``, and ``with``),
 with what the public tests must do once it is applied: ``exercises/<group>/test_<module>.py`` (the
 whole group's folder when ``run`` is ``"group"``) must fail the test ``expect_test`` with a message

@@ -1,0 +1,82 @@
+"""Build the Gradescope autograder zip: the grader, the hidden tests and the solutions, plus the
+``setup.sh`` / ``run_autograder`` scripts Gradescope expects at the zip's root.
+
+    build_bundle(Path("autograder.zip"))   # upload as the programming assignment's autograder
+
+Gradescope unzips the bundle into ``/autograder/source``, runs ``setup.sh`` once to build the image,
+then ``run_autograder`` for every submission, which grades ``/autograder/submission`` with
+``python -m grader score --format gradescope`` into ``/autograder/results/results.json``. A
+submission it cannot use (exit 2) gets results with score 0 and the reason; an autograder that
+cannot start (no torch, no isolation) or a grader error exits 1 without results, which Gradescope
+shows as an autograder failure instead of a 0 for the student.
+
+Why the solutions travel too: the hidden tests compute their expected values with the reference,
+in the grader's process (never in a student's: a re-grade gives the student's code stand-ins,
+``tests/standins/``). The grader's own tests and ``tests/mutants`` (one-mistake implementations used
+to test the hidden tests) stay out.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from grader.rubric import REPO_ROOT
+
+SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
+# (folder, excluded sub-folders) copied from the repository.
+FOLDERS = (("grader", ("tests",)), ("tests", ("mutants",)), ("solutions", ()))
+FILES = ("pyproject.toml", "README.md")
+_SKIP = ("__pycache__", ".pytest_cache", ".ipynb_checkpoints")
+_README = "# attention-kata autograder\n\nThe grader, hidden tests and solutions of the attention kata, bundled for Gradescope.\n"
+
+
+def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
+    """{path in the zip: file in the repository} for everything but the two scripts."""
+    members: dict[str, Path] = {}
+    for folder, excluded in FOLDERS:
+        base = repo_root / folder
+        for path in sorted(base.rglob("*")):
+            rel = path.relative_to(base)
+            if (not path.is_file() or (rel.parts and rel.parts[0] in excluded)
+                    or any(part in _SKIP for part in rel.parts) or path.suffix == ".pyc"):
+                continue
+            members[f"{folder}/{rel.as_posix()}"] = path
+    for name in FILES:
+        if (repo_root / name).is_file():
+            members[name] = repo_root / name
+    return members
+
+
+def build_bundle(out_zip: Path, visibility: str = "full") -> None:
+    """Write the autograder zip to ``out_zip`` (replacing an older one).
+
+    ``visibility`` (full | messages | scores, see grader.reports.report.redact) is what students see of the
+    hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
+    """
+    from grader.reports.report import VISIBILITIES
+
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    out_zip = Path(out_zip)
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    run = (SCRIPTS / "run_autograder").read_text()
+    if "\nDEFAULT_VISIBILITY=full\n" not in run:
+        raise RuntimeError("run_autograder has no DEFAULT_VISIBILITY=full line to set")
+    scripts = {"setup.sh": (SCRIPTS / "setup.sh").read_bytes(),
+               "run_autograder": run.replace("\nDEFAULT_VISIBILITY=full\n", f"\nDEFAULT_VISIBILITY={visibility}\n").encode()}
+    with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as zf:
+        for script, data in scripts.items():
+            _write(zf, script, data, executable=True)
+        for name, path in bundle_members().items():
+            _write(zf, name, path.read_bytes())
+        if "README.md" not in zf.namelist():  # pyproject.toml names it: pip install needs it
+            _write(zf, "README.md", _README.encode())
+
+
+def _write(zf: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    """Add a file with Unix permissions (Gradescope needs ``run_autograder`` executable)."""
+    info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+    info.external_attr = (0o100755 if executable else 0o100644) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, data)

@@ -1,0 +1,2 @@
+"""A whole class: the grades sheet, score-all and its jobs, merge, the nbgrader course and gradebook.
+"""

@@ -1,0 +1,138 @@
+"""``merge``: join the CSVs of ``score-all --shard K/N`` runs into what one run would have written.
+
+    python -m grader merge grades.csv shard-1.csv shard-2.csv ... \\
+        [--json-dir reports --from-json-dirs reports-1 reports-2 ...] [--gradebook gradebook.db --assignment NAME]
+
+One run over the whole class writes its CSV sorted by student (grader/classroom/score_all.py): the merged CSV is
+the shards' rows, sorted the same way, with the same header and the same cells (the rows are copied
+as written, never re-computed). With ``--json-dir``, each graded student's JSON report is copied from
+the shard folder that holds it (the folders are searched in turn; two different reports of one
+student are refused), and an error row's stale report is removed, as score-all does. With
+``--gradebook``, every row is recorded there (grader/classroom/gradebook.py), as a run records its rows; run
+the shards without ``--gradebook`` (they may be on different machines) and give it to the merge.
+The class summary (grader.reports.class_summary, when present) is written beside the merged CSV with the reports
+of ``--json-dir``.
+
+Refused (MergeError, nothing written): a shard CSV that is not complete (a last row cut short: resume
+that shard first) or not a score-all CSV; a student with two different rows in two shards; a
+graded student whose JSON report none of ``--from-json-dirs`` holds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from grader.classroom.score_all import (BatchError, hook, json_path, private_files, read_grades, safe_file_name, unescaped,
+                          write_atomically, write_grades)
+
+
+class MergeError(Exception):
+    """The shards cannot be merged (one line for the instructor); nothing was written."""
+
+
+@dataclass
+class MergeResult:
+    rows: int = 0
+    warnings: list[str] = field(default_factory=list)
+    outputs: list[Path] = field(default_factory=list)  # what the summary hook wrote
+
+
+def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
+          gradebook: Path | None = None, assignment: str | None = None) -> MergeResult:
+    """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
+    it creates is for this user alone, as score-all's outputs are (grader.classroom.score_all.private_files)."""
+    with private_files():
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment)
+
+
+def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
+           gradebook: Path | None, assignment: str | None) -> MergeResult:
+    result = MergeResult()
+    rows: dict[str, dict[str, str]] = {}
+    source: dict[str, Path] = {}
+    for shard in shards:
+        if not Path(shard).is_file():
+            raise MergeError(f"{shard}: no such file")
+        if Path(shard).resolve() == Path(out).resolve():
+            raise MergeError(f"{shard}: is the output too; write the merge to a new file")
+        try:
+            content = read_grades(Path(shard))
+        except BatchError as err:
+            raise MergeError(str(err)) from None
+        if content.warnings:
+            raise MergeError(f"{content.warnings[0]}; resume that shard (the same score-all command) first")
+        for name, row in content.rows.items():
+            if name in rows and rows[name] != row:
+                raise MergeError(f"student {name!r} has different rows in {source[name]} and {shard}: "
+                                 "shards must be disjoint (the same N, each K once)")
+            rows[name] = row
+            source.setdefault(name, Path(shard))
+
+    reports: dict[str, dict[str, Any]] = {}
+    texts: dict[Path, str] = {}
+    stale: list[Path] = []
+    if json_dir is not None:
+        for name, row in rows.items():
+            try:
+                target = json_path(json_dir, name)
+            except ValueError as err:
+                result.warnings.append(f"no JSON report for {name!r}: {err}")
+                continue
+            if unescaped(row["status"]) != "graded":
+                stale.append(target)
+                continue
+            text = _find_report(name, from_json_dirs)
+            texts[target] = text
+            reports[name] = json.loads(text)
+
+    book = None
+    if gradebook is not None:
+        from grader.classroom.gradebook import ClassGradebook
+
+        book = ClassGradebook(gradebook, assignment or "")  # refuses a foreign assignment before any write
+        result.warnings += book.warnings
+    try:
+        for target, text in texts.items():
+            write_atomically(target, text)
+        for target in stale:
+            if target.is_file() or target.is_symlink():
+                target.unlink()
+        write_grades(Path(out), rows.values())
+        if book is not None:
+            for name in sorted(rows):
+                book.record(rows[name])
+    finally:
+        if book is not None:
+            book.close()
+    result.rows = len(rows)
+    write_summary = hook("grader.reports.class_summary", "write_summary")
+    if write_summary is not None:
+        try:
+            result.outputs = list(write_summary(Path(out), reports))
+        except Exception as err:  # the grades are written: a summary that fails must not hide them
+            result.warnings.append(f"the class summary failed: {type(err).__name__}: {err}")
+    return result
+
+
+def _find_report(student: str, folders: Sequence[Path]) -> str:
+    """The text of ``student``'s JSON report in one of ``folders`` (the same in all that hold it)."""
+    name = safe_file_name(student, ".json")
+    found: dict[str, Path] = {}
+    for folder in folders:
+        candidate = Path(folder) / name
+        if candidate.is_file():
+            text = candidate.read_text(encoding="utf-8")
+            try:
+                json.loads(text)
+            except ValueError:
+                raise MergeError(f"{candidate}: not a JSON report") from None
+            found.setdefault(text, candidate)
+    if not found:
+        raise MergeError(f"no JSON report of the graded student {student!r} in "
+                         f"{', '.join(map(str, folders)) or '--from-json-dirs'}")
+    if len(found) > 1:
+        raise MergeError(f"two different JSON reports of {student!r}: {' and '.join(map(str, found.values()))}")
+    return next(iter(found))

@@ -1,0 +1,172 @@
+"""A submitted notebook -> the module layout the grader knows (``<group>/<module>.py``), by reading it.
+
+    files = notebook_modules(Path("submitted/alice/03_causal/03_causal.ipynb"), "03_causal")
+    # {"03_causal/causal_mask.py": b"...", "03_causal/attention_dropout.py": b"...", ...}
+
+The notebook is untrusted input and is never executed: it is read as JSON (at most MAX_NOTEBOOK_BYTES,
+a regular file, never through a symlink), and each module is the source of the one code cell whose
+nbgrader metadata names it (``grade_id`` = the module, ``solution`` true), the cells that
+grader/authoring/nbgrader_release.py wrote. The group's own modules and the modules it borrows from earlier
+groups (04_multihead's ``causal_attention`` cell) are all required; anything else in the notebook
+(markdown, the test cells, cells the student added) is ignored, as a .py submission's other files are.
+Whatever is wrong (not JSON, not a notebook, a cell missing or twice, a cell over MAX_CELL_BYTES) is
+a NotebookError with one line for the instructor.
+
+Each module file is the cell's source after one header line: the names the notebook's setup cell
+gives every cell (``math``, ``torch``, ``nn``, ``inputs``, ``batch``), the imports of other exercise
+modules that the module's file has in the command-line kata (``from causal_attention import
+CausalAttention``; the release leaves them out of the cell, as the notebook defines those names in cells
+of their own), and the import of each name the cell uses that an earlier solution cell defines
+(cell_imports), as in the notebook, where a cell sees what the cells above it defined. Line numbers in the grader's
+messages therefore count the cell's lines from 2.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.attention_view import INPUTS
+from grader.rubric import load_rubric
+from grader.grading.intake import MAX_FILE_BYTES, UnreadableFile, _one_line, read_regular
+
+MAX_NOTEBOOK_BYTES = 20 * 2**20
+MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
+# The names the notebook's setup cell (grader/authoring/templates/notebook_setup.py) gives every cell; inputs is
+# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_course checks both),
+# taken from the grader's one copy: attention_view's, which ships stand-alone.
+JOURNEY = INPUTS
+SETUP_NAMES = (f"import math, torch, torch.nn as nn; inputs = torch.tensor({JOURNEY}); "
+               "batch = torch.stack((inputs, inputs), dim=0)")
+SETUP_DEFINES = frozenset({"math", "torch", "nn", "inputs", "batch"})
+
+
+class NotebookError(Exception):
+    """The notebook cannot be graded; the message is one line for the instructor."""
+
+
+def read_notebook(path: Path) -> dict:
+    """The notebook's JSON (a dict with a list of cells); NotebookError for anything else."""
+    try:
+        data = read_regular(path, MAX_NOTEBOOK_BYTES)
+    except UnreadableFile as err:
+        why = {"unopenable": f"cannot be read ({err})", "not regular": "not a regular file",
+               "too large": f"larger than {MAX_NOTEBOOK_BYTES // 2**20} MB"}[err.kind]
+        raise NotebookError(f"{path.name}: {why}") from None
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise NotebookError(f"{path.name}: not a notebook (unreadable JSON: {_one_line(err)})") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise NotebookError(f"{path.name}: not a notebook (no list of cells)")
+    return nb
+
+
+def solution_cells(nb: dict, modules: list[str], name: str) -> dict[str, str]:
+    """{module: the source of its solution cell} for each of ``modules``; NotebookError when one is
+    missing, twice there, not code, or too large. ``name`` names the notebook in messages."""
+    found: dict[str, str] = {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+        if not isinstance(nbgrader, dict) or nbgrader.get("solution") is not True:
+            continue
+        module = nbgrader.get("grade_id")
+        if module not in modules:
+            continue
+        if module in found:
+            raise NotebookError(f"{name}: two solution cells named {module!r}")
+        if cell.get("cell_type") != "code":
+            raise NotebookError(f"{name}: the solution cell {module!r} is not a code cell")
+        found[module] = _source(cell.get("source"), module, name)
+    missing = [module for module in modules if module not in found]
+    if missing:
+        raise NotebookError(f"{name}: no solution cell {', '.join(map(repr, missing))} (its nbgrader grade_id); "
+                            "was it deleted, or is this another assignment's notebook?")
+    return found
+
+
+def _source(source: object, module: str, name: str) -> str:
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        source = "".join(source)
+    if not isinstance(source, str):
+        raise NotebookError(f"{name}: the solution cell {module!r} has no text source")
+    if len(source.encode("utf-8", "surrogatepass")) > MAX_CELL_BYTES:
+        raise NotebookError(f"{name}: the solution cell {module!r} is larger than {MAX_CELL_BYTES // 1024} KB")
+    return source
+
+
+def module_file(module: str, source: str, imports: list[str] = ()) -> bytes:
+    """The module file of a solution cell: the header line (see the module docstring), then the cell."""
+    header = "; ".join(dict.fromkeys([SETUP_NAMES, *exercise_imports(module), *imports]))
+    return (header + "  # the notebook's setup cell, and the cells this one builds on\n" + source).encode(
+        "utf-8", "surrogatepass")
+
+
+def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
+    """{module: imports} giving each cell the names it uses, binds nowhere, and an earlier solution cell
+    (in the notebook's order) defines at its top level: ``from causal_mask import causal_attention_weights``,
+    what its ``.py`` file would say. Read from the code (ast), never run; a cell that does not parse
+    gets none and gives none."""
+    import ast
+    import builtins
+
+    known = set(dir(builtins)) | SETUP_DEFINES
+    defined: dict[str, str] = {}  # name -> the module of the latest earlier cell defining it at its top level
+    result: dict[str, list[str]] = {}
+    for module, source in cells.items():
+        try:
+            tree = ast.parse(source)
+            nodes = list(ast.walk(tree))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            result[module] = []
+            continue
+        bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+        bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        bound |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+        used = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        wanted: dict[str, list[str]] = {}
+        for name in sorted(used - bound - known):
+            if name in defined:
+                wanted.setdefault(defined[name], []).append(name)
+        result[module] = [f"from {other} import {', '.join(names)}" for other, names in wanted.items()]
+        for node in tree.body:
+            for name in _top_level_names(node):
+                defined[name] = module
+    return result
+
+
+def _top_level_names(node: object) -> list[str]:
+    import ast
+
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+    return []
+
+
+def exercise_imports(module: str) -> list[str]:
+    """The imports of other exercise modules in ``module``'s reference file (``from causal_attention import
+    CausalAttention``): the lines the release left out of its notebook cell, which the notebook's own cells
+    stand in for."""
+    import ast
+
+    rubric = load_rubric()
+    tree = ast.parse(rubric.by_module[module].reference_file.read_text())
+    return [f"from {node.module} import {', '.join(alias.name for alias in node.names)}"
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in rubric.module_groups]
+
+
+def notebook_modules(path: Path, modules: list[str]) -> dict[str, bytes]:
+    """``{"<group>/<module>.py": bytes}`` for each of ``modules``, from the notebook at ``path``."""
+    groups = load_rubric().module_groups
+    cells = solution_cells(read_notebook(path), modules, path.name)
+    imports = cell_imports(cells)
+    return {f"{groups[module]}/{module}.py": module_file(module, cells[module], imports[module]) for module in modules}

@@ -1,0 +1,127 @@
+"""Grade one submission end to end: intake, isolated hidden tests, GPU-run check, re-grade, report.
+
+Every worker runs in an isolation domain forked from a template that imported torch once
+(grader/sandbox/domains.py): the template starts first, so its torch import overlaps the grader's own
+(torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
+request. The GPU-run check comes next, in the tests' domain when the template had warmed up the meta
+device it simulates on by the time that domain was forked (asked to then; not under ``--gpu
+skip``), else in a domain of its own. A re-grade (grader/grading/scoring.py) gets a domain of its own, with
+stand-ins, never reference code, in place of the modules it builds on. Each domain is ended (and, without a pid namespace, its uid's processes killed and files
+removed) before the next starts; a report is returned only after that.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
+from grader.rubric import Rubric, load_rubric
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import choose_isolation
+from grader.grading.intake import locate_submission
+
+
+@dataclass(frozen=True)
+class GradeOptions:
+    """How each student is graded: the one object ``score``, ``score-all``'s jobs and the nbgrader path
+    pass down (the command line's flags are declared once, in grader/cli.py's add_grading_options)."""
+
+    call_timeout: float = 5.0  # seconds per call into the student's code
+    memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
+    sandbox: str = "auto"  # one of grader.sandbox.modes.SANDBOX_CHOICES
+    gpu: str = "auto"  # one of grader.grading.gpu_check.GPU_CHOICES
+    # The exercises graded (None: the whole rubric), e.g. one nbgrader assignment's. The tests of the
+    # exercises they build on run too, to decide re-grades (grader/grading/scoring.py), and score nothing.
+    exercises: tuple[str, ...] | None = None
+
+    def to_json(self) -> str:
+        """For a job process (grader/classroom/score_all.py), read back by :meth:`from_json`."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> GradeOptions:
+        fields = json.loads(text)
+        if fields.get("exercises") is not None:
+            fields["exercises"] = tuple(fields["exercises"])
+        return cls(**fields)
+
+
+def grade(path: Path, options: GradeOptions = GradeOptions(),
+          domains: Domains | None = None) -> GradeReport:
+    """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all.
+
+    ``domains`` overrides ``options.sandbox``: batch grading passes one template for all its students.
+    """
+    started = time.perf_counter()
+    rubric = load_rubric()
+    unknown = set(options.exercises or ()) - set(rubric.exercises)
+    if unknown:
+        raise ValueError(f"not exercises of the rubric: {', '.join(sorted(unknown))}")
+    if domains is None:
+        with Domains(choose_isolation(options.sandbox)) as own:
+            return grade(path, options, own)
+    with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
+        left_out: list[str] = []  # files of the submission that are not graded (grader/grading/intake.py)
+        root = locate_submission(path, Path(scratch), left_out)
+        domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
+        # torch warns on import when NumPy is absent; nothing here needs NumPy.
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        from grader.grading import engine
+        from grader.grading.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
+                                    score_with_regrade)
+
+        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
+        run = None
+        if options.exercises is not None:  # and the tests of what they build on, for the re-grades
+            run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
+        # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
+        tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
+        outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
+        gpu_worker = engine.gpu_check_worker(tests_worker, root, **limits)
+        try:
+            gpu_check = _gpu_check(gpu_worker, rubric, options.gpu, outcomes, options.exercises)
+        finally:
+            gpu_worker.close()
+
+        def regrade(exercise_ids, substitutes):
+            retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
+            return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+
+        if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
+            outcomes = leave_device_tests_to_the_gpu_check(outcomes)
+        results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
+    domains.check_clean()  # without a pid namespace: nothing of the student's may still run
+    return GradeReport(
+        submission=str(path),
+        exercises=results,
+        gpu_check=gpu_check,
+        isolation=domains.isolation.mode,
+        execution_time=time.perf_counter() - started,
+        warnings=[*domains.isolation.warnings, *left_out],
+    )
+
+
+def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
+               exercises: tuple[str, ...] | None) -> GpuCheckResult:
+    """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require). A module
+    whose exercise fails its own core tests is left out of its share; with ``exercises`` (an nbgrader
+    assignment), only their modules' shares count."""
+    from grader.grading.gpu_check import run_gpu_check
+    from grader.grading.remote_impl import RemoteImpl
+    from grader.sandbox.client import WorkerFailure
+
+    owner = rubric.owner_of
+    core_failed = {o.exercise for o in outcomes if o.kind == "core" and not o.passed}
+    has_core = {o.exercise for o in outcomes if o.kind == "core"}
+    works = {name: ex in has_core and ex not in core_failed for name, ex in owner.items()}
+    scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
+    impl = RemoteImpl(worker, owner)
+    try:
+        return run_gpu_check(impl, mode, rubric.gpu_points, works, scope)
+    except WorkerFailure as failure:
+        return GpuCheckResult(0.0, rubric.gpu_points, "failed", "unknown", f"the worker failed: {failure}")

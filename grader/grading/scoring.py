@@ -1,0 +1,196 @@
+"""From test outcomes to exercise scores, including the re-grade of dependent exercises.
+
+A student loses points once per mistake: when exercise E fails and an exercise E builds on (the
+rubric's ``depends_on``, and nothing else: a student's imports cannot add one) fails its own tests,
+is a stub or is missing, E is graded again with stand-ins in place of those modules, and the better
+of the two results counts. A stand-in (``tests/standins/``) is written for grading and is not the
+answer: the stated constructor and parameters, a forward that is not attention; the hidden tests
+compute the expected values of the re-grade in the grader, with the reference dependent over the
+same stand-ins. So no reference code ever enters a student's domain, and a stub and a deleted file
+are the same to every rule.
+
+A re-grade's failure messages are about the stand-ins, not the student's own modules: only its
+pass/fail counts reach a report, and a test that fails in it shows its message from the student's
+own run, or a line saying why there is none.
+
+Not every passing test counts in full: an exercise's edge-case tests (kind ``edge``: raises on bad
+input, shapes, dtypes, properties) earn their points in proportion to the core points earned (the
+core tests: randomized, against the reference). A passing edge test says what share it counts, so
+that the tests' scores in a report add up to the exercise's. Code that does no attention at all
+(raising everywhere, identity modules, answers only for the documents' inputs) earns nothing from
+them, and failing one more core test never costs more than its points and its share of the edge
+points; see grader/rubric.py for the kinds.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from grader.grading.results import ExerciseResult, TestOutcome
+from grader.rubric import Exercise, Rubric, tests_module
+
+_MAX_SOURCE_BYTES = 2**20
+
+
+def edge_share(fraction: float, core_failed: int, core_total: int) -> str:
+    """The message of a passing edge-case test that earns ``fraction`` of its points."""
+    why = (f"edge-case tests count in proportion to the core tests' points earned (randomized inputs "
+           f"against the reference; {core_failed} of {core_total} fail)")
+    if fraction <= 0:
+        return f"passed, but not counted: {why}"
+    return f"passed; counts {fraction:.0%} of its points: {why}"
+
+
+def weigh_edge_tests(outcomes: list[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes as they count: a passing edge test earns its points times the share of the core
+    points earned. So code that does no attention (every core test failing) earns nothing from them,
+    and failing one more core test costs that test's points and its share of the edge points, never
+    more: no cliffs."""
+    core = [o for o in outcomes if o.kind == "core"]
+    core_points = sum(o.max_points for o in core)
+    fraction = sum(o.points for o in core) / core_points if core_points else 1.0
+    if fraction >= 1.0:
+        return list(outcomes)
+    message = edge_share(fraction, sum(not o.passed for o in core), len(core))
+    return [replace(o, credit=fraction, message=message) if o.kind == "edge" and o.passed else o for o in outcomes]
+
+
+def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult:
+    """Score one exercise from its tests' outcomes; an exercise with no outcome scores 0.
+
+    Edge-case tests count in proportion to the core points earned (:func:`weigh_edge_tests`)."""
+    counted = weigh_edge_tests(outcomes)
+    score = sum(o.points for o in counted)
+    failures = [o for o in counted if not o.passed]
+    weighed = sum(o.credit < 1.0 for o in counted if o.passed)
+    if not counted:
+        status, message = "failed", "no hidden test ran for this exercise"
+    elif not failures:
+        status = "passed" if not weighed else "partial"
+        message = f"all {len(counted)} tests passed" if not weighed else (
+            f"{weighed} edge-case tests passed but count in proportion to the core tests; {counted[0].message}")
+    else:
+        status = "failed" if score == 0 else "partial"
+        note = f" ({weighed} edge-case tests passed and count in proportion to the core tests)" if weighed else ""
+        message = f"{len(failures)} of {len(counted)} tests failed{note}; first: {failures[0].message}"
+    return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
+
+
+def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
+    """``{exercise id: {public name: [library calls that do its work]}}`` in the submission at ``root``,
+    read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
+    from grader.grading.intake import UnreadableFile, read_regular
+
+    scanner = tests_module("kata_shortcuts.py")
+    found = {}
+    for ex in rubric.exercises.values():
+        if not ex.shortcuts:
+            continue
+        try:
+            source = read_regular(root / ex.group / f"{ex.module}.py", _MAX_SOURCE_BYTES)
+        except UnreadableFile:
+            continue
+        hits = scanner.find(source, {name: list(calls) for name, calls in ex.shortcuts})
+        if hits:
+            found[ex.id] = hits
+    return found
+
+
+def charge_shortcuts(rubric: Rubric, root: Path, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with every test that reached a public name calling a library shortcut failed: the
+    exercise asked for that work by hand (unless the rubric's ``shortcuts_allowed``)."""
+    outcomes = list(outcomes)
+    found = {} if rubric.shortcuts_allowed else shortcuts_in(rubric, root)
+    if not found:
+        return outcomes
+    scanner = tests_module("kata_shortcuts.py")
+    charged = []
+    for o in outcomes:
+        hits = {name: calls for name, calls in found.get(o.exercise, {}).items() if name in o.reached}
+        if hits and o.passed:
+            o = replace(o, passed=False, message=(
+                f"counts nothing: {scanner.describe(hits)}, which does this exercise's work; write it yourself "
+                f"(exercises/shortcuts.json lists the calls each function must not use)"))
+        charged.append(o)
+    return charged
+
+
+LEFT_TO_THE_GPU_CHECK = ("not charged here: what follows .to() (a mask kept as a plain attribute) is what a "
+                        "device run shows, and the GPU-run check charges it, once")
+
+
+def leave_device_tests_to_the_gpu_check(outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with the failing device tests (tests/conftest.py's ``device`` marker) not charged: a
+    mistake both they and the GPU-run check see is the check's to charge, when it runs."""
+    return [replace(o, passed=True, message=LEFT_TO_THE_GPU_CHECK) if o.device and not o.passed else o
+            for o in outcomes]
+
+
+REGRADE_SILENT = "failed in the re-grade over stand-ins (its messages are about the stand-ins: not shown)"
+
+
+def _own_message(outcome: TestOutcome, own_messages: Mapping[str, str]) -> TestOutcome:
+    """A re-grade's outcome with its message replaced: from the student's own run, or a fixed line."""
+    message = "" if outcome.passed else (own_messages.get(outcome.nodeid) or REGRADE_SILENT)
+    return replace(outcome, message=message)
+
+
+def imported_modules(tree: ast.AST) -> set[str]:
+    """The top-level names of the modules a parsed source imports absolutely (``from a.b import c`` -> ``a``)."""
+    modules: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    return modules
+
+
+def dependencies(rubric: Rubric, ex_id: str) -> set[str]:
+    """The exercises ``ex_id`` builds on: the rubric's ``depends_on`` (what the student imports adds none)."""
+    return set(rubric.exercises[ex_id].depends_on) - {ex_id}
+
+
+def score_with_regrade(
+    rubric: Rubric,
+    outcomes: Iterable[TestOutcome],
+    regrade: Callable[[set[str], Mapping[str, Path]], Iterable[TestOutcome]],
+    exercises: Collection[str] | None = None,
+) -> dict[str, ExerciseResult]:
+    """Exercise results, re-grading dependents of broken exercises over stand-ins.
+
+    ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
+    module in ``substitutes`` (module name -> stand-in file) in place of the student's.
+    ``exercises``: score only these (default: the whole rubric); ``outcomes`` must hold their
+    :func:`dependencies`' too, which decide the re-grades.
+    """
+    by_exercise: dict[str, list[TestOutcome]] = {ex_id: [] for ex_id in rubric.exercises}
+    for outcome in outcomes:
+        by_exercise.setdefault(outcome.exercise, []).append(outcome)
+    results = {ex_id: summarize(ex, by_exercise[ex_id]) for ex_id, ex in rubric.exercises.items()}
+    scored = list(rubric.exercises) if exercises is None else [ex_id for ex_id in rubric.exercises if ex_id in exercises]
+
+    for ex_id in scored:
+        result = results[ex_id]
+        if result.status == "passed":
+            continue
+        exercise = rubric.exercises[ex_id]
+        broken = sorted(dep for dep in dependencies(rubric, ex_id) if results[dep].status != "passed")
+        if not broken:
+            continue
+        substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].standin_file for dep in broken}
+        own = {o.nodeid: o.message for o in by_exercise[ex_id]}
+        retry = summarize(exercise, [_own_message(o, own) for o in regrade({ex_id}, substitutes)
+                                     if o.exercise == ex_id])
+        if retry.score > result.score:
+            names = ", ".join(rubric.exercises[dep].module for dep in broken)
+            retry.message = (
+                f"graded over a stand-in {names} in place of yours, because yours fails its own tests, is "
+                f"not written or is missing (those points are lost there, once). {retry.message}"
+            )
+            retry.regraded_with = tuple(broken)
+            results[ex_id] = retry
+    return {ex_id: results[ex_id] for ex_id in scored}

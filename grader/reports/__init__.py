@@ -1,0 +1,2 @@
+"""What a grading says: every report format, the feedback, the class summary.
+"""

@@ -1,0 +1,148 @@
+"""One readable Markdown file per student: the scores, the failing hidden tests, the GPU-run check.
+
+    write_feedback("alice", report, Path("feedback"), "messages")   # -> feedback/alice.md
+
+``report`` is the JSON report (grader.reports.report.to_json). The file holds nothing the report does not
+already hold, and at ``visibility``:
+
+- ``full``: every failing test with its whole message (wrapped at 100 columns);
+- ``messages``: every failing test with its message redacted by grader.reports.report.redact (no inputs of
+  the hidden tests, no tensor values, no decimal numbers but the largest difference and tolerance);
+- ``scores``: the scores and statuses of the exercises and of the failing tests, no message.
+
+Student names are untrusted: the file name is the name itself only when it is plain
+(``[A-Za-z0-9][A-Za-z0-9._-]*``, at most 100 characters), else a cleaned name plus a hash of the real
+one; it is always a new file directly in ``out_dir``, never through a symlink.
+
+Control characters, terminal escapes and bidi overrides of messages and names are shown escaped
+(grader.safe_text), in the sections and again in the whole Markdown text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.reports.report import VISIBILITIES, gpu_line, redact, wrap
+from grader.safe_text import escape_controls
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_STATUS = {"passed": "passed", "partial": "partly passed", "failed": "failed"}
+
+
+def feedback_filename(student: str) -> str:
+    """The file name of ``student``'s feedback: ``<student>.md`` when the name is plain, else
+    ``<cleaned>-<8 hex of sha256>.md`` (no separators, no leading dot, never ``..``)."""
+    if _PLAIN_NAME.fullmatch(student) and ".." not in student:
+        return f"{student}.md"
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", student).strip("._-")[:60] or "student"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned.replace('..', '_')}-{digest}.md"
+
+
+@dataclass(frozen=True)
+class FailingTest:
+    name: str  # the test's own name, without its exercise
+    score: float
+    max_score: float
+    message: str  # at the visibility asked for ("" under scores)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One exercise that has something to say: what students see of it at a visibility."""
+
+    exercise: str
+    score: float
+    max_score: float
+    status: str
+    summary: str  # the exercise's message without its first failure, redacted ("" under scores)
+    failing: list[FailingTest]
+
+
+def sections(report: dict[str, Any], visibility: str) -> list[Section]:
+    """The exercises of ``report`` with something to say (a failing test, or a message that is not
+    "all ... passed": a re-graded exercise keeps its section, its message says why), as students may
+    see them at ``visibility``. The Markdown here and the nbgrader course's HTML
+    (grader/classroom/nbgrader_course.py) both render these."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    tests = report.get("tests", [])
+    found = []
+    for ex_id, ex in report["exercises"].items():
+        failing = [t for t in tests if t.get("status") == "failed"
+                   and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
+        if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
+            continue
+        summary = escape_controls(str(ex.get("message", ""))).split("; first:", 1)[0]
+        found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"],
+                             redact(summary, visibility) if visibility != "scores" and summary else "",
+                             [FailingTest(escape_controls(t["name"].split(": ", 1)[-1]), t.get("score", 0),
+                                          t.get("max_score", 0),
+                                          redact(escape_controls(str(t.get("output", ""))), visibility))
+                              for t in failing]))
+    return found
+
+
+def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
+    """The Markdown feedback for one student (see the module docstring)."""
+    found = sections(report, visibility)
+    lines = [f"# Attention kata: feedback for {_inline(student)}", "",
+             f"**Total: {report['score']:g} / {report['max_score']:g}**", "",
+             "| exercise | score | status |", "| --- | ---: | --- |"]
+    for ex_id, ex in report["exercises"].items():
+        lines.append(f"| `{ex_id}` | {ex['score']:g} / {ex['max_score']:g} | {_STATUS.get(ex['status'], ex['status'])} |")
+    gpu = report["gpu_check"]
+    lines.append(f"| GPU-run check | {gpu['score']:g} / {gpu['max_score']:g} | {_inline(gpu['status'])} |")
+    lines += ["", "## GPU-run check", "", *_block(wrap(gpu_line(gpu, visibility))), ""]
+    for section in found:
+        lines += [f"## {section.exercise}: {section.score:g} / {section.max_score:g} "
+                  f"({_STATUS.get(section.status, section.status)})", ""]
+        if section.summary:
+            lines += [_inline(section.summary), ""]
+        if section.failing:
+            lines += [f"Failing tests ({len(section.failing)}):", ""]
+        for test in section.failing:
+            lines.append(f"- `{test.name}`: {test.score:g} / {test.max_score:g}")
+            if test.message:
+                lines += ["", *("  " + line if line else "" for line in _block(wrap(test.message))), ""]
+        lines.append("")
+    if visibility == "messages":
+        lines.append("_The hidden tests' inputs and values are not shown here; the public tests "
+                     "(`pytest exercises`) show the values of theirs._")
+    return escape_controls(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip()) + "\n"
+
+
+def write_feedback(student: str, report: dict[str, Any], out_dir: Path, visibility: str) -> Path:
+    """Write ``student``'s feedback into ``out_dir`` (an existing folder); returns the file."""
+    text = feedback_text(student, report, visibility)
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        raise NotADirectoryError(f"{out_dir}: not a directory")
+    target = out_dir / feedback_filename(student)
+    tmp = out_dir / f".{target.name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)  # replaces a symlink itself, never writes through it
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _inline(text: str) -> str:
+    """Text on one Markdown line: no newlines, no table-breaking pipes, no raw HTML."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _block(text: str) -> list[str]:
+    """A fenced code block holding ``text`` whatever backticks it contains."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, *text.splitlines(), fence]

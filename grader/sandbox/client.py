@@ -1,0 +1,513 @@
+"""The grader's side of a worker: start its domain, talk to it, end it.
+
+``WorkerClient(submission_dir, domains=...).start()`` reads the submission's module files (see
+``grader.grading.intake.read_module_files``) into a memfd, has ``domains`` fork an isolation domain
+from the template (grader/sandbox/domains.py) and returns at once. ``request()`` sends one operation and
+waits at most ``call_timeout`` seconds; a timeout, a dead worker or a malformed answer ends the
+domain and raises :class:`WorkerFailure` saying what happened and where. The next request starts a
+fresh domain from the same files; refs held from the dead one then raise
+``WorkerFailure("the worker restarted; this object is gone")``.
+
+Everything that comes back is decoded by ``grader.sandbox.wire`` (plain data, bounded in bytes and values)
+and nothing is cached beyond the names the hidden tests look up. Text the student's code controls
+and the grader shows (exception types, messages and locations, object labels, the output tail) has
+its control characters, terminal escapes and bidi overrides escaped here (grader.safe_text), as it
+enters.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import choose_isolation
+from grader.rubric import STANDINS_DIR
+from grader.safe_text import escape_controls
+from grader.grading.intake import bundle_fd, read_module_files
+
+# No torch here at import time: start() must be able to spawn the worker before the grader
+# itself has paid for importing torch (grader.sandbox.wire imports it; it is loaded on first request).
+
+OUTPUT_TAIL_BYTES = 4096
+STARTUP_TIMEOUT = 120.0
+# A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
+# clock (a sleeping or starved worker): a busy grading machine does not fail correct code.
+WALL_FACTOR = 3.0
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+# Builtin exception types re-raised by name in the grader; others become StudentError.
+_NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
+                 "BaseException", "BaseExceptionGroup", "ExceptionGroup"}
+BUILTIN_EXCEPTIONS = {
+    name: obj for name, obj in vars(builtins).items()
+    if isinstance(obj, type) and issubclass(obj, Exception) and name not in _NOT_RERAISED
+}
+
+
+class WorkerFailure(Exception):
+    """The worker timed out, died or broke the protocol; the message says what and where."""
+
+    def __init__(self, message: str, kind: str = "failure"):
+        super().__init__(message)
+        self.kind = kind  # "timeout", "died", "protocol", "gone", "poisoned", "budget", "failure"
+
+
+class StudentError(RuntimeError):
+    """An exception of a non-builtin type raised by the student's code (its type named in the message)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An object that lives in the worker: its number there, and words for messages."""
+
+    generation: int
+    n: int
+    label: str
+    calls: str
+
+
+class _Process:
+    """One running domain as the client sees it: the domain, its socket and the tail of its output."""
+
+    def __init__(self, generation: int, proc: Any, sock: socket.socket):
+        self.generation = generation
+        self.proc = proc
+        self.sock = sock
+        self.ready = False
+        self.pid: int | None = None
+        self.cpu_fds: list[int] = []  # /proc/<pid>/stat of the domain's processes, kept open
+        self.tail = bytearray()
+        self._stop = threading.Event()
+        self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.template_pid}", daemon=True)
+        self.drain.start()
+
+    def _drain(self) -> None:
+        """Keep the last bytes of the domain's output. Never blocks anyone: a process the domain left
+        holding the pipe open costs this thread nothing but a poll, and it stops when told to."""
+        fd = self.proc.stdout_fd
+        try:
+            while not self._stop.is_set():
+                if not select.select([fd], [], [], 0.2)[0]:
+                    continue
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                self.tail += chunk
+                if len(self.tail) > 2 * OUTPUT_TAIL_BYTES:
+                    del self.tail[:-OUTPUT_TAIL_BYTES]
+        except (OSError, ValueError):
+            pass
+        finally:
+            os.close(fd)
+
+    def cpu_seconds(self, rescan: bool = False) -> float | None:
+        """CPU time (user + system) used so far by the launched process and its descendants.
+
+        The process tree is walked once (and again with ``rescan``); later calls re-read the ``stat``
+        files of the processes found then through descriptors kept open (a pread each: cheap
+        enough for every request).
+        """
+        if self.proc.pid is None:  # no host pid found for the domain: wall-clock timeouts only
+            return None
+        if self.cpu_fds and not rescan:
+            total = 0.0
+            for fd in self.cpu_fds:
+                try:
+                    total += _stat_cpu(os.pread(fd, 1024, 0))
+                except (OSError, ValueError, IndexError):
+                    pass
+            return total
+        total, todo, seen = 0.0, [self.proc.pid], set()
+        try:
+            while todo:
+                pid = todo.pop()
+                if pid in seen:
+                    continue
+                seen.add(pid)
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    total += _stat_cpu(f.read())
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                        todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError, IndexError):
+            return None if not seen or pid == self.proc.pid else total
+        if self.ready:
+            self._close_cpu_fds()
+            for pid in sorted(seen):
+                try:
+                    self.cpu_fds.append(os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC))
+                except OSError:
+                    pass
+        return total
+
+    def _close_cpu_fds(self) -> None:
+        fds, self.cpu_fds = self.cpu_fds, []
+        for fd in fds:
+            os.close(fd)
+
+    def output_tail(self) -> str:
+        return escape_controls(bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
+
+    def kill(self) -> None:
+        self.proc.end()
+        self._close_cpu_fds()
+        self.sock.close()
+        self._stop.set()
+        self.drain.join(timeout=0.5)
+
+    def exit_description(self) -> str:
+        """``process exited with code 0`` / ``killed by signal 9 (memory limit?)``."""
+        try:
+            rc = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "closed the channel"
+        if rc > 128 and rc - 128 < signal.NSIG:  # a domain's init reports its worker's signal as 128+N
+            rc = -(rc - 128)
+        if rc < 0:
+            sig = -rc
+            hint = {signal.SIGKILL: " (memory limit?)",
+                    signal.SIGSEGV: " (memory limit?)", signal.SIGABRT: " (memory limit?)",
+                    signal.SIGBUS: " (memory limit?)"}.get(sig, "")
+            return f"killed by signal {sig}{hint}"
+        return f"process exited with code {rc}"
+
+
+class WorkerClient:
+    """A worker for one submission; restarts it (from a fresh copy) after a failure."""
+
+    def __init__(self, submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
+                 domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
+                 prepare_gpu_check: bool = False):
+        self.submission_dir = Path(submission_dir)
+        self.call_timeout = call_timeout
+        self.memory_mb = memory_mb
+        self.prepare_gpu_check = prepare_gpu_check  # see Domains.spawn
+        self.own_domains = domains is None  # then this client starts (and closes) a template of its own
+        self.domains = domains or Domains(choose_isolation("auto"))
+        self.substitutes = dict(substitutes or {})
+        foreign = [str(f) for f in self.substitutes.values() if Path(f).resolve().parent != STANDINS_DIR]
+        if foreign:  # the one door into a domain for files not the student's: stand-ins only, never the reference
+            raise ValueError(f"only stand-ins (tests/standins/) may replace a student's module: {', '.join(foreign)}")
+        self.max_starts = max_starts
+        self.startup_timeout = startup_timeout
+        # Seconds spent starting workers (a template replaced on a loaded machine imports torch again):
+        # the grader's time, not the student's; a test's time budget leaves it out (grader/grading/engine.py).
+        self.startup_seconds = 0.0
+        self.starts = 0
+        self.generation = 0
+        self.copy_notes: list[str] = []
+        self.imported: set[str] = set()
+        self.cache: dict[tuple[int, str, str], Any] = {}
+        self._proc: _Process | None = None
+        self._release: list[int] = []
+        self._lock = threading.RLock()
+        self.closed = False
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> WorkerClient:
+        """Spawn the worker if none is running; returns at once (torch loads in the background)."""
+        with self._lock:
+            if self._proc is None:
+                self._spawn()
+        return self
+
+    def _spawn(self) -> None:
+        if self.closed:
+            raise WorkerFailure("the worker client is closed", "gone")
+        if self.max_starts is not None and self.starts >= self.max_starts:
+            raise WorkerFailure(f"not run: the worker was restarted too often ({self.starts} starts)", "budget")
+        self.starts += 1
+        self.generation += 1
+        self.imported = set()
+        self._release = []
+        files, self.copy_notes = read_module_files(self.submission_dir, self.substitutes)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        bundle = bundle_fd(files)
+        try:
+            proc = self.domains.spawn(bundle, theirs, self.memory_mb, self.prepare_gpu_check)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+            os.close(bundle)
+        self._proc = _Process(self.generation, proc, ours)
+
+    @property
+    def meta_warm(self) -> bool:
+        """Whether the running domain was forked from a template that had warmed up the meta device."""
+        return self._proc is not None and self._proc.proc.meta_warm
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            self._kill()
+            if self.own_domains:
+                self.domains.close()
+
+    def __enter__(self) -> WorkerClient:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _kill(self) -> None:
+        self.cache.clear()
+        self.imported = set()
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+
+    def __del__(self) -> None:
+        try:
+            self._kill()
+        except Exception:
+            pass
+
+    # ---- requests ------------------------------------------------------------------------
+    def release(self, ref: Ref) -> None:
+        if ref.generation == self.generation and self._proc is not None:
+            self._release.append(ref.n)
+
+    def check(self, ref: Ref) -> None:
+        if ref.generation != self.generation or self._proc is None:
+            raise WorkerFailure("the worker restarted; this object is gone", "gone")
+
+    def request(self, message: dict[str, Any], what: str, timeout: float | None = None) -> Any:
+        """Send one operation; the decoded answer (``Ref`` for opaque objects) or its exception."""
+        from grader.sandbox import wire
+
+        with self._lock:
+            timeout = self.call_timeout if timeout is None else timeout
+            # Refs of a dead worker fail here, before anything is spawned or killed.
+            payload = _to_wire(message, self.generation if self._proc is not None else -1)
+            started = time.monotonic()
+            if self._proc is None:
+                self._spawn()
+            proc = self._proc
+            try:
+                if not proc.ready:
+                    ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
+                    if not isinstance(ready, dict) or not isinstance(ready.get("ready"), dict):
+                        raise wire.ProtocolError("the worker did not announce itself")
+                    proc.pid = proc.proc.pid  # a host pid to read CPU time from (None in a pid namespace)
+                    proc.ready = True
+                    self.startup_seconds += time.monotonic() - started
+                payload.update(release=self._release, t=float(timeout))
+                self._release = []
+                start, cpu0 = time.monotonic(), proc.cpu_seconds()
+                self._send(proc, wire.encode(payload), start + timeout, what, timeout)
+                self._await_answer(proc, start, cpu0, timeout, what)
+                answer = self._receive(proc, max(start + WALL_FACTOR * timeout, time.monotonic() + timeout), what,
+                                       timeout)
+            except BaseException:
+                self._kill()
+                raise
+        if not isinstance(answer, dict) or len(answer) != 1:
+            self._kill()
+            raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
+        if "ok" in answer:
+            return _from_wire(answer["ok"], self.generation)
+        if "error" in answer:
+            raise _exception(answer["error"])
+        self._kill()
+        raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
+
+    def _receive(self, proc: _Process, deadline: float, what: str, timeout: float | None = None) -> Any:
+        from grader.sandbox import wire
+
+        sock = proc.sock
+        try:
+            head = self._recv_exact(sock, wire.HEADER.size, deadline)
+            (size,) = wire.HEADER.unpack(head)
+            if size > wire.MAX_FRAME:
+                raise wire.ProtocolError(f"frame of {size} bytes announced, the limit is {wire.MAX_FRAME}")
+            return wire.decode(self._recv_exact(sock, size, deadline))
+        except TimeoutError:
+            where = _hang_location(proc.output_tail())
+            if timeout is None:
+                raise WorkerFailure(f"timed out after {self.startup_timeout:g} s during {what}", "timeout") from None
+            raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout") from None
+        except (EOFError, ConnectionError):
+            self._kill_keep_output(proc)
+            tail = _last_lines(proc.output_tail())
+            raise WorkerFailure(f"{proc.exit_description()} during {what}{tail}", "died") from None
+        except wire.ProtocolError as exc:
+            raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
+
+    def _await_answer(self, proc: _Process, start: float, cpu0: float | None, timeout: float, what: str) -> None:
+        """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock."""
+        hard, deadline = start + WALL_FACTOR * timeout, start + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left > 0 and select.select([proc.sock], [], [], left)[0]:
+                return
+            now = time.monotonic()
+            cpu = proc.cpu_seconds(rescan=True)
+            used = None if cpu is None or cpu0 is None else cpu - cpu0
+            if used is None or used >= 0.9 * timeout or now >= hard:
+                where = _hang_location(proc.output_tail())
+                if used is None or used >= 0.9 * timeout:
+                    raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout")
+                raise WorkerFailure(f"timed out after {now - start:.0f} s of wall-clock time ({used:.1f} s of CPU) "
+                                    f"in {what}{where}", "timeout")
+            deadline = min(hard, now + max(0.1, timeout - used))
+
+    def _send(self, proc: _Process, data: bytes, deadline: float, what: str, timeout: float) -> None:
+        """Send a frame; a worker that stops reading (SIGSTOP, a full buffer) times out like a hung one."""
+        from grader.sandbox import wire
+
+        try:
+            proc.sock.settimeout(max(0.5, deadline - time.monotonic()))
+            wire.send_frame(proc.sock, data)
+        except TimeoutError:
+            raise WorkerFailure(f"timed out after {timeout:g} s sending {what} (the worker stopped reading)",
+                                "timeout") from None
+        except (BrokenPipeError, ConnectionError):
+            self._kill_keep_output(proc)
+            raise WorkerFailure(f"{proc.exit_description()} before {what}{_last_lines(proc.output_tail())}",
+                                "died") from None
+        finally:
+            try:
+                proc.sock.settimeout(None)
+            except OSError:
+                pass
+
+    @staticmethod
+    def _kill_keep_output(proc: _Process) -> None:
+        """Let a dying worker finish; its exit status tells how it ended."""
+        try:
+            proc.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        proc.drain.join(timeout=0.2)
+
+    @staticmethod
+    def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            try:  # usually the whole answer is there already: no select needed
+                k = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if not select.select([sock], [], [], left)[0]:
+                    raise TimeoutError from None
+                continue
+            if k == 0:
+                raise EOFError("channel closed")
+            got += k
+        return bytes(buf)
+
+
+def _stat_cpu(stat: bytes) -> float:
+    """User + system CPU seconds from a /proc/<pid>/stat line."""
+    fields = stat.rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+# ---- conversions -------------------------------------------------------------------------
+def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
+    """Grader-side values to plain data: Refs become markers (only this worker's), slices too."""
+    import torch
+
+    from grader.sandbox import wire
+    from grader.grading.remote_impl import RemoteObject  # late: remote_impl imports this module
+
+    if depth > wire.MAX_DEPTH:
+        raise TypeError("argument nested too deeply to send to the worker")
+    if isinstance(obj, RemoteObject):
+        obj = obj._kata_ref
+    tp = type(obj)
+    if tp is Ref:
+        if obj.generation != generation:
+            raise WorkerFailure("the worker restarted; this object is gone", "gone")
+        return {"__ref__": obj.n}
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach()
+        if t.untyped_storage().nbytes() > 2 * t.numel() * t.element_size() + 4096:
+            t = t.clone()  # do not ship a whole storage for a small view
+        t = t.as_subclass(torch.Tensor)
+        if obj.requires_grad and t.is_floating_point():
+            t.requires_grad_(True)
+        return t
+    if tp in (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, torch.Size):
+        return obj
+    if tp is slice:
+        return {"__slice__": [_to_wire(x, generation, depth + 1) for x in (obj.start, obj.stop, obj.step)]}
+    if obj is Ellipsis:
+        return {"__ellipsis__": True}
+    if isinstance(obj, (list, tuple)):
+        return (list if isinstance(obj, list) else tuple)(_to_wire(x, generation, depth + 1) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _to_wire(v, generation, depth + 1) for k, v in obj.items()}
+    raise TypeError(f"cannot send an object of type {tp.__module__}.{tp.__qualname__} to the worker")
+
+
+def _from_wire(obj: Any, generation: int) -> Any:
+    tp = type(obj)
+    if tp is list:
+        return [_from_wire(x, generation) for x in obj]
+    if tp is tuple:
+        return tuple(_from_wire(x, generation) for x in obj)
+    if tp is dict:
+        if "__ref__" in obj and type(obj["__ref__"]) is int:
+            return Ref(generation, obj["__ref__"], escape_controls(str(obj.get("label", "object"))[:200]),
+                       escape_controls(str(obj.get("calls", "object"))[:200]))
+        return {k: _from_wire(v, generation) for k, v in obj.items()}
+    return obj
+
+
+def _exception(err: Any) -> BaseException:
+    if not isinstance(err, dict):
+        return WorkerFailure("protocol error: malformed error report", "protocol")
+    type_name = escape_controls(str(err.get("type", "Exception"))[:200])
+    base = str(err.get("base", "Exception"))
+    message = escape_controls(str(err.get("message", ""))[:4000])
+    where = escape_controls(str(err.get("where", ""))[:1000])
+    suffix = f"\n  (raised at {where})" if where else ""
+    cls = BUILTIN_EXCEPTIONS.get(base)
+    if cls is not None:
+        text = message if type_name == base else f"{type_name}: {message}"
+        try:
+            return cls(text + suffix)
+        except Exception:
+            pass
+    return StudentError(f"{type_name}: {message}{suffix}")
+
+
+_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
+
+
+def _hang_location(tail: str) -> str:
+    """`` (at 03_causal/causal_attention.py:12 in forward)`` from the worker's faulthandler dump."""
+    dump = tail.rsplit("most recent call first", 1)[-1]
+    for line in dump.splitlines():  # faulthandler prints the innermost frame first
+        m = _FRAME_LINE.search(line)
+        if m and "/copy/" in m.group(1):
+            rel = m.group(1).split("/copy/", 1)[1]
+            return f" (at {rel}:{m.group(2)} in {m.group(3)})"
+    return ""
+
+
+def _last_lines(tail: str, limit: int = 300) -> str:
+    text = tail.strip()
+    if not text:
+        return ""
+    if len(text) > limit:
+        text = "..." + text[-limit:]
+    return f"; last output: {text}"

@@ -1,0 +1,251 @@
+"""Isolation domains, forked from a warm template: one per grading, re-grade or GPU-run check.
+
+Starting a worker costs an ``import torch`` (1.5 s here). The template (``kata_worker``, started
+through :class:`~grader.sandbox.modes.Isolation`'s command) imports torch once; each domain is a fork
+of it that enters namespaces of its own, gets the submission's files through a memfd (the grader
+never writes into anything a domain can reach) and drops to the student's uid
+(``kata_worker/domain.py``). A template that stops answering is killed and replaced; every wait on
+it is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox.modes import Isolation, Survivors, reap, wait_gone
+
+STARTUP_TIMEOUT = 120.0
+CONTROL_TIMEOUT = 10.0
+DISK_MB = 64  # each of /tmp, /dev/shm and scratch in a bwrap domain
+NPROC = 64  # processes and threads of the student's uid
+
+
+class TemplateError(Exception):
+    """The template did not start or stopped answering."""
+
+
+class WorkerTemplate:
+    """One template process and its control channel."""
+
+    def __init__(self, isolation: Isolation):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                isolation.template_command(theirs.fileno()), cwd="/", env=isolation.env(), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            theirs.close()
+        self.ctl = ours
+        self.lock = threading.Lock()
+        self._ready = False
+        self.meta_asked = False  # a spawn asked the template to ready the GPU-run check (after its fork)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def ask(self, message: dict[str, Any], fds: list[int] = ()) -> dict[str, Any]:
+        with self.lock:
+            try:
+                if not self._ready:
+                    self.ctl.settimeout(STARTUP_TIMEOUT)
+                    if not self.ctl.recv(65536):
+                        raise TemplateError("the worker template exited during startup")
+                    self._ready = True
+                self.ctl.settimeout(CONTROL_TIMEOUT + float(message.get("timeout", 0)))
+                socket.send_fds(self.ctl, [json.dumps(message).encode()], list(fds))
+                data = self.ctl.recv(65536)
+            except OSError as err:
+                raise TemplateError(f"the worker template stopped answering ({err})") from None
+        if not data:
+            raise TemplateError("the worker template exited")
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise TemplateError("the worker template answered garbage") from None
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
+        self.ctl.close()
+
+
+class Domain:
+    """A running domain as WorkerClient sees it: ``pid`` (a host pid, or None), ``stdout``, ``wait``, ``kill_tree``."""
+
+    def __init__(self, owner: Domains, template: WorkerTemplate, template_pid: int, stdout_fd: int,
+                 root: Path | None, meta_warm: bool):
+        self.owner = owner
+        self.template = template
+        self.template_pid = template_pid  # as the template sees it
+        # The host pid (to read CPU time from): the same without namespaces, looked up under bubblewrap.
+        self.pid = template_pid if owner.isolation.mode != "bwrap" else _host_pid(template.proc.pid, template_pid)
+        self.stdout_fd = stdout_fd
+        self.root = root
+        self.returncode: int | None = None
+        # Forked after the template readied the GPU-run check's simulation (the meta device).
+        self.meta_warm = meta_warm
+
+    def kill_tree(self) -> None:
+        if self.template.alive():
+            try:
+                self.template.ask({"op": "kill", "pid": self.template_pid})
+            except TemplateError:
+                self.owner.replace(self.template)
+        if self.pid is not None and not self.template.alive():  # no pid namespace: we can aim ourselves
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
+        if not self.template.alive():
+            return -signal.SIGKILL  # the template (its parent) is gone, and the domain with it
+        try:
+            rc = self.template.ask({"op": "wait", "pid": self.template_pid, "timeout": timeout or 0})["rc"]
+        except (TemplateError, KeyError, TypeError):
+            self.owner.replace(self.template)
+            return -signal.SIGKILL
+        if rc is None:
+            raise subprocess.TimeoutExpired("domain", timeout or 0)
+        self.returncode = rc
+        return rc
+
+    def end(self) -> None:
+        """Kill the domain, wait for it, and (without a pid namespace) kill what it left and remove its files."""
+        self.kill_tree()
+        try:
+            self.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.owner.clean(self.root)
+
+
+def _host_pid(root: int, namespaced: int) -> int | None:
+    """The host pid of the process that ``root``'s pid namespace calls ``namespaced`` (via NSpid)."""
+    todo, seen = [root], set()
+    while todo and len(seen) < 64:
+        pid = todo.pop()
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nspid = next((line.split()[1:] for line in f if line.startswith("NSpid:")), [])
+            if len(nspid) >= 2 and nspid[1] == str(namespaced):
+                return pid
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split() if int(c) not in seen)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class Domains:
+    """Forks domains from one template at a time; replaces a template that broke."""
+
+    def __init__(self, isolation: Isolation):
+        self.isolation = isolation
+        self.base: Path | None = None
+        if isolation.mode != "bwrap":  # the domains' folders: root-owned, traversable by the student's uid
+            self.base = Path(tempfile.mkdtemp(prefix="kata-domains-"))
+            self.base.chmod(0o711)
+        self._template: WorkerTemplate | None = None
+        self._count = 0
+        self.survivors: list[str] = []  # clean-ups that failed: no result may be written (check_clean)
+        self.clean(None)  # what a crashed grading process with the same uid may have left
+
+    def warm_up(self) -> None:
+        """Start the template now, so its torch import overlaps whatever comes next."""
+        if self._template is None or not self._template.alive():
+            self.replace(self._template)
+
+    def replace(self, broken: WorkerTemplate | None) -> None:
+        if broken is not None:
+            broken.close()
+        if self._template is broken:
+            self._template = WorkerTemplate(self.isolation)
+
+    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int, prepare_gpu_check: bool = False) -> Domain:
+        """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes), with
+        ``memory_mb`` of address space beyond what the template already maps (torch).
+
+        ``prepare_gpu_check``: a GPU-run check will follow, so the template readies its simulation once
+        this domain is forked (the domains forked after it find it ready). Without it the template does
+        not spend the 1.5 s of CPU that costs: ``--gpu skip`` needs none of it."""
+        self.warm_up()
+        template = self._template
+        self._count += 1
+        root = None
+        if self.base is not None:  # reachable by this domain's uid alone (other jobs share the machine)
+            root = self.base / f"d{self._count}"
+            root.mkdir(mode=0o700)
+            if self.isolation.uid is not None:
+                os.chown(root, 0, self.isolation.uid)
+                root.chmod(0o710)
+        spec = {"mode": self.isolation.mode, "uid": self.isolation.uid, "root": str(root) if root else None,
+                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
+                "tmp_binds": self.isolation.tmp_binds()}
+        read_end, write_end = os.pipe()
+        meta_warm = template.meta_asked
+        try:
+            answer = template.ask({"op": "spawn", "spec": spec, "warm_meta": prepare_gpu_check},
+                                  [sock.fileno(), write_end, bundle_fd])
+            pid = int(answer["pid"])
+        except (TemplateError, KeyError, TypeError, ValueError) as err:
+            os.close(read_end)
+            self.replace(template)
+            raise TemplateError(f"could not start a domain: {err}") from None
+        finally:
+            os.close(write_end)
+        template.meta_asked = template.meta_asked or prepare_gpu_check
+        return Domain(self, template, pid, read_end, root, meta_warm)
+
+    def clean(self, root: Path | None) -> None:
+        """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's
+        processes and remove its files (as that uid); then wait until none is left, not even a zombie
+        (the kernel's teardown, or the template's reaping). Then remove the domain's own folder. A
+        process that outlives it is noted in ``survivors``."""
+        try:
+            if self.isolation.mode == "uid":
+                reap(self.isolation.uid, [root / "scratch"] if root else [])
+            if self.isolation.mode in ("uid", "bwrap"):  # the next domain shares the uid (and its process limit)
+                wait_gone(self.isolation.uid)
+        except Survivors as err:
+            self.survivors.append(str(err))
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def check_clean(self) -> None:
+        """Raise Survivors if any domain so far left a process behind (then no result may be written)."""
+        if self.survivors:
+            raise Survivors(self.survivors[0])
+
+    def close(self) -> None:
+        if self._template is not None:
+            self._template.close()
+            self._template = None
+        self.clean(None)
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> Domains:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
