@@ -161,7 +161,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         report = grade(Path(args.submission), grade_options(args))
     except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
-    from grader.classroom.score_all import private_files
+    from grader.files import private_files
 
     with private_files():  # a student's report and feedback: readable by this user alone, as score-all's
         if args.json is not None:

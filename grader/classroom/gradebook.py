@@ -128,7 +128,7 @@ class ClassGradebook:
 
         if not assignment:
             raise GradebookError("an nbgrader assignment name is needed (--assignment)")
-        from grader.classroom.score_all import private_files
+        from grader.files import private_files
 
         _ensure_alembic_on_path()
         if not must_exist:  # must_exist creates nothing, not even the file

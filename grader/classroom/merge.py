@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.classroom.score_all import (BatchError, hook, json_path, private_files, read_grades, safe_file_name, unescaped,
-                          write_atomically, write_grades)
+from grader.classroom.score_all import BatchError, hook, json_path, read_grades, safe_file_name, unescaped, write_grades
+from grader.files import private_files, write_atomically
 
 
 class MergeError(Exception):

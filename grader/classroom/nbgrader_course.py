@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def find_course(root: Path, assignment: str | None = None) -> Course:
     """The course at ``root`` and the assignments to grade; CourseError when it cannot be graded."""
     from grader.classroom.gradebook import ClassGradebook, GradebookError
-    from grader.grading.intake import _is_real_dir
+    from grader.files import is_real_dir
 
     root = Path(root)
     if not root.is_dir():
@@ -155,7 +155,7 @@ def find_course(root: Path, assignment: str | None = None) -> Course:
     students: dict[str, list[str]] = {}
     for group in [assignment] if assignment else GROUPS:
         found = sorted(entry.name for entry in (root / "submitted").iterdir()
-                       if not entry.name.startswith(".") and _is_real_dir(entry) and _is_real_dir(entry / group))
+                       if not entry.name.startswith(".") and is_real_dir(entry) and is_real_dir(entry / group))
         if found or assignment:
             students[group] = found
     if not students:
@@ -236,7 +236,7 @@ def grade_course(course: Course, options: Any, visibility: str = "full",
     """Stage, grade (grader.classroom.score_all.score_all with ``options``, a BatchOptions, each notebook graded with
     its :func:`assignment_options`), record, write feedback. What it creates is for this user alone
     (grader.classroom.score_all.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
-    from grader.classroom.score_all import private_files
+    from grader.files import private_files
 
     with private_files():
         return _grade_course(course, options, visibility, progress)
@@ -389,8 +389,8 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     (0600); a new page is 0644 all the same: ``release_feedback`` copies it into the exchange with its
     mode, under a name made from the secret, and the student (another user) reads it there with
     ``nbgrader fetch_feedback``. In the course folder no other user can reach it."""
-    from grader.classroom.score_all import write_atomically
-    from grader.grading.intake import UnreadableFile, read_regular
+    from grader.files import write_atomically
+    from grader.files import UnreadableFile, read_regular
 
     folder = course.root / "feedback" / result.student / result.assignment
     folder.mkdir(parents=True, exist_ok=True)

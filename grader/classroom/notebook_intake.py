@@ -28,7 +28,8 @@ from pathlib import Path
 
 from grader.attention_view import INPUTS
 from grader.rubric import load_rubric
-from grader.grading.intake import MAX_FILE_BYTES, UnreadableFile, _one_line, read_regular
+from grader.files import UnreadableFile, read_regular
+from grader.grading.intake import MAX_FILE_BYTES, _one_line
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission

@@ -34,16 +34,15 @@ import re
 import select
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from grader.sandbox.domains import Domains, TemplateError
 from grader.grading.grade import GradeOptions
+from grader.files import caller_umask, private_files, write_atomically
 from grader.rubric import load_rubric
 
 STUDENT_TIME_LIMIT = 600.0  # seconds for one student, whatever happens inside
@@ -288,62 +287,11 @@ def write_grades(csv_path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write ``rows`` (cells as written: escaped) under the header, sorted by student name, atomically
     (a temporary file beside it, then renamed over it)."""
     ordered = sorted(rows, key=lambda row: _unescaped(str(row["student"])))
-    fd, tmp = tempfile.mkstemp(prefix=f".{csv_path.name}.", suffix=".tmp", dir=csv_path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, fieldnames=csv_columns())
-            writer.writeheader()
-            writer.writerows(ordered)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, _mode_for(csv_path))
-        os.replace(tmp, csv_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# --- who may read what score-all writes --------------------------------------------------------------
-
-PRIVATE_UMASK = 0o077
-_caller_umask: int | None = None  # the umask the outermost private_files() replaced
-
-
-@contextmanager
-def private_files() -> Iterator[None]:
-    """Everything created inside (files, folders, the gradebook's database, by this module or by any
-    other: feedback, class summary, nbgrader) can be read by this user alone: mode 0600, folders 0700
-    (umask 077). Grades, reports and feedback are other people's personal data, and under uid
-    isolation the students' code runs on this machine under other uids. The instructor's tools run as
-    the same user, so nothing of theirs changes; a file rewritten keeps the mode it has (chmod it to
-    share it). The jobs (:class:`_Job`) get the caller's umask back: what they create (the domains'
-    folders) is made with the modes their own code gives."""
-    global _caller_umask
-    old = os.umask(PRIVATE_UMASK)
-    outermost = _caller_umask is None
-    if outermost:
-        _caller_umask = old
-    try:
-        yield
-    finally:
-        os.umask(old)
-        if outermost:
-            _caller_umask = None
-
-
-def _job_umask() -> int:
-    """The umask a job starts with: the one before private_files(), else this process's (-1: unchanged)."""
-    return _caller_umask if _caller_umask is not None else -1
-
-
-def _mode_for(path: Path) -> int:
-    """The permissions a file rewritten at ``path`` keeps: the old file's, else what umask gives."""
-    try:
-        return os.stat(path, follow_symlinks=False).st_mode & 0o777 if not os.path.islink(path) else 0o644
-    except OSError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o666 & ~umask
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=csv_columns())
+    writer.writeheader()
+    writer.writerows(ordered)
+    write_atomically(csv_path, out.getvalue())
 
 
 def already_graded(csv_path: Path) -> set[str]:
@@ -423,22 +371,6 @@ def json_path(json_dir: Path, student: str) -> Path:
     return path
 
 
-def write_atomically(path: Path, data: str, new_mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` through a new temporary file beside it, renamed over it (a symlink
-    at ``path`` is replaced, never written through; a kill leaves the old file or the new one). It
-    keeps the old file's mode; a new file gets ``new_mode``, else what the umask gives."""
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(data)
-        mode = _mode_for(path)
-        os.chmod(tmp, new_mode if new_mode is not None and not os.path.lexists(path) else mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def hook(module: str, name: str) -> Callable[..., Any] | None:
     """``module.name`` when that module exists (hooks other parts of the grader provide), else None."""
     try:
@@ -465,7 +397,7 @@ class _Job:
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          text=True, bufsize=1, start_new_session=True, pass_fds=(lifeline,),
-                                         umask=_job_umask())
+                                         umask=caller_umask())
         except BaseException:
             os.close(self.lifeline)
             raise

@@ -26,6 +26,7 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from grader.files import UnreadableFile, is_real_dir, is_regular_file, read_regular
 from grader.rubric import GROUPS, load_rubric
 from grader.safe_text import escape_line
 
@@ -91,7 +92,7 @@ def _only_zip(folder: Path) -> Path | None:
     try:
         zips = sorted(entry for entry in folder.iterdir()
                       if entry.name.lower().endswith(".zip") and not entry.name.startswith(".")
-                      and _is_regular(entry))
+                      and is_regular_file(entry))
     except OSError:
         return None
     if len(zips) > 1:
@@ -112,7 +113,7 @@ def find_flat_root(path: Path) -> Path | None:
     frontier = [path]
     for _ in range(_SEARCH_DEPTH + 1):
         for candidate in frontier:
-            if any(_is_regular(candidate / f"{module}.py") for module in modules):
+            if any(is_regular_file(candidate / f"{module}.py") for module in modules):
                 return candidate
         frontier = [child for parent in frontier for child in _subdirs(parent)]
     return None
@@ -141,11 +142,11 @@ def find_exercises_root(path: Path) -> Path | None:
     frontier = [path]
     for _ in range(_SEARCH_DEPTH + 1):
         for candidate in frontier:
-            if any(_is_real_dir(candidate / group) for group in GROUPS):
+            if any(is_real_dir(candidate / group) for group in GROUPS):
                 return candidate
         for candidate in frontier:
-            if _is_real_dir(candidate / "exercises") and any(
-                _is_real_dir(candidate / "exercises" / group) for group in GROUPS
+            if is_real_dir(candidate / "exercises") and any(
+                is_real_dir(candidate / "exercises" / group) for group in GROUPS
             ):
                 return candidate / "exercises"
         frontier = [child for parent in frontier for child in _subdirs(parent)]
@@ -254,37 +255,6 @@ def _read_files(source: Path, substitutes: Mapping[str, Path] | None) -> tuple[d
     return files, notes, file_notes
 
 
-class UnreadableFile(Exception):
-    """A file of a submission that read_regular refuses; ``kind`` says why."""
-
-    def __init__(self, kind: str, detail: str = ""):
-        super().__init__(detail or kind)
-        self.kind = kind  # "unopenable" (a symlink, missing, no permission) | "not regular" | "too large"
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file ``path``, opened without following a symlink, at most ``limit``
-    of them; UnreadableFile otherwise. Submissions are untrusted: a link to the reference, a FIFO that
-    never ends or a file that grows while read must not get in."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as err:
-        raise UnreadableFile("unopenable", err.strerror or str(err)) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnreadableFile("not regular")
-        if st.st_size > limit:
-            raise UnreadableFile("too large")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise UnreadableFile("too large")
-    return data
-
-
 def _read_regular(path: Path, rel: str, notes: list[str]) -> bytes | None:
     try:
         return read_regular(path, MAX_FILE_BYTES)
@@ -310,20 +280,12 @@ def bundle_fd(files: Mapping[str, bytes]) -> int:
     return fd
 
 
-def _is_regular(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
-
-
-def _is_real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()
-
-
 _NOT_SEARCHED = {"__MACOSX", "__pycache__"}  # macOS's resource forks ("._x.py") in a zip; bytecode
 
 
 def _subdirs(path: Path) -> list[Path]:
     try:
         return sorted(child for child in path.iterdir()
-                      if _is_real_dir(child) and not child.name.startswith(".") and child.name not in _NOT_SEARCHED)
+                      if is_real_dir(child) and not child.name.startswith(".") and child.name not in _NOT_SEARCHED)
     except OSError:
         return []

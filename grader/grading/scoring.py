@@ -82,7 +82,7 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
 def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
     """``{exercise id: {public name: [library calls that do its work]}}`` in the submission at ``root``,
     read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
-    from grader.grading.intake import UnreadableFile, read_regular
+    from grader.files import UnreadableFile, read_regular
 
     scanner = tests_module("kata_shortcuts.py")
     found = {}

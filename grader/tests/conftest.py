@@ -19,7 +19,8 @@ import os
 import pytest
 
 from grader.sandbox.domains import Domains
-from grader.sandbox.modes import bwrap_problem, choose_isolation, uid_problem
+from grader.sandbox.modes import choose_isolation
+from support import ISOLATING, MODES
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
@@ -73,10 +74,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return OneWorkerModules(config, log)
 
 
-PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
-MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
-         for mode, problem in PROBLEMS.items()]
-ISOLATING = [m for m in MODES if m.values[0] != "none"]
 
 
 @pytest.fixture(scope="session")

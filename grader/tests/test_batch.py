@@ -16,18 +16,10 @@ from pathlib import Path
 import pytest
 
 from grader.rubric import REPO_ROOT
-from test_engine import build_submission
+from support import (FAKE_JOB_CLI, ISOLATING, PROBLEMS, build_submission, fake_class, fake_job, fake_options, graded_log,
+                     run_grader, venv_env)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
-
-
-def _env() -> dict[str, str]:
-    """This environment, with the venv's bin first on PATH (nbgrader's gradebook runs alembic)."""
-    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def run(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd, env=_env())
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +40,7 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def graded(classroom: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path, Path]:
     out = tmp_path_factory.mktemp("out")
-    proc = run("score-all", str(classroom), "--csv", str(out / "grades.csv"), "--json-dir", str(out),
+    proc = run_grader("score-all", str(classroom), "--csv", str(out / "grades.csv"), "--json-dir", str(out),
                "--jobs", "2", "--gradebook", str(out / "gradebook.db"), "--assignment", "hw3")
     return proc, out / "grades.csv", out
 
@@ -104,7 +96,7 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
                  ["score-all", str(tmp_path), "--csv", str(tmp_path / "missing" / "g.csv")],
                  ["score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv"), "--gradebook", str(tmp_path / "g.db")],
                  ["score-all", str(tmp_path), "--csv", str(tmp_path / "g.csv"), "--jobs", "0"]):
-        proc = run(*args)
+        proc = run_grader(*args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -113,74 +105,8 @@ def test_unusable_command_line_input_exits_2(tmp_path: Path) -> None:
 
 # --- the bookkeeping, with a stand-in job that grades no one ------------------------------------------
 
-# A stand-in for ``python -m grader.classroom.score_all --job``: a student folder's score.txt holds the fraction of
-# every exercise they get (no score.txt: an error row); each student it grades is logged. With a folder
-# of gates as its second argument, it answers a student only once the file of their name is there (so
-# a test can stop a run at a known row), and quits when its score-all is gone (killed -9) or ends it
-# (closes its stdin: nothing else is sent while a student is being graded).
-FAKE_JOB = r"""
-import json, os, select, sys, time
-from pathlib import Path
-from grader.rubric import load_rubric
-log = open(sys.argv[1], "a")
-gates = Path(sys.argv[2]) if len(sys.argv) > 2 else None
-parent = os.getppid()
-rubric = load_rubric()
-for line in sys.stdin:
-    task = json.loads(line)
-    while gates is not None and not (gates / task["student"]).exists():
-        if os.getppid() != parent or select.select([sys.stdin], [], [], 0)[0]:
-            sys.exit()
-        time.sleep(0.02)
-    log.write(task["student"] + "\n"); log.flush()
-    marker = Path(task["path"]) / "score.txt"
-    if not marker.is_file():
-        print(json.dumps({"error": "=no score.txt"}), flush=True)
-        continue
-    fraction = float(marker.read_text())
-    exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": "partial", "message": ""}
-                 for ex_id, ex in rubric.exercises.items()}
-    score = sum(e["score"] for e in exercises.values())
-    print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
-        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [], "exercises": exercises,
-        "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
-"""
-
-# ``python -m grader ARGS`` with FAKE_JOB as score-all's job command (the command line's JSON first argument).
-FAKE_JOB_CLI = ("import functools, json, sys; import grader.classroom.score_all as batch; "
-                "batch.BatchOptions = functools.partial(batch.BatchOptions, job_argv=tuple(json.loads(sys.argv[1]))); "
-                "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
-
-
-def fake_job(tmp_path: Path, gates: Path | None = None) -> tuple[str, ...]:
-    return (sys.executable, "-c", FAKE_JOB, str(tmp_path / "graded.log"), *([str(gates)] if gates else []))
-
-
-def fake_options(tmp_path: Path, **kwargs):
-    from grader.classroom.score_all import BatchOptions
-    from grader.grading.grade import GradeOptions
-
-    return BatchOptions(jobs=2, grading=GradeOptions(gpu="skip"), job_argv=fake_job(tmp_path), **kwargs)
-
-
-def graded_log(tmp_path: Path) -> list[str]:
-    log = tmp_path / "graded.log"
-    names = sorted(log.read_text().split()) if log.is_file() else []
-    log.unlink(missing_ok=True)
-    return names
-
-
-def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
-    root.mkdir(mode=0o700, exist_ok=True)
-    for name, fraction in scores.items():
-        (root / name).mkdir(exist_ok=True)
-        if fraction is not None:
-            (root / name / "score.txt").write_text(str(fraction))
-    return root
-
-
 def _start(args: list[str], job: tuple[str, ...]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", FAKE_JOB_CLI, json.dumps(job), *args], cwd=REPO_ROOT, env=_env(),
+    return subprocess.Popen([sys.executable, "-c", FAKE_JOB_CLI, json.dumps(job), *args], cwd=REPO_ROOT, env=venv_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -233,7 +159,7 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     (gates / "carol").touch()
     (gates / "dave").touch()
     resumed = subprocess.run([sys.executable, "-c", FAKE_JOB_CLI, json.dumps(job), *args], cwd=REPO_ROOT,
-                             env=_env(), capture_output=True, text=True, timeout=120)
+                             env=venv_env(), capture_output=True, text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
     assert graded_log(tmp_path) == ["carol", "dave"]
     assert f"graded 1, errors 1, already in {csv_path}: 2" in resumed.stderr, resumed.stderr
@@ -368,7 +294,7 @@ def test_an_interrupt_while_a_row_is_written_keeps_the_row(tmp_path: Path, monke
 def test_an_unknown_csv_is_not_overwritten(tmp_path: Path) -> None:
     (tmp_path / "class").mkdir()
     (tmp_path / "grades.csv").write_text("name,grade\nann,3\n")
-    proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "grades.csv"), "--gpu", "skip")
+    proc = run_grader("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "grades.csv"), "--gpu", "skip")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--force" in proc.stderr, proc.stderr
     assert (tmp_path / "grades.csv").read_text() == "name,grade\nann,3\n"
 
@@ -415,7 +341,7 @@ def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     for args in (["--shard", "3/2"], ["--shard", "one/two"], ["--only", "zed"], ["--json-dir", str(tmp_path / "file")],
                  ["--feedback-dir", str(tmp_path / "file" / "x")], ["--visibility", "all"]):
-        proc = run("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--gpu", "skip", *args)
+        proc = run_grader("score-all", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), "--gpu", "skip", *args)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, (args, proc.stderr)
     assert not (tmp_path / "g.csv").exists()
 
@@ -504,7 +430,7 @@ def _python_start_seconds() -> float:
     return time.monotonic() - started
 
 
-@pytest.mark.parametrize("sandbox", [p for p in __import__("conftest").ISOLATING])
+@pytest.mark.parametrize("sandbox", [p for p in ISOLATING])
 def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> None:
     """kill -9 of score-all while its job grades a student sleeping in a call (and in a child it forked):
     the job, its template (with bubblewrap: the sandbox) and every process of the student's uid are
@@ -516,7 +442,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
     (klass / "sleeper" / "01_simple_attention" / "attention_scores.py").write_text(SLEEPER)
     proc = subprocess.Popen([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(tmp_path / "g.csv"),
                              "--sandbox", sandbox, "--gpu", "skip", "--jobs", "1", "--timeout", "600"],
-                            cwd=REPO_ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO_ROOT, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     tree: dict[int, str] = {}
     uid = None
     try:
@@ -553,7 +479,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
 # --- outputs for the instructor alone ------------------------------------------------------------------
 
 
-@pytest.mark.skipif(__import__("conftest").PROBLEMS["uid"] is not None, reason="uid isolation unusable here")
+@pytest.mark.skipif(PROBLEMS["uid"] is not None, reason="uid isolation unusable here")
 def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
     """Under uid isolation the students' code runs on this machine under other uids (and anyone can read
     score-all's command line): the CSV, JSON reports, feedback, gradebook and class summary are created
@@ -568,7 +494,7 @@ def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
             "--feedback-dir", str(out / "feedback"), "--gradebook", str(out / "gradebook.db"), "--assignment", "hw3",
             "--sandbox", "uid", "--gpu", "skip", "--jobs", "1"]
     proc = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from grader.cli import main; "
-                           "sys.exit(main(sys.argv[1:]))", *args], cwd=REPO_ROOT, env=_env(), capture_output=True,
+                           "sys.exit(main(sys.argv[1:]))", *args], cwd=REPO_ROOT, env=venv_env(), capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr
     files = sorted(p for p in out.rglob("*") if p.is_file())

@@ -23,10 +23,9 @@ from grader.grading.engine import TESTS_DIR, run_hidden_tests, score, start_work
 from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import GROUPS
 from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
+from support import SOLUTIONS, WHERE, build_submission, toy
 
 REPO = Path(__file__).resolve().parents[2]
-SOLUTIONS = REPO / "solutions"
-SUBMISSIONS = Path(__file__).with_name("submissions")
 HAS_HIDDEN_TESTS = any((TESTS_DIR / g).glob("test_*.py") for g in GROUPS)
 needs_hidden = pytest.mark.skipif(not HAS_HIDDEN_TESTS, reason="no hidden tests in tests/ yet")
 
@@ -57,48 +56,6 @@ HOSTILE = {
 # quick (a hang spins for its whole CPU budget): the limits are what is under test, not their size; the
 # reference's calls take milliseconds.
 HOSTILE_LIMITS = {"call_timeout": 1.0, "memory_mb": 512}
-
-
-def build_submission(name: str, root: Path) -> Path:
-    """The reference solutions with ``submissions/<name>``'s files laid over them.
-
-    ``X.hostile`` replaces ``X`` (a name pytest itself must not pick up in this repository);
-    ``X.prepend`` goes in front of the reference's ``X``, so an attack needs no copy of a solution;
-    ``gate.py.append`` is appended to every module.
-    """
-    dest = root / name
-    for group in GROUPS:
-        (dest / group).mkdir(parents=True)
-        for src in (SOLUTIONS / group).glob("*.py"):
-            shutil.copy(src, dest / group / src.name)
-    overlay = SUBMISSIONS / name
-    if overlay.is_dir():
-        for src in sorted(overlay.rglob("*")):
-            if src.is_dir():
-                continue
-            rel = str(src.relative_to(overlay))
-            if rel == "gate.py.append":
-                for module in dest.rglob("*.py"):
-                    module.write_text(module.read_text() + src.read_text())
-                continue
-            if rel.endswith(".prepend"):
-                target = dest / rel.removesuffix(".prepend")
-                target.write_bytes(src.read_bytes() + b"\n\n" + target.read_bytes())
-                continue
-            target = dest / rel.removesuffix(".hostile")
-            for parent in reversed(target.relative_to(dest).parents):  # a folder replacing a file
-                p = dest / parent
-                if p.is_file():
-                    p.unlink()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(src.read_bytes())
-    if name == "missing_file":
-        (dest / "02_trainable_weights" / "weight_transfer.py").unlink()
-    if name == "symlink_to_solutions":
-        link = dest / "03_causal" / "causal_mask.py"
-        link.unlink()
-        link.symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
-    return dest
 
 
 def tree_digest(root: Path) -> str:
@@ -198,15 +155,6 @@ def test_exercises_and_substitutes(tmp_path, shared_domains):
 
 
 # ---- the client and the proxies directly (fast) ------------------------------------------
-def _toy(tmp_path: Path, source: str, module: str = "attention_scores", group: str = "01_simple_attention") -> Path:
-    for g in GROUPS:
-        (tmp_path / g).mkdir(parents=True, exist_ok=True)
-    (tmp_path / group / f"{module}.py").write_text(source)
-    return tmp_path
-
-
-WHERE = {"attention_scores": "01_simple_attention/attention_scores",
-         "attention_score_matrix": "01_simple_attention/attention_scores"}
 
 
 @pytest.mark.timeout(120)
@@ -243,7 +191,7 @@ def attention_score_matrix(x):
     x.add_(1)
     return x.sum()
 '''
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=5) as client:
         impl = RemoteImpl(client, WHERE)
         with pytest.raises(ValueError, match="bad value") as e:
@@ -299,7 +247,7 @@ class Odd(torch.nn.Module):
 def attention_scores(kind):
     return Odd() if kind == "module" else object()
 '''
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=0.3) as client:
         impl = RemoteImpl(client, WHERE)
         module, plain = impl.attention_scores("module"), impl.attention_scores("plain")
@@ -320,7 +268,7 @@ def attention_scores(kind):
 @pytest.mark.timeout(120)
 def test_timeout_kills_and_names_the_place(tmp_path, shared_domains):
     src = "def attention_scores():\n    while True:\n        pass\n"
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
@@ -338,7 +286,7 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path, shared_domains):
            "    if kill:\n"
            "        os.kill(os.getppid(), signal.SIGKILL)\n"
            "    return os.getppid()\n")
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains) as client:
         impl = RemoteImpl(client, WHERE)
         assert impl.attention_scores(False) != os.getpid()  # the worker's parent is never the grader
@@ -353,7 +301,7 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path, shared_domains):
 @pytest.mark.timeout(120)
 def test_output_flood_is_drained_and_bounded(tmp_path, shared_domains):
     src = "import sys\n\ndef attention_scores():\n    sys.stdout.write('y' * 10_000_000)\n    sys.stdout.flush()\n    return 1\n"
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains) as client:
         impl = RemoteImpl(client, WHERE)
         assert impl.attention_scores() == 1
@@ -363,7 +311,7 @@ def test_output_flood_is_drained_and_bounded(tmp_path, shared_domains):
 def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
     from grader.grading.intake import read_module_files
 
-    sub = _toy(tmp_path / "sub", "X = 1\n")
+    sub = toy(tmp_path / "sub", "X = 1\n")
     (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
     (sub / "03_causal" / "link.py").symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
     (sub / "03_causal" / "dir.py").mkdir()
@@ -397,7 +345,7 @@ def test_stopped_worker_times_out_even_while_sending(tmp_path, shared_domains):
            "def attention_scores(x=None):\n"
            "    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))).start()\n"
            "    return 1\n")
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
@@ -448,7 +396,7 @@ def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains)
            "def attention_scores(seconds):\n"
            "    time.sleep(seconds)\n"
            "    return seconds\n")
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, call_timeout=0.4) as client:
         impl = RemoteImpl(client, WHERE)
         fn = impl.attention_scores
@@ -467,7 +415,7 @@ def test_each_worker_gets_its_own_memory_limit_from_a_shared_template(tmp_path, 
     src = ("import torch\n\n"
            "def attention_scores(mb):\n"
            "    return torch.empty(mb * 2**20, dtype=torch.uint8).numel() // 2**20\n")
-    sub = _toy(tmp_path / "sub", src)
+    sub = toy(tmp_path / "sub", src)
     with WorkerClient(sub, domains=shared_domains, memory_mb=256) as small:  # one domain at a time, as in grading
         with pytest.raises(RuntimeError, match="can.t allocate memory"):
             RemoteImpl(small, WHERE).attention_scores(1024)

@@ -10,11 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading.engine import gpu_check_worker, start_worker
-from grader.grading.gpu_check import GpuUnavailable, run_gpu_check
+from grader.grading.gpu_check import GpuUnavailable
 from grader.grading.remote_impl import RemoteImpl
-from grader.rubric import load_rubric
-from test_engine import build_submission
+from support import build_submission, run_check
 
 pytestmark = pytest.mark.timeout(120)
 CAUSAL = Path("03_causal") / "causal_attention.py"
@@ -40,44 +38,6 @@ def check(shared_domains):
     """``check(submission, mode, ...)``: the GPU-run check's result, the worker forked from the session's
     template (starting a template of its own would import torch again for every test)."""
     return functools.partial(run_check, domains=shared_domains)
-
-
-def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
-              domains=None, works: dict[str, bool] | None = None):
-    """``works``: which modules pass their own exercise's core tests, as a grading tells the check
-    (default: all)."""
-    if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
-        monkeypatch.setattr("torch.cuda.is_available", lambda: True)
-        monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
-    client = gpu_check_worker(start_worker(sub, domains=domains, prepare_gpu_check=True), sub, domains=domains)
-    try:
-        impl = RemoteImpl(client, load_rubric().owner_of)
-        if fake_cuda:
-            impl = FakeCuda(impl, corrupt)
-        return run_gpu_check(impl, mode, 10.0, works)
-    finally:
-        client.close()
-
-
-class FakeCuda:
-    """Says CUDA is there, and runs the CUDA branch on the cpu (optionally corrupting the output)."""
-
-    def __init__(self, impl: RemoteImpl, corrupt: bool):
-        self.impl, self.corrupt = impl, corrupt
-
-    def __getattr__(self, name: str):
-        return getattr(self.impl, name)
-
-    def cuda_info(self) -> dict:
-        return {"available": True, "name": "Fake GPU"}
-
-    def device_run(self, module, x, device):
-        assert device == "cuda"
-        run = self.impl.device_run(module, x, "cpu")
-        run["output_device"] = "cuda:0"
-        if self.corrupt and run["output"] is not None:
-            run["output"] = run["output"] + 1.0
-        return run
 
 
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
@@ -203,9 +163,9 @@ def test_the_template_readies_the_simulation_only_for_a_grading_with_a_gpu_check
     from grader.sandbox.domains import Domains
     from grader.sandbox.modes import choose_isolation
     from grader.sandbox.client import WorkerClient
-    from test_engine import WHERE, _toy
+    from support import WHERE, toy
 
-    sub = _toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
+    sub = toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
     with Domains(choose_isolation("none")) as domains:  # a template of its own: nothing has asked it yet
         seen = []
         for prepare in (False, False, True, False):

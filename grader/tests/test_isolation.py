@@ -28,9 +28,7 @@ from grader.sandbox.modes import SandboxUnavailable, choose_isolation, student_u
 from grader.rubric import REPO_ROOT, load_rubric
 from grader.grading.intake import SubmissionError, locate_submission
 from grader.sandbox.client import WorkerClient
-from conftest import PROBLEMS
-from test_engine import SOLUTIONS, WHERE, _toy, build_submission
-from test_gpu_check import run_check
+from support import PROBLEMS, SOLUTIONS, WHERE, build_submission, run_check, toy
 
 pytestmark = pytest.mark.timeout(600)
 REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
@@ -75,7 +73,7 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
 
 
 def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> None:
-    sub = _toy(tmp_path / "sub",
+    sub = toy(tmp_path / "sub",
         "import os, time\n\n"
         "def attention_scores():\n"
         "    written = 0\n"
@@ -105,7 +103,7 @@ def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(iso
     start processes as if the first had never existed (once, without a pid namespace, it got none)."""
     from grader.grading.remote_impl import RemoteImpl
 
-    hog = _toy(tmp_path / "hog",
+    hog = toy(tmp_path / "hog",
         "import os, time\n\n"
         "def attention_scores():\n"
         "    forked = 0\n"
@@ -115,7 +113,7 @@ def test_a_student_that_forks_to_the_limit_leaves_the_next_one_its_processes(iso
         "            forked += 1\n"
         "    except OSError:\n        pass\n"
         "    return forked\n")
-    honest = _toy(tmp_path / "honest",
+    honest = toy(tmp_path / "honest",
         "import os\n\n"
         "def attention_scores():\n"
         "    pids = []\n"
@@ -180,7 +178,7 @@ def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> 
     its uid is left anywhere, and the clean-up said nothing went wrong."""
     from grader.grading.remote_impl import RemoteImpl
 
-    sub = _toy(tmp_path / "sub", LEFTOVERS)
+    sub = toy(tmp_path / "sub", LEFTOVERS)
     with WorkerClient(sub, domains=isolating) as client:
         done = RemoteImpl(client, WHERE).attention_scores()
     assert "locked folder" in done and "copied copy" in done
@@ -349,7 +347,7 @@ def test_namedtuples_cost_the_grader_nothing_lasting(domains: Domains, tmp_path:
 
 
 def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path: Path) -> None:
-    sub = _toy(tmp_path / "sub",
+    sub = toy(tmp_path / "sub",
         "import os, time\n\n"
         "def attention_scores():\n"
         "    if os.fork() == 0:\n        os.setsid()\n        time.sleep(60)\n        os._exit(0)\n"
@@ -365,7 +363,7 @@ def test_a_held_output_pipe_does_not_stall_the_grader(domains: Domains, tmp_path
 
 
 def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
-    sub = _toy(tmp_path / "sub",
+    sub = toy(tmp_path / "sub",
         "import os\n\n"
         "def attention_scores():\n"
         "    status = dict(l.split(':', 1) for l in open('/proc/self/status') if ':' in l)\n"
@@ -395,7 +393,7 @@ def test_students_run_unprivileged(isolating: Domains, tmp_path: Path) -> None:
 
 
 def test_no_ip_network(isolating: Domains, tmp_path: Path) -> None:
-    sub = _toy(tmp_path / "sub",
+    sub = toy(tmp_path / "sub",
         "import socket\n\n"
         "def attention_scores():\n"
         "    try:\n        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()\n        return 'socket made'\n"

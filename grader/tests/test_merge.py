@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from grader.classroom.score_all import csv_columns, csv_row, score_all, shard_of
-from test_batch import fake_class, fake_options, graded_log, run
+from support import fake_class, fake_options, graded_log, run_grader
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
@@ -36,7 +36,7 @@ def test_merged_shards_equal_one_run(shards) -> None:
 
     tmp, csvs, dirs = shards
     assert all(len(read(path)) >= 1 for path in csvs)  # every shard graded someone
-    proc = run("merge", str(tmp / "merged.csv"), *map(str, reversed(csvs)), "--json-dir", str(tmp / "merged-json"),
+    proc = run_grader("merge", str(tmp / "merged.csv"), *map(str, reversed(csvs)), "--json-dir", str(tmp / "merged-json"),
                "--from-json-dirs", *map(str, dirs), "--gradebook", str(tmp / "gradebook.db"), "--assignment", "hw3")
     assert proc.returncode == 0, proc.stderr
     assert (tmp / "merged.csv").read_bytes() == (tmp / "one.csv").read_bytes()
@@ -92,7 +92,7 @@ def test_untrusted_names_never_write_outside_the_json_dir(tmp_path: Path) -> Non
     (tmp_path / "src" / "escaped.json").write_text(json.dumps(report))  # what "../escaped" would read
     (source / "ok.json").write_text(json.dumps(report))
     out_json = tmp_path / "out" / "json"
-    proc = run("merge", str(tmp_path / "merged.csv"), str(shard), "--json-dir", str(out_json),
+    proc = run_grader("merge", str(tmp_path / "merged.csv"), str(shard), "--json-dir", str(out_json),
                "--from-json-dirs", str(source))
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out_json.iterdir()) == ["ok.json"]

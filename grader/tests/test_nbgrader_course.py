@@ -33,7 +33,7 @@ from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.authoring.release import build_release
 from grader.reports.report import to_json
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
-from test_release import _env, solution_lines  # the venv's bin on PATH; the solutions' lines
+from support import solution_lines, venv_env
 
 SUBMITTED = ("03_causal", "04_multihead")  # the assignments the fake class hands in
 # One realistic mistake per module, the same in the notebooks and in the .py files (solutions/ text).
@@ -216,7 +216,7 @@ def test_intake_never_follows_a_symlink(tmp_path: Path):
 
 
 def _grader(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=_env(),
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=venv_env(),
                           cwd=REPO_ROOT, timeout=600)
 
 
@@ -375,12 +375,12 @@ def course(tmp_path_factory: pytest.TempPathFactory, shared_domains) -> dict:
     # the test cells of the source and released notebooks, run outside a kernel, beside the grading
     paths = [str(course / kind / g / f"{g}.ipynb") for kind in ("source", "release") for g in GROUPS]
     cells_run = subprocess.Popen([sys.executable, "-c", RUN_CELLS, *paths], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=_env())
+                                 stderr=subprocess.PIPE, text=True, env=venv_env())
     # the notebooks with the isolated grader, from the course folder, where instructors run nbgrader's
     # commands (and where a work folder named like the package would shadow it); meanwhile the same code
     # as .py files, graded as score-all's jobs grade each student (test_batch.py: rows equal single runs)
     nb_run = subprocess.Popen([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=course)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv_env(), cwd=course)
     reports = {student: to_json(grade(pyclass / student, GradeOptions(sandbox="isolated"), shared_domains))
                for student in ("correct", "mistaken", "stubs")}
     nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
@@ -544,7 +544,7 @@ def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Pat
     notebook.cells.remove(_cell(notebook, "causal_mask"))
     nbformat.write(notebook, path)
     again = subprocess.run([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"], capture_output=True,
-                           text=True, env=_env(), cwd=root, timeout=600)
+                           text=True, env=venv_env(), cwd=root, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert not [line for line in again.stderr.splitlines() if line.startswith("[")], again.stderr  # no progress line
     assert "03_causal: graded 0, errors 2, unchanged since an earlier run: 3\n" in again.stderr, again.stderr[-2000:]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from test_release import broken_paths
+from support import broken_paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,41 +19,12 @@ import pytest
 
 from grader.authoring.release import ReleaseError, build_release
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from support import LINK, broken_paths, solution_lines, venv_env
 from public_runner import fill_in
 
 BIN = str(Path(sys.executable).parent)
 
 
-def _env() -> dict[str, str]:
-    """The venv's bin first on PATH: nbgrader shells out to ``alembic``."""
-    env = dict(os.environ)
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    env.pop("PYTEST_ADDOPTS", None)
-    return env
-
-
-def _region_lines(text: str, begin: str, end: str) -> set[str]:
-    """The non-trivial lines (stripped, longer than 25 characters) between ``begin`` and ``end``."""
-    found, inside = set(), False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped == begin:
-            inside = True
-        elif stripped == end:
-            inside = False
-        elif inside and len(stripped) > 25:
-            found.add(stripped)
-    return found
-
-
-def solution_lines(exercise_ids: tuple[str, ...] | None = None) -> dict[str, set[str]]:
-    """{exercise id: its solution lines}, read from solutions/ (all exercises by default)."""
-    rubric = load_rubric()
-    ids = exercise_ids if exercise_ids is not None else tuple(rubric.exercises)
-    return {
-        ex_id: _region_lines(rubric.exercises[ex_id].reference_file.read_text(), "### BEGIN SOLUTION", "### END SOLUTION")
-        for ex_id in ids
-    }
 
 
 @pytest.fixture(scope="module")
@@ -139,35 +109,6 @@ DOCUMENTS = {  # the shared folder's name -> the name in exercises/documents/ (d
     "003_9eefe3ab22cc3aaf.txt": "notebook_second_input_set.txt",
     "004_11bafdc60c18d391.txt": "notebook_trainable_weights.txt",
 }
-LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-CODE_SPAN = re.compile(r"`([^`\s]+)`")
-# A relative path in a code span: has a '/', no placeholder (<group>, OUT/, DIR/), no URL, not absolute.
-PATH_SPAN = re.compile(r"^(?:\.\.?/)*[a-z0-9_.][\w.-]*(?:/[\w.-]+)+/?$")
-# Paths the top README names that are not in this tree, on purpose.
-ELSEWHERE = {
-    ".github/workflows/classroom.yml": "in the student release",
-}
-
-
-def broken_paths(markdown: Path, sections: tuple[str, ...] | None = None) -> list[str]:
-    """Relative links and code-span paths of ``markdown`` that do not resolve from its folder (only in the
-    ``## <title>`` sections named, if any)."""
-    text = markdown.read_text(encoding="utf-8")
-    if sections is not None:
-        parts = re.split(r"^(?=## )", text, flags=re.M)
-        text = "".join(part for part in parts if part.splitlines()[0].removeprefix("## ").strip() in sections)
-        assert all(f"## {title}\n" in text for title in sections), f"{markdown}: no section among {sections}"
-    found = []
-    for target in LINK.findall(text):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            continue
-        path = target.split("#")[0]
-        if path and not (markdown.parent / path).exists():
-            found.append(f"{markdown}: link {target}")
-    for span in CODE_SPAN.findall(text):
-        if PATH_SPAN.match(span) and span not in ELSEWHERE and not (markdown.parent / span).exists():
-            found.append(f"{markdown}: path `{span}`")
-    return found
 
 
 def _markdown_files(root: Path) -> list[Path]:
@@ -233,7 +174,7 @@ def test_hint_levels_are_folded():
 
 
 def _student_run(student: Path, *args: str) -> subprocess.CompletedProcess:
-    env = _env()
+    env = venv_env()
     env.pop("PYTHONPATH", None)
     return subprocess.run([sys.executable, *args], cwd=student, env=env, capture_output=True, text=True, timeout=120)
 
@@ -291,7 +232,7 @@ def test_view_attention_runs_in_the_student_release(release: Path):
 def test_public_tests_of_the_student_release_fail_on_the_stubs(release: Path):
     student = release / "student"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest"], cwd=student, env=_env(),
+        [sys.executable, "-m", "pytest"], cwd=student, env=venv_env(),
         capture_output=True, text=True, timeout=280,
     )
     output = result.stdout + result.stderr

@@ -31,7 +31,7 @@ from grader.grading.gpu_check import MODULES_CHECKED
 from grader.grading.grade import GradeOptions, grade
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.grading.scoring import summarize
-from test_engine import build_submission
+from support import build_submission
 
 pytestmark = pytest.mark.timeout(300)
 RUBRIC = load_rubric()

@@ -19,7 +19,7 @@ from grader.grading.engine import run_hidden_tests, score, start_worker
 from grader.rubric import REPO_ROOT
 from grader.sandbox.domains import Domains
 from grader.sandbox.modes import bwrap_problem
-from test_engine import build_submission
+from support import build_submission
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap unusable here: {bwrap_problem()}")
 pytestmark = pytest.mark.timeout(300)

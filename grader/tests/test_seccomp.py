@@ -23,7 +23,7 @@ from grader.sandbox.domains import Domains
 from grader.sandbox.modes import WORKER_LIB
 from grader.grading.remote_impl import RemoteImpl
 from grader.sandbox.client import WorkerClient
-from test_engine import WHERE, _toy
+from support import WHERE, toy
 
 if str(WORKER_LIB) not in sys.path:
     sys.path.append(str(WORKER_LIB))  # the worker package imports itself as ``kata_worker``
@@ -440,7 +440,7 @@ def test_a_graded_io_uring_attack_gets_nowhere(isolating: Domains, tmp_path: Pat
     """A student's attention_scores() opens a TCP connection through io_uring: the uid mode's filter
     and bwrap's (whose network namespace has no route out anyway) refuse io_uring itself."""
     source = IO_URING_CONNECT + f"\n\ndef attention_scores():\n    return io_uring_connect({listener.port})\n"
-    sub = _toy(tmp_path / "sub", source)
+    sub = toy(tmp_path / "sub", source)
     with WorkerClient(sub, domains=isolating) as client:
         said = RemoteImpl(client, WHERE).attention_scores()
     assert listener.close() == []

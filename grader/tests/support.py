@@ -1,0 +1,261 @@
+"""What several test modules share: submissions built from the solutions, the isolation modes usable here,
+the GPU-run check's driver, and the checks on the documents' paths. Test modules import from here, never
+from each other."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.grading.engine import gpu_check_worker, start_worker
+from grader.grading.gpu_check import run_gpu_check
+from grader.grading.remote_impl import RemoteImpl
+from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from grader.sandbox.modes import bwrap_problem, uid_problem
+
+REPO = Path(__file__).resolve().parents[2]
+# Which isolation modes this machine can run, and why not where it cannot.
+PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
+MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
+         for mode, problem in PROBLEMS.items()]
+ISOLATING = [m for m in MODES if m.values[0] != "none"]
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+CODE_SPAN = re.compile(r"`([^`\s]+)`")
+# A relative path in a code span: has a '/', no placeholder (<group>, OUT/, DIR/), no URL, not absolute.
+PATH_SPAN = re.compile(r"^(?:\.\.?/)*[a-z0-9_.][\w.-]*(?:/[\w.-]+)+/?$")
+# Paths the top README names that are not in this tree, on purpose.
+ELSEWHERE = {
+    ".github/workflows/classroom.yml": "in the student release",
+}
+
+
+SOLUTIONS = REPO / "solutions"
+
+
+SUBMISSIONS = Path(__file__).with_name("submissions")
+
+
+def build_submission(name: str, root: Path) -> Path:
+    """The reference solutions with ``submissions/<name>``'s files laid over them.
+
+    ``X.hostile`` replaces ``X`` (a name pytest itself must not pick up in this repository);
+    ``X.prepend`` goes in front of the reference's ``X``, so an attack needs no copy of a solution;
+    ``gate.py.append`` is appended to every module.
+    """
+    dest = root / name
+    for group in GROUPS:
+        (dest / group).mkdir(parents=True)
+        for src in (SOLUTIONS / group).glob("*.py"):
+            shutil.copy(src, dest / group / src.name)
+    overlay = SUBMISSIONS / name
+    if overlay.is_dir():
+        for src in sorted(overlay.rglob("*")):
+            if src.is_dir():
+                continue
+            rel = str(src.relative_to(overlay))
+            if rel == "gate.py.append":
+                for module in dest.rglob("*.py"):
+                    module.write_text(module.read_text() + src.read_text())
+                continue
+            if rel.endswith(".prepend"):
+                target = dest / rel.removesuffix(".prepend")
+                target.write_bytes(src.read_bytes() + b"\n\n" + target.read_bytes())
+                continue
+            target = dest / rel.removesuffix(".hostile")
+            for parent in reversed(target.relative_to(dest).parents):  # a folder replacing a file
+                p = dest / parent
+                if p.is_file():
+                    p.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(src.read_bytes())
+    if name == "missing_file":
+        (dest / "02_trainable_weights" / "weight_transfer.py").unlink()
+    if name == "symlink_to_solutions":
+        link = dest / "03_causal" / "causal_mask.py"
+        link.unlink()
+        link.symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
+    return dest
+
+
+def toy(tmp_path: Path, source: str, module: str = "attention_scores", group: str = "01_simple_attention") -> Path:
+    for g in GROUPS:
+        (tmp_path / g).mkdir(parents=True, exist_ok=True)
+    (tmp_path / group / f"{module}.py").write_text(source)
+    return tmp_path
+
+
+WHERE = {"attention_scores": "01_simple_attention/attention_scores",
+         "attention_score_matrix": "01_simple_attention/attention_scores"}
+
+
+def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
+              domains=None, works: dict[str, bool] | None = None):
+    """``works``: which modules pass their own exercise's core tests, as a grading tells the check
+    (default: all)."""
+    if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
+        monkeypatch.setattr("torch.cuda.is_available", lambda: True)
+        monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
+    client = gpu_check_worker(start_worker(sub, domains=domains, prepare_gpu_check=True), sub, domains=domains)
+    try:
+        impl = RemoteImpl(client, load_rubric().owner_of)
+        if fake_cuda:
+            impl = FakeCuda(impl, corrupt)
+        return run_gpu_check(impl, mode, 10.0, works)
+    finally:
+        client.close()
+
+
+class FakeCuda:
+    """Says CUDA is there, and runs the CUDA branch on the cpu (optionally corrupting the output)."""
+
+    def __init__(self, impl: RemoteImpl, corrupt: bool):
+        self.impl, self.corrupt = impl, corrupt
+
+    def __getattr__(self, name: str):
+        return getattr(self.impl, name)
+
+    def cuda_info(self) -> dict:
+        return {"available": True, "name": "Fake GPU"}
+
+    def device_run(self, module, x, device):
+        assert device == "cuda"
+        run = self.impl.device_run(module, x, "cpu")
+        run["output_device"] = "cuda:0"
+        if self.corrupt and run["output"] is not None:
+            run["output"] = run["output"] + 1.0
+        return run
+
+
+def _region_lines(text: str, begin: str, end: str) -> set[str]:
+    """The non-trivial lines (stripped, longer than 25 characters) between ``begin`` and ``end``."""
+    found, inside = set(), False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped == begin:
+            inside = True
+        elif stripped == end:
+            inside = False
+        elif inside and len(stripped) > 25:
+            found.add(stripped)
+    return found
+
+
+def solution_lines(exercise_ids: tuple[str, ...] | None = None) -> dict[str, set[str]]:
+    """{exercise id: its solution lines}, read from solutions/ (all exercises by default)."""
+    rubric = load_rubric()
+    ids = exercise_ids if exercise_ids is not None else tuple(rubric.exercises)
+    return {
+        ex_id: _region_lines(rubric.exercises[ex_id].reference_file.read_text(), "### BEGIN SOLUTION", "### END SOLUTION")
+        for ex_id in ids
+    }
+
+
+def broken_paths(markdown: Path, sections: tuple[str, ...] | None = None) -> list[str]:
+    """Relative links and code-span paths of ``markdown`` that do not resolve from its folder (only in the
+    ``## <title>`` sections named, if any)."""
+    text = markdown.read_text(encoding="utf-8")
+    if sections is not None:
+        parts = re.split(r"^(?=## )", text, flags=re.M)
+        text = "".join(part for part in parts if part.splitlines()[0].removeprefix("## ").strip() in sections)
+        assert all(f"## {title}\n" in text for title in sections), f"{markdown}: no section among {sections}"
+    found = []
+    for target in LINK.findall(text):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue
+        path = target.split("#")[0]
+        if path and not (markdown.parent / path).exists():
+            found.append(f"{markdown}: link {target}")
+    for span in CODE_SPAN.findall(text):
+        if PATH_SPAN.match(span) and span not in ELSEWHERE and not (markdown.parent / span).exists():
+            found.append(f"{markdown}: path `{span}`")
+    return found
+
+
+def venv_env() -> dict[str, str]:
+    """This environment for a subprocess: the venv's bin first on PATH (nbgrader shells out to ``alembic``),
+    and no PYTEST_ADDOPTS of this run."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("PYTEST_ADDOPTS", None)
+    return env
+
+
+
+# ---- score-all: the command line, and a fake class graded by a fake job ----------------------------
+def run_grader(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd, env=venv_env())
+
+
+# A stand-in for ``python -m grader.classroom.score_all --job``: a student folder's score.txt holds the fraction of
+# every exercise they get (no score.txt: an error row); each student it grades is logged. With a folder
+# of gates as its second argument, it answers a student only once the file of their name is there (so
+# a test can stop a run at a known row), and quits when its score-all is gone (killed -9) or ends it
+# (closes its stdin: nothing else is sent while a student is being graded).
+FAKE_JOB = r"""
+import json, os, select, sys, time
+from pathlib import Path
+from grader.rubric import load_rubric
+log = open(sys.argv[1], "a")
+gates = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+parent = os.getppid()
+rubric = load_rubric()
+for line in sys.stdin:
+    task = json.loads(line)
+    while gates is not None and not (gates / task["student"]).exists():
+        if os.getppid() != parent or select.select([sys.stdin], [], [], 0)[0]:
+            sys.exit()
+        time.sleep(0.02)
+    log.write(task["student"] + "\n"); log.flush()
+    marker = Path(task["path"]) / "score.txt"
+    if not marker.is_file():
+        print(json.dumps({"error": "=no score.txt"}), flush=True)
+        continue
+    fraction = float(marker.read_text())
+    exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": "partial", "message": ""}
+                 for ex_id, ex in rubric.exercises.items()}
+    score = sum(e["score"] for e in exercises.values())
+    print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
+        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [], "exercises": exercises,
+        "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
+"""
+
+# ``python -m grader ARGS`` with FAKE_JOB as score-all's job command (the command line's JSON first argument).
+FAKE_JOB_CLI = ("import functools, json, sys; import grader.classroom.score_all as batch; "
+                "batch.BatchOptions = functools.partial(batch.BatchOptions, job_argv=tuple(json.loads(sys.argv[1]))); "
+                "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
+
+
+def fake_job(tmp_path: Path, gates: Path | None = None) -> tuple[str, ...]:
+    return (sys.executable, "-c", FAKE_JOB, str(tmp_path / "graded.log"), *([str(gates)] if gates else []))
+
+
+def fake_options(tmp_path: Path, **kwargs):
+    from grader.classroom.score_all import BatchOptions
+    from grader.grading.grade import GradeOptions
+
+    return BatchOptions(jobs=2, grading=GradeOptions(gpu="skip"), job_argv=fake_job(tmp_path), **kwargs)
+
+
+def graded_log(tmp_path: Path) -> list[str]:
+    log = tmp_path / "graded.log"
+    names = sorted(log.read_text().split()) if log.is_file() else []
+    log.unlink(missing_ok=True)
+    return names
+
+
+def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
+    root.mkdir(mode=0o700, exist_ok=True)
+    for name, fraction in scores.items():
+        (root / name).mkdir(exist_ok=True)
+        if fraction is not None:
+            (root / name / "score.txt").write_text(str(fraction))
+    return root
+
+
