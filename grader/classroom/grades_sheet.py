@@ -1,0 +1,172 @@
+"""The grades sheet: score-all's CSV, one row per student, and the JSON reports named after its students.
+
+The contract every reader and writer of the CSV shares (score-all and its resume, merge, the gradebook,
+the nbgrader course, the class summary), in this one module:
+
+- the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
+  rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``submission_sha256``;
+- every cell as the text the file holds: text that a spreadsheet would run as a formula gets a leading
+  apostrophe (:func:`csv_cell`), which :func:`unescaped` takes off again;
+- a row from a job's result (:func:`csv_row`), the rows read back (:func:`read_grades`: a last row
+  cut short dropped, a malformed row dropped with a warning) and written (:func:`write_grades`:
+  sorted by student name, atomically);
+- ``--json-dir``'s layout: ``<student>.json`` for a student whose name is a plain file name
+  (:func:`json_path`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from grader.classroom.roster import printable
+from grader.files import write_atomically
+from grader.grading.grade import GradeOptions
+from grader.rubric import load_rubric
+
+HASH_COLUMN = "submission_sha256"
+STATUSES = ("graded", "error")
+# What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+class SheetError(Exception):
+    """A file that is not a score-all CSV of this rubric (one line for the instructor): it is neither
+    read nor overwritten."""
+
+
+def csv_columns() -> list[str]:
+    return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", HASH_COLUMN]
+
+
+def csv_cell(value: Any) -> Any:
+    """A value safe in a spreadsheet: text that would start a formula (``=2+5``, ``+``, ``-``, ``@``,
+    a tab or carriage return) gets a leading apostrophe, as OWASP recommends for CSV injection."""
+    if isinstance(value, str) and value[:1] in FORMULA_STARTS:
+        return "'" + value
+    return value
+
+
+def unescaped(cell: str) -> str:
+    """A cell's text as it was before :func:`csv_cell`."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in FORMULA_STARTS else cell
+
+
+def csv_row(student: str, result: dict[str, Any], sha256: str = "",
+            grading: GradeOptions = GradeOptions()) -> dict[str, str]:
+    """A CSV row from a job's result: a JSON report, or an error (text cells escaped, see csv_cell),
+    every cell as the text the CSV holds. An error row's max_score is what a graded row's would be
+    under ``grading``: its exercises (the rubric's, or ``grading.exercises``) and the GPU-run check
+    unless ``--gpu skip``. The cells of exercises a row was not graded on stay empty."""
+    row = _csv_row(student, result, grading)
+    row[HASH_COLUMN] = sha256
+    return {column: str(csv_cell(value)) for column, value in row.items()}
+
+
+def _csv_row(student: str, result: dict[str, Any], grading: GradeOptions) -> dict[str, Any]:
+    row: dict[str, Any] = {column: "" for column in csv_columns()}
+    row["student"] = student
+    report = result.get("report")
+    if report is None:
+        rubric = load_rubric()
+        exercises = list(rubric.exercises) if grading.exercises is None else list(grading.exercises)
+        gpu_points = 0 if grading.gpu == "skip" else rubric.gpu_points
+        max_score = sum(rubric.exercises[ex_id].points for ex_id in exercises) + gpu_points
+        row.update(score=0, max_score=max_score, status="error", message=result.get("error", "unknown error"))
+        for ex_id in exercises:
+            row[ex_id] = 0
+        row["gpu_check"] = 0
+        return row
+    row.update(score=report["score"], max_score=report["max_score"], status="graded",
+               message="; ".join(report.get("warnings", [])))
+    for ex_id, ex in report["exercises"].items():
+        row[ex_id] = ex["score"]
+    row["gpu_check"] = report["gpu_check"]["score"]
+    return row
+
+
+@dataclass
+class CsvContent:
+    """The rows of a score-all CSV as written (cells escaped, as strings), by student name."""
+
+    rows: dict[str, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    truncated: str | None = None  # the student whose last row was cut short, if any
+
+
+def read_grades(csv_path: Path) -> CsvContent:
+    """Read a score-all CSV (none: empty). A last row without its line end (a write cut short) is
+    dropped; a row that is not one of ours (wrong number of cells, unknown status, no hash) is
+    dropped with a warning, so that student is graded again. SheetError: the file is not a
+    score-all CSV of this version (another header)."""
+    content = CsvContent()
+    if not csv_path.is_file():
+        return content
+    text = csv_path.read_bytes().decode("utf-8", "replace")
+    header = ",".join(csv_columns())
+    first_line = text.split("\n", 1)[0].rstrip("\r")
+    if not text.strip() or (header.startswith(first_line) and "\n" not in text):
+        return content  # empty, or killed while writing the header
+    if first_line != header:
+        raise SheetError(f"{csv_path} exists and is not a score-all CSV with this rubric's columns "
+                         f"(its header differs): move it away, or use --force to overwrite it")
+    try:
+        records = list(csv.reader(io.StringIO(text.split("\n", 1)[1], newline="")))
+    except csv.Error as err:
+        raise SheetError(f"{csv_path}: unreadable as CSV ({err}): move it away, or use --force to overwrite it") from None
+    complete = text.endswith("\n")
+    columns = csv_columns()
+    for i, record in enumerate(records):
+        last = i == len(records) - 1
+        name = unescaped(record[0]) if record else ""
+        if last and not complete:
+            content.truncated = name
+            content.warnings.append(f"{csv_path}: the last row ({printable(name)!s}) was cut short: "
+                                    "that student is graded again")
+            continue
+        row = dict(zip(columns, record))
+        if len(record) != len(columns) or row["status"] not in STATUSES or not _HEX64.fullmatch(row[HASH_COLUMN]):
+            content.warnings.append(f"{csv_path}: dropped a malformed row ({printable(name) or 'no name'}): "
+                                    "that student is graded again")
+            continue
+        content.rows.pop(name, None)
+        content.rows[name] = row  # a later row of the same student wins
+    return content
+
+
+def write_grades(csv_path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """Write ``rows`` (cells as written: escaped) under the header, sorted by student name, atomically
+    (a temporary file beside it, then renamed over it)."""
+    ordered = sorted(rows, key=lambda row: unescaped(str(row["student"])))
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=csv_columns())
+    writer.writeheader()
+    writer.writerows(ordered)
+    write_atomically(csv_path, out.getvalue())
+
+
+# --- the JSON reports, named after the students --------------------------------------------------
+
+
+def safe_file_name(student: str, suffix: str) -> str:
+    """``<student><suffix>``, refused (ValueError) when the name could leave its folder or is not a
+    plain file name: empty, ``.``/``..``, a leading dot, a path separator, a NUL, over 200 bytes."""
+    encoded = student.encode("utf-8", "surrogateescape")
+    if (not student or student in (".", "..") or student.startswith(".") or "/" in student or "\\" in student
+            or "\0" in student or len(encoded) > 200 or (os.altsep and os.altsep in student)):
+        raise ValueError(f"student name {student!r} cannot be a file name")
+    return student + suffix
+
+
+def json_path(json_dir: Path, student: str) -> Path:
+    """``json_dir/<student>.json``; ValueError for a name that is not a plain file name."""
+    path = Path(json_dir) / safe_file_name(student, ".json")
+    if path.parent != Path(json_dir):
+        raise ValueError(f"student name {student!r} cannot be a file name")
+    return path
