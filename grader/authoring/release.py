@@ -69,4 +69,31 @@ def build_student_release(dest: Path) -> None:
     shutil.copy(TEMPLATES / "student_gitignore", dest / ".gitignore")
     workflows = dest / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    shutil.copy(TEMPLATES / "github-classroom.yml", workflows / "classroom.yml")
+    (workflows / "classroom.yml").write_text(classroom_workflow())
+
+
+# One autograding step of the Classroom workflow: a group's public tests, worth the group's points.
+CLASSROOM_STEP = Template("""\
+      - name: $group
+        id: $id
+        uses: classroom-resources/autograding-command-grader@v1
+        with:
+          test-name: $group
+          setup-command: ""
+          command: python -m pytest exercises/$group
+          timeout: 5
+          max-score: $points
+""")
+
+
+def classroom_workflow() -> str:
+    """templates/github-classroom.yml with a step per group of the rubric, each worth the group's points,
+    and the reporter that adds them up: written here, so that no point count is kept by hand."""
+    rubric = load_rubric()
+    ids = [f"group-{number:02d}" for number in range(1, len(GROUPS) + 1)]
+    steps = [CLASSROOM_STEP.substitute(group=group, id=step_id,
+                                       points=f"{sum(ex.points for ex in rubric.in_group(group)):g}")
+             for group, step_id in zip(GROUPS, ids)]
+    env = [f'          {step_id.upper()}_RESULTS: "${{{{ steps.{step_id}.outputs.result }}}}"' for step_id in ids]
+    return Template((TEMPLATES / "github-classroom.yml").read_text()).substitute(
+        group_steps="\n".join(steps), reporter_env="\n".join(env), runners=",".join(ids))

@@ -3,7 +3,7 @@
 * ``exercises/<group>/<module>.py`` equals ``python -m grader.authoring.stubs`` run on ``solutions/``;
 * every public test fails on the stubs, and fails with the stub's NotImplementedError (so a student
   starting out sees "not written yet", never a broken test);
-* every public test passes once the 12 modules are replaced by the reference solutions.
+* every public test passes once the modules are replaced by the reference solutions.
 
 The public tests run on a temporary copy with its own tiny ini as config and the copy as rootdir, so
 that the repository's pyproject settings (testpaths, timeout) do not interfere; the solutions stand in
@@ -38,9 +38,8 @@ def test_exercises_are_in_sync_with_the_generator():
     assert not stale, f"out of date (run `python -m grader.authoring.stubs`): {[str(p.relative_to(REPO_ROOT)) for p in stale]}"
 
 
-def test_the_twelve_modules_exist_with_the_same_names_in_both_trees():
+def test_the_rubrics_modules_exist_with_the_same_names_in_both_trees():
     expected = {f"{ex_id}.py" for ex_id in EXERCISE_IDS}
-    assert len(expected) == 12
     for tree in ("solutions", "exercises"):
         root = REPO_ROOT / tree
         found = {
@@ -117,5 +116,5 @@ def test_every_public_test_passes_on_the_solutions(public_runs):
     cases = public_runs["solved"]
     not_passed = {name: outcome for name, outcome in cases.items() if outcome[0] != "passed"}
     assert not not_passed, f"public tests that do not pass on solutions/: {not_passed}"
-    # Between 2 and 7 tests per exercise module: about 2 * 12 to 7 * 12 in all.
-    assert 24 <= len(cases) <= 84, len(cases)
+    # Between 2 and 7 tests per exercise module.
+    assert 2 * len(EXERCISE_IDS) <= len(cases) <= 7 * len(EXERCISE_IDS), len(cases)

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import yaml
 
 from support import broken_paths
 
@@ -103,8 +104,6 @@ SLURM_ENV = {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "8", "SLURM_C
 def class_grading_scripts() -> dict[str, list[str]]:
     """docs/class-grading.md's GitHub Actions jobs and Slurm scripts: {name: shell lines in order} (a
     job's ``run`` steps, with ``actions/download-artifact``'s folder as the ``mkdir -p`` it amounts to)."""
-    import yaml
-
     scripts: dict[str, list[str]] = {}
     for i, (kind, body) in enumerate(SCRIPT_FENCE.findall(CLASS_GRADING.read_text(encoding="utf-8"))):
         if kind == "bash":
@@ -159,7 +158,6 @@ def _run_folder_steps(lines: list[str], root: Path) -> list[str]:
 
 
 def test_the_documented_shard_workflow_and_scripts_create_every_folder_they_write_into(tmp_path: Path):
-    pytest.importorskip("yaml")
     scripts = class_grading_scripts()
     assert {"workflow job grade", "workflow job merge"} <= set(scripts) and len(scripts) == 4, sorted(scripts)
     problems = []
