@@ -25,7 +25,8 @@ of its own process cannot be faster than that, so its ratio to the per-submissio
 ``score-all`` can reach here.
 
 Only the standard library and what the project installs (grader.authoring.release builds the student copies and
-the nbgrader course). Subprocesses run ``sys.executable`` from the repository root, with
+the nbgrader course); ``timing.py`` beside this file times each command, ``submissions.py`` builds what is
+graded (and runs the in-process floor). Subprocesses run ``sys.executable`` from the repository root, with
 ``PYTHONDONTWRITEBYTECODE`` unset, except the student loop (run from the student's copy, as a student
 does) and nbgrader (run from the course folder, where its config is). Exit code: 0 when every command
 did what it should (the speed targets are reported, not enforced), 1 otherwise.
@@ -41,10 +42,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import platform
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,246 +52,52 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from grader.rubric import GROUPS  # noqa: E402  (importable once the repository root is on sys.path)
-from grader.authoring import mutation  # noqa: E402  (the mutants are patches to the solutions: grader/authoring/mutation.py)
-
-SOLUTIONS = REPO / "solutions"
-EXERCISES = REPO / "exercises"
-BIN = str(Path(sys.executable).parent)
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+# Importable once the repository root is on sys.path (benchmarks/ is a folder of it, not a package):
+from benchmarks import timing  # noqa: E402
+from benchmarks.submissions import (SOLUTIONS, build_class, in_process_floor,  # noqa: E402
+                                    overlay_solutions, solution_submission)
+from benchmarks.timing import (BIN, BenchError, Row, Timing, cores, code_version, load_average, log,  # noqa: E402
+                               machine_line, run_timed)
+from grader.rubric import GROUPS  # noqa: E402
 
 # The keys of the table's rows, in order (grader/tests/test_benchmarks.py checks them).
 ROW_KEYS = ("import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
             "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade")
 
 
-class BenchError(RuntimeError):
-    """A benchmarked command did not do what it should (wrong exit code, missing output)."""
-
-
-def bench_env() -> dict[str, str]:
-    """This environment, venv bin first on PATH (nbgrader shells out to alembic), bytecode allowed."""
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    for name in [k for k in env if k.startswith("PYTEST_")]:  # e.g. when run from the project's tests
-        env.pop(name)
-    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
-    return env
-
-
-ENV = bench_env()
+# (what, passed or None for a plain figure, detail, is a speed target: reported, not enforced)
+Check = tuple[str, "bool | None", str, bool]
 
 
 @dataclass
-class Timing:
-    wall: float
-    cpu: float  # user + system seconds of the command and its descendants that were waited for
-    busy: float  # CPU seconds the whole machine was busy meanwhile (all processes, from /proc/stat)
+class Bench:
+    """One run: its options, its scratch folder, and the rows, checks and failures found so far."""
+
+    args: argparse.Namespace
+    tmp: Path
+    jobs: int
+    rows: dict[str, Row]
+    checks: list[Check] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    isolation: str = "?"  # what `grader score` reported using
+
+    def baseline_torch(self) -> None:
+        """One `python -c "import torch"`, timed: run before each round, so that load affects both sides."""
+        self.rows["import-torch"].timings.append(run_timed([sys.executable, "-c", "import torch"])[0])
+
+    def add(self, key: str, what: str, command: str, baseline: str, per: int = 1) -> Row:
+        self.rows[key] = Row(key, what, command, per=per, baseline=baseline)
+        return self.rows[key]
+
+    def section(self, name: str, measure) -> None:
+        """``measure(self)``; a command that does not do what it should is this section's failure."""
+        try:
+            measure(self)
+        except (BenchError, subprocess.TimeoutExpired) as err:
+            self.failures.append(f"{name}: {err}")
 
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def machine_busy() -> float:
-    """CPU seconds all cores of this machine have been busy (user, nice, system, irq, softirq); nan if unknown."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:8]]
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-    user, nice, system, _idle, _iowait, irq, softirq = fields
-    return (user + nice + system + irq + softirq) / _TICK
-
-
-@dataclass
-class Row:
-    key: str
-    what: str
-    command: str
-    per: int = 1  # submissions (or runs) one timing covers
-    baseline: str = ""  # key of the row it is compared to
-    timings: list[Timing] = field(default_factory=list)
-    note: str = ""
-
-    def wall(self) -> float:
-        return statistics.median(t.wall for t in self.timings)
-
-    def cpu(self) -> float:
-        return statistics.median(t.cpu for t in self.timings)
-
-    def busy(self) -> float:
-        return statistics.median(t.busy for t in self.timings)
-
-    def per_sub(self) -> float:
-        return self.wall() / self.per
-
-
-DRY_RUN = False  # --dry-run: every measured command is replaced by `python -c pass`
-
-
-def run_timed(cmd: list[str], cwd: Path = REPO, ok: tuple[int, ...] = (0,), timeout: float = 600) -> tuple[Timing, subprocess.CompletedProcess]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy = machine_busy()
-    start = time.perf_counter()
-    run = [sys.executable, "-c", f"raise SystemExit({ok[0]})"] if DRY_RUN else cmd
-    proc = subprocess.run(run, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    wall = time.perf_counter() - start
-    busy = machine_busy() - busy
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in ok:
-        raise BenchError(f"{' '.join(map(str, cmd))} (in {cwd}) exited {proc.returncode}, expected {ok}\n"
-                         f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Timing(wall, cpu, busy), proc
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')} load {load_average()}] {message}", file=sys.stderr, flush=True)
-
-
-# --- the machine ---------------------------------------------------------------------------------
-
-
-def machine_line() -> str:
-    from importlib.metadata import version
-
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (f"{platform.platform()}, nproc {nproc}, {model}, Python {platform.python_version()}, "
-            f"torch {version('torch')}")
-
-
-def code_version() -> str:
-    """The commit measured, and whether the working tree differs from it (outside benchmarks/)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=30).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!benchmarks"], cwd=REPO,
-                                 capture_output=True, text=True, timeout=30).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
-    return f"commit {head or '?'}" + (f", plus uncommitted changes in {len(changed)} paths" if changed else ", clean")
-
-
-def load_average() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-# --- building the inputs -------------------------------------------------------------------------
-
-
-def overlay_solutions(exercises_dir: Path) -> None:
-    """Fill an ``exercises/`` copy: every module of ``solutions/`` written over its stub."""
-    for path in sorted(SOLUTIONS.glob("*/*.py")):
-        shutil.copyfile(path, exercises_dir / path.parent.name / path.name)
-
-
-def mutant_names() -> list[str]:
-    return [m["name"] for m in mutation.load_mutants()]
-
-
-def class_plan(n: int) -> list[tuple[str, str]]:
-    """(student, kind) for a class of ``n``: kind is ``solution``, ``stub`` or a mutant's name.
-
-    Per ten students: six solutions, three mutants (taken in turn), one untouched stub copy; the
-    first three are a solution, a mutant and a stub.
-    """
-    mutants = mutant_names()
-    plan, used = [], 0
-    for i in range(n):
-        if i % 10 == 2:
-            kind = "stub"
-        elif i % 10 in (1, 5, 8) and mutants:
-            kind, used = mutants[used % len(mutants)], used + 1
-        else:
-            kind = "solution"
-        plan.append((f"student_{i + 1:03d}", kind))
-    return plan
-
-
-def build_class(folder: Path, n: int) -> list[tuple[str, str]]:
-    """One ``<student>/exercises/`` per student (a copy of the repo's exercises, filled per the plan)."""
-    plan = class_plan(n)
-    mutants = {m["name"]: m for m in mutation.load_mutants()}
-    for student, kind in plan:
-        exercises = folder / student / "exercises"
-        shutil.copytree(EXERCISES, exercises, ignore=IGNORE)
-        if kind == "stub":
-            continue
-        overlay_solutions(exercises)
-        if kind != "solution":
-            mutation.write_patched(mutants[kind], exercises)
-    return plan
-
-
-# --- the measurements ----------------------------------------------------------------------------
-
-
-def in_process_floor(klass: Path, jobs: int) -> int:
-    """The ``in-process-floor`` row: the hidden tests on every submission, no worker, no sandbox.
-
-    torch and pytest are imported once; ``jobs`` forks each take every ``jobs``-th submission and
-    run the hidden tests on them one after another, in-process (``pytest.main`` with the grader's
-    own pytest options), forgetting the previous submission's modules in between. Exit 1 when a run
-    did not end with pytest's 0 (passed) or 1 (failed).
-    """
-    import contextlib
-    import io
-
-    import pytest
-    import torch
-
-    torch.set_num_threads(1)
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    args = [str(REPO / "tests"), "-q", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
-            "-p", "no:threadexception", "--rootdir", str(REPO), "-W", "ignore::UserWarning"]
-    bare_modules = {p.stem for p in SOLUTIONS.glob("*/*.py")}
-    submissions = sorted(p for p in klass.iterdir() if p.is_dir())
-
-    def job(share: list[Path]) -> int:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        for sub in share:
-            for module in list(sys.modules.values()):
-                if hasattr(module, "_local_impl"):  # tests/conftest.py: one implementation per process
-                    module._local_impl = None
-            for name in bare_modules:
-                sys.modules.pop(name, None)
-            sys.path[:] = [p for p in sys.path if not p.startswith(str(klass))]
-            with contextlib.redirect_stdout(io.StringIO()):
-                # --impl=DIR, not --impl DIR: pytest would also run DIR/conftest.py (the grader does not)
-                if pytest.main([*args, f"--impl={sub / 'exercises'}"]) not in (0, 1):
-                    return 1
-        return 0
-
-    pids = []
-    for j in range(jobs):
-        pid = os.fork()
-        if pid == 0:
-            rc = 1
-            try:
-                rc = job(submissions[j::jobs])
-            finally:
-                os._exit(rc)
-        pids.append(pid)
-    return 1 if any(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids) else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv_list = sys.argv[1:] if argv is None else argv
-    if argv_list[:1] == ["--in-process-floor"]:
-        return in_process_floor(Path(argv_list[1]), int(argv_list[3]))
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=50, help="submissions for score-all (default 50)")
     parser.add_argument("--nbgrader-students", type=int, default=10, help="students of the Jupyter class graded by grader nbgrader (default 10)")
@@ -307,192 +111,193 @@ def main(argv: list[str] | None = None) -> int:
                              "and its table, measures nothing")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results.md", help="markdown file to write")
     args = parser.parse_args(argv)
-    global DRY_RUN
-    DRY_RUN = args.dry_run
     if args.quick or args.dry_run:
         args.students, args.nbgrader_students, args.repeat, args.batch_repeat = 3, 2, 1, 1
     if min(args.students, args.nbgrader_students, args.repeat, args.batch_repeat) < 1:
         parser.error("--students, --nbgrader-students, --repeat and --batch-repeat must be at least 1")
+    return args
 
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    load_start = load_average()
-    machine = machine_line()
-    code = code_version()
-    jobs = cores()
-    log(f"{machine}; load average {load_start}")
-    torch_row = Row("import-torch", "baseline: start Python, import torch", 'python -c "import torch"')
-    rows: dict[str, Row] = {"import-torch": torch_row}
-    # (what, passed or None for a plain figure, detail, is a speed target: reported, not enforced)
-    checks: list[tuple[str, bool | None, str, bool]] = []
-    failures: list[str] = []
 
-    def baseline_torch() -> None:
-        timing, _ = run_timed([sys.executable, "-c", "import torch"])
-        torch_row.timings.append(timing)
+def warm_up(bench: Bench) -> None:
+    """Not timed: the page cache and the __pycache__ folders of the grader and tests."""
+    bench.baseline_torch()
+    bench.rows["import-torch"].timings.clear()
+    if not bench.args.quick:
+        log("warm-up")
+        run_timed([sys.executable, "-m", "grader", "score", str(SOLUTIONS), "--sandbox", "none"])
+        run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(SOLUTIONS), "-q"])
 
-    with tempfile.TemporaryDirectory(prefix="kata-bench-") as tmp_name:
-        tmp = Path(tmp_name)
-        from grader.authoring.release import build_nbgrader_course, build_student_release
 
-        # Warm-up (not timed): the page cache and the __pycache__ folders of the grader and tests.
-        baseline_torch()
-        torch_row.timings.clear()
-        if not args.quick:
-            log("warm-up")
-            run_timed([sys.executable, "-m", "grader", "score", str(SOLUTIONS), "--sandbox", "none"])
-            run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(SOLUTIONS), "-q"])
+def measure_student_loop(bench: Bench) -> None:
+    """1. The student loop, in copies of the student release (exercises/ + pytest.ini)."""
+    # Imported here, not at the top: the timed --in-process-floor subprocess runs this file without it.
+    from grader.authoring.release import build_student_release
 
-        # 1. The student loop, in copies of the student release (exercises/ + pytest.ini).
-        try:
-            passing, failing = tmp / "student-pass", tmp / "student-fail"
-            build_student_release(passing)
-            overlay_solutions(passing / "exercises")
-            build_student_release(failing)
-            rows["student-pass"] = Row("student-pass", "student loop, solutions filled in (passes)",
-                                       "pytest exercises/03_causal", baseline="import-torch")
-            rows["student-fail"] = Row("student-fail", "student loop, the stubs (fails)",
-                                       "pytest exercises/03_causal", baseline="import-torch")
-            cmd = [sys.executable, "-m", "pytest", "exercises/03_causal"]
-            for i in range(args.repeat):
-                log(f"student loop {i + 1}/{args.repeat}")
-                baseline_torch()
-                rows["student-pass"].timings.append(run_timed(cmd, cwd=passing, ok=(0,))[0])
-                rows["student-fail"].timings.append(run_timed(cmd, cwd=failing, ok=(1,))[0])
-        except (BenchError, subprocess.TimeoutExpired) as err:
-            failures.append(f"student loop: {err}")
+    passing, failing = bench.tmp / "student-pass", bench.tmp / "student-fail"
+    build_student_release(passing)
+    overlay_solutions(passing / "exercises")
+    build_student_release(failing)
+    rows = (bench.add("student-pass", "student loop, solutions filled in (passes)", "pytest exercises/03_causal",
+                      "import-torch"),
+            bench.add("student-fail", "student loop, the stubs (fails)", "pytest exercises/03_causal", "import-torch"))
+    cmd = [sys.executable, "-m", "pytest", "exercises/03_causal"]
+    for i in range(bench.args.repeat):
+        log(f"student loop {i + 1}/{bench.args.repeat}")
+        bench.baseline_torch()
+        rows[0].timings.append(run_timed(cmd, cwd=passing, ok=(0,))[0])
+        rows[1].timings.append(run_timed(cmd, cwd=failing, ok=(1,))[0])
 
-        # 2. One submission: grader score (bwrap when it works here, and none) vs one pytest process.
-        sub = tmp / "solution-submission"
-        shutil.copytree(EXERCISES, sub / "exercises", ignore=IGNORE)
-        overlay_solutions(sub / "exercises")
-        isolation = "?"
-        try:
-            rows["score-auto"] = Row("score-auto", "grade one submission (sandbox auto)",
-                                     "python -m grader score SUB", baseline="pytest-impl")
-            rows["score-none"] = Row("score-none", "grade one submission, no sandbox",
-                                     "python -m grader score SUB --sandbox none", baseline="pytest-impl")
-            rows["pytest-impl"] = Row("pytest-impl", "one pytest process on the hidden tests",
-                                      "pytest tests --impl SUB/exercises", baseline="import-torch")
-            score = [sys.executable, "-m", "grader", "score", str(sub), "--format", "json"]
-            for i in range(args.repeat):
-                log(f"single submission {i + 1}/{args.repeat}")
-                baseline_torch()
-                timing, proc = run_timed(score)
-                rows["score-auto"].timings.append(timing)
-                report = {"isolation": "dry run"} if DRY_RUN else _json(proc.stdout)
-                isolation = report.get("isolation", "?")
-                if report.get("score") != report.get("max_score"):
-                    failures.append(f"grader score on the solutions: {report.get('score')} / {report.get('max_score')}")
-                rows["score-none"].timings.append(run_timed([*score, "--sandbox", "none"])[0])
-                rows["pytest-impl"].timings.append(
-                    run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(sub / "exercises"), "-q"])[0])
-            rows["score-auto"].note = f"isolation: {isolation}"
-        except (BenchError, subprocess.TimeoutExpired) as err:
-            failures.append(f"single submission: {err}")
 
-        # 3. A class: score-all with one job per core vs one pytest process per submission, in turn.
-        klass = tmp / "class"
-        plan = build_class(klass, args.students)
-        kinds = {"solution": 0, "stub": 0, "mutant": 0}
-        for _, kind in plan:
-            kinds[kind if kind in kinds else "mutant"] += 1
-        mix = f"{kinds['solution']} solutions, {kinds['mutant']} mutants, {kinds['stub']} stubs"
-        n = args.students
-        try:
-            rows["score-all"] = Row("score-all", f"grade a class of {n} ({mix})",
-                                    f"python -m grader score-all CLASS --csv grades.csv --jobs {jobs}",
-                                    per=n, baseline="pytest-impl-each")
-            rows["in-process-floor"] = Row("in-process-floor", f"the hidden tests alone, no isolation: {jobs} processes, "
-                                           f"{n} submissions in-process", f"python benchmarks/run.py "
-                                           f"--in-process-floor CLASS --jobs {jobs}", per=n, baseline="pytest-impl-each")
-            rows["pytest-impl-each"] = Row("pytest-impl-each", f"baseline: one pytest process per submission, {n} in turn",
-                                           "for SUB in CLASS/*: pytest tests --impl SUB/exercises", per=n,
-                                           baseline="import-torch")
-            for i in range(args.batch_repeat):
-                log(f"score-all on {n} {i + 1}/{args.batch_repeat}")
-                baseline_torch()
-                grades = tmp / f"grades-{i}.csv"
-                timing, _ = run_timed([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(grades),
-                                       "--jobs", str(jobs)], timeout=3600)
-                rows["score-all"].timings.append(timing)
-                checks.append(_check_csv(grades, plan) if not DRY_RUN else
-                              (f"score-all CSV has {len(plan)} rows (one per student)", None, "not checked (dry run)", False))
-                log(f"in-process floor on {n} {i + 1}/{args.batch_repeat}")
-                rows["in-process-floor"].timings.append(run_timed(
-                    [sys.executable, str(Path(__file__).resolve()), "--in-process-floor", str(klass), "--jobs", str(jobs)],
-                    timeout=3600)[0])
-                log(f"one pytest per submission, {n} in turn {i + 1}/{args.batch_repeat}")
-                baseline_torch()
-                wall = cpu = busy = 0.0
-                for student, _ in plan:
-                    t, _ = run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(klass / student / "exercises"),
-                                      "-q"], ok=(0, 1), timeout=600)
-                    wall, cpu, busy = wall + t.wall, cpu + t.cpu, busy + t.busy
-                rows["pytest-impl-each"].timings.append(Timing(wall, cpu, busy))
-        except (BenchError, subprocess.TimeoutExpired) as err:
-            failures.append(f"score-all: {err}")
+def measure_one_submission(bench: Bench, sub: Path) -> None:
+    """2. One submission: grader score (bwrap when it works here, and none) vs one pytest process."""
+    auto = bench.add("score-auto", "grade one submission (sandbox auto)", "python -m grader score SUB", "pytest-impl")
+    none = bench.add("score-none", "grade one submission, no sandbox", "python -m grader score SUB --sandbox none",
+                     "pytest-impl")
+    pytest_impl = bench.add("pytest-impl", "one pytest process on the hidden tests", "pytest tests --impl SUB/exercises",
+                            "import-torch")
+    score = [sys.executable, "-m", "grader", "score", str(sub), "--format", "json"]
+    for i in range(bench.args.repeat):
+        log(f"single submission {i + 1}/{bench.args.repeat}")
+        bench.baseline_torch()
+        timing, proc = run_timed(score)
+        auto.timings.append(timing)
+        report = {"isolation": "dry run"} if bench.args.dry_run else _json(proc.stdout)
+        bench.isolation = report.get("isolation", "?")
+        if report.get("score") != report.get("max_score"):
+            bench.failures.append(f"grader score on the solutions: {report.get('score')} / {report.get('max_score')}")
+        none.timings.append(run_timed([*score, "--sandbox", "none"])[0])
+        pytest_impl.timings.append(
+            run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(sub / "exercises"), "-q"])[0])
+    auto.note = f"isolation: {bench.isolation}"
 
-        # 4. A Jupyter class: the source notebooks (solutions filled in) of every group, handed in by M
-        #    students, graded by `python -m grader nbgrader` (one assignment per group, no kernel run).
-        if not args.skip_nbgrader:
-            m = args.nbgrader_students
-            try:
-                course = tmp / "nbgrader"
-                build_nbgrader_course(course)
-                course.chmod(0o700)  # uid isolation refuses a class folder others can read
-                nbgrader = os.path.join(BIN, "nbgrader")
-                log("nbgrader generate_assignment, every group (setup, not timed)")
-                for group in GROUPS:
-                    run_timed([nbgrader, "generate_assignment", group, "--force"], cwd=course)
-                    for k in range(m):
-                        handed_in = course / "submitted" / f"student_{k + 1:03d}" / group
-                        handed_in.mkdir(parents=True)
-                        shutil.copy(course / "source" / group / f"{group}.ipynb", handed_in)
-                rows["nbgrader-grade"] = Row(
-                    "nbgrader-grade", f"grader nbgrader, {m} students (4 solved notebooks each)",
-                    f"python -m grader nbgrader COURSE --jobs {jobs}", per=m, baseline="score-all")
-                for i in range(args.batch_repeat):
-                    log(f"grader nbgrader, {m} students {i + 1}/{args.batch_repeat}")
-                    baseline_torch()
-                    shutil.rmtree(course / "kata-grading", ignore_errors=True)  # no resume: grade everyone
-                    rows["nbgrader-grade"].timings.append(run_timed(
-                        [sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", str(jobs)],
-                        timeout=3600)[0])
-                run_timed([nbgrader, "export"], cwd=course)
-                checks.append(_check_nbgrader(course / "grades.csv", m) if not DRY_RUN else
-                              (f"nbgrader export: {m * len(GROUPS)} rows, all at full marks", None,
-                               "not checked (dry run)", False))
-            except (BenchError, subprocess.TimeoutExpired) as err:
-                failures.append(f"nbgrader: {err}")
-        baseline_torch()
 
-    load_end = load_average()
-    torch_s = torch_row.wall() if torch_row.timings else float("nan")
-    for key, target, what in (("score-auto", 2.0, f"grader score (sandbox auto: {isolation}) ≤ 2x import torch"),
-                              ("score-none", 2.0, "grader score --sandbox none ≤ 2x import torch")):
-        if key in rows and rows[key].timings:
+def measure_class(bench: Bench, klass: Path, plan: list[tuple[str, str]]) -> None:
+    """3. A class: score-all with one job per core vs one pytest process per submission, in turn."""
+    kinds = {"solution": 0, "stub": 0, "mutant": 0}
+    for _, kind in plan:
+        kinds[kind if kind in kinds else "mutant"] += 1
+    mix = f"{kinds['solution']} solutions, {kinds['mutant']} mutants, {kinds['stub']} stubs"
+    n, jobs = len(plan), bench.jobs
+    score_all = bench.add("score-all", f"grade a class of {n} ({mix})",
+                          f"python -m grader score-all CLASS --csv grades.csv --jobs {jobs}", "pytest-impl-each", per=n)
+    floor = bench.add("in-process-floor", f"the hidden tests alone, no isolation: {jobs} processes, {n} submissions "
+                      f"in-process", f"python benchmarks/run.py --in-process-floor CLASS --jobs {jobs}",
+                      "pytest-impl-each", per=n)
+    each = bench.add("pytest-impl-each", f"baseline: one pytest process per submission, {n} in turn",
+                     "for SUB in CLASS/*: pytest tests --impl SUB/exercises", "import-torch", per=n)
+    for i in range(bench.args.batch_repeat):
+        log(f"score-all on {n} {i + 1}/{bench.args.batch_repeat}")
+        bench.baseline_torch()
+        grades = bench.tmp / f"grades-{i}.csv"
+        score_all.timings.append(run_timed([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(grades),
+                                            "--jobs", str(jobs)], timeout=3600)[0])
+        bench.checks.append(_check_csv(grades, plan) if not bench.args.dry_run else
+                            (f"score-all CSV has {n} rows (one per student)", None, "not checked (dry run)", False))
+        log(f"in-process floor on {n} {i + 1}/{bench.args.batch_repeat}")
+        floor.timings.append(run_timed(
+            [sys.executable, str(Path(__file__).resolve()), "--in-process-floor", str(klass), "--jobs", str(jobs)],
+            timeout=3600)[0])
+        log(f"one pytest per submission, {n} in turn {i + 1}/{bench.args.batch_repeat}")
+        bench.baseline_torch()
+        each.timings.append(_one_pytest_each(klass, plan))
+
+
+def _one_pytest_each(klass: Path, plan: list[tuple[str, str]]) -> Timing:
+    """The per-submission baseline: one hidden-test process per student, in turn; the sum of their timings."""
+    wall = cpu = busy = 0.0
+    for student, _ in plan:
+        t, _ = run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(klass / student / "exercises"), "-q"],
+                         ok=(0, 1), timeout=600)
+        wall, cpu, busy = wall + t.wall, cpu + t.cpu, busy + t.busy
+    return Timing(wall, cpu, busy)
+
+
+def measure_nbgrader(bench: Bench) -> None:
+    """4. A Jupyter class: the source notebooks (solutions filled in) of every group, handed in by M
+    students, graded by `python -m grader nbgrader` (one assignment per group, no kernel run)."""
+    from grader.authoring.release import build_nbgrader_course  # as in measure_student_loop
+
+    m, jobs = bench.args.nbgrader_students, bench.jobs
+    course = bench.tmp / "nbgrader"
+    build_nbgrader_course(course)
+    course.chmod(0o700)  # uid isolation refuses a class folder others can read
+    nbgrader = os.path.join(BIN, "nbgrader")
+    log("nbgrader generate_assignment, every group (setup, not timed)")
+    for group in GROUPS:
+        run_timed([nbgrader, "generate_assignment", group, "--force"], cwd=course)
+        for k in range(m):
+            handed_in = course / "submitted" / f"student_{k + 1:03d}" / group
+            handed_in.mkdir(parents=True)
+            shutil.copy(course / "source" / group / f"{group}.ipynb", handed_in)
+    row = bench.add("nbgrader-grade", f"grader nbgrader, {m} students ({len(GROUPS)} solved notebooks each)",
+                    f"python -m grader nbgrader COURSE --jobs {jobs}", "score-all", per=m)
+    for i in range(bench.args.batch_repeat):
+        log(f"grader nbgrader, {m} students {i + 1}/{bench.args.batch_repeat}")
+        bench.baseline_torch()
+        shutil.rmtree(course / "kata-grading", ignore_errors=True)  # no resume: grade everyone
+        row.timings.append(run_timed([sys.executable, "-m", "grader", "nbgrader", str(course), "--jobs", str(jobs)],
+                                     timeout=3600)[0])
+    run_timed([nbgrader, "export"], cwd=course)
+    bench.checks.append(_check_nbgrader(course / "grades.csv", m) if not bench.args.dry_run else
+                        (f"nbgrader export: {m * len(GROUPS)} rows, all at full marks", None, "not checked (dry run)",
+                         False))
+
+
+def target_checks(bench: Bench) -> list[Check]:
+    """The issue's speed targets and the ratios reported beside them, from the rows measured."""
+    rows = {key: row for key, row in bench.rows.items() if row.timings}
+    checks: list[Check] = []
+    torch_s = rows["import-torch"].wall() if "import-torch" in rows else float("nan")
+    for key, what in (("score-auto", f"grader score (sandbox auto: {bench.isolation}) ≤ 2x import torch"),
+                      ("score-none", "grader score --sandbox none ≤ 2x import torch")):
+        if key in rows:
             ratio = rows[key].wall() / torch_s
-            checks.append((what, ratio <= target, f"{ratio:.2f}x", True))
-    if rows.get("score-all") and rows["score-all"].timings and rows["pytest-impl-each"].timings:
+            checks.append((what, ratio <= 2.0, f"{ratio:.2f}x", True))
+    if "score-all" in rows and "pytest-impl-each" in rows:
         speedup = rows["pytest-impl-each"].wall() / rows["score-all"].wall()
-        checks.append((f"score-all throughput ≥ 20x one pytest process per submission ({args.students} submissions, "
-                       f"--jobs {jobs})", speedup >= 20, f"{speedup:.1f}x", True))
-    if rows.get("in-process-floor") and rows["in-process-floor"].timings and rows["pytest-impl-each"].timings:
+        checks.append((f"score-all throughput ≥ 20x one pytest process per submission ({bench.args.students} "
+                       f"submissions, --jobs {bench.jobs})", speedup >= 20, f"{speedup:.1f}x", True))
+    if "in-process-floor" in rows and "pytest-impl-each" in rows:
         bound = rows["pytest-impl-each"].wall() / rows["in-process-floor"].wall()
         checks.append(("the in-process floor's throughput over one pytest process per submission (what the hidden "
                        "tests themselves allow here, with no isolation)", None, f"{bound:.1f}x", True))
-    if rows.get("nbgrader-grade") and rows["nbgrader-grade"].timings and rows.get("score-all") and rows["score-all"].timings:
+    if "nbgrader-grade" in rows and "score-all" in rows:
         ratio = rows["nbgrader-grade"].per_sub() / rows["score-all"].per_sub()
-        checks.append(("grader nbgrader (4 notebooks) vs score-all (one folder), seconds per student", None,
-                       f"{ratio:.1f}x", True))
+        checks.append((f"grader nbgrader ({len(GROUPS)} notebooks) vs score-all (one folder), seconds per student",
+                       None, f"{ratio:.1f}x", True))
+    return checks
 
-    text = render(rows, checks, failures, machine=machine, code=code, started=started, load_start=load_start,
-                  load_end=load_end, argv=argv if argv is not None else sys.argv[1:], jobs=jobs)
+
+def main(argv: list[str] | None = None) -> int:
+    argv_list = sys.argv[1:] if argv is None else argv
+    if argv_list[:1] == ["--in-process-floor"]:
+        return in_process_floor(Path(argv_list[1]), int(argv_list[3]))
+    args = parse_args(argv)
+    timing.DRY_RUN = args.dry_run
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    load_start, machine, code = load_average(), machine_line(), code_version()
+    log(f"{machine}; load average {load_start}")
+    torch_row = Row("import-torch", "baseline: start Python, import torch", 'python -c "import torch"')
+    with tempfile.TemporaryDirectory(prefix="kata-bench-") as tmp_name:
+        bench = Bench(args, Path(tmp_name), cores(), {"import-torch": torch_row})
+        warm_up(bench)
+        bench.section("student loop", measure_student_loop)
+        sub = solution_submission(bench.tmp / "solution-submission")
+        bench.section("single submission", lambda b: measure_one_submission(b, sub))
+        klass = bench.tmp / "class"
+        plan = build_class(klass, args.students)
+        bench.section("score-all", lambda b: measure_class(b, klass, plan))
+        if not args.skip_nbgrader:
+            bench.section("nbgrader", measure_nbgrader)
+        bench.baseline_torch()
+    checks = bench.checks + target_checks(bench)
+    text = render(bench.rows, checks, bench.failures, machine=machine, code=code, started=started,
+                  load_start=load_start, load_end=load_average(), argv=argv_list, jobs=bench.jobs, dry_run=args.dry_run)
     sys.stdout.write(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     log(f"written to {args.out}")
-    return 1 if failures or any(ok is False and not target for _, ok, _, target in checks) else 0
+    return 1 if bench.failures or any(ok is False and not target for _, ok, _, target in checks) else 0
 
 
 def _json(text: str) -> dict:
@@ -531,7 +336,7 @@ def _check_nbgrader(path: Path, m: int) -> tuple[str, bool, str, bool]:
 
 
 def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, started: str, load_start: str,
-           load_end: str, argv: list[str], jobs: int) -> str:
+           load_end: str, argv: list[str], jobs: int, dry_run: bool = False) -> str:
     torch_s = rows["import-torch"].wall() if rows["import-torch"].timings else float("nan")
     out = [
         "# attention-kata benchmarks",
@@ -541,7 +346,7 @@ def render(rows: dict[str, Row], checks, failures, *, machine: str, code: str, s
         f"- started {started}; load average (1, 5, 15 min) at start {load_start}, at end {load_end}",
         f"- command: `python benchmarks/run.py {' '.join(argv)}`".replace("run.py `", "run.py`"),
         *(["- DRY RUN: every measured command was replaced by `python -c pass`; the figures measure nothing"]
-          if DRY_RUN else []),
+          if dry_run else []),
         f"- score-all and the batch rows use --jobs {jobs} (the number of cores); SUB is a copy of the "
         "repository's exercises/ with the solutions filled in",
         "",
