@@ -36,16 +36,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-TOKENS = ("Your", "journey", "starts", "with", "one", "step")
-# chapter_notes_3.1-3.6.txt, section 3.3.1
-INPUTS = [
-    [0.43, 0.15, 0.89],  # Your
-    [0.55, 0.87, 0.66],  # journey
-    [0.57, 0.85, 0.64],  # starts
-    [0.22, 0.58, 0.33],  # with
-    [0.77, 0.25, 0.10],  # one
-    [0.05, 0.80, 0.55],  # step
-]
+
+def _table(text: str) -> list[list[str]]:
+    """The rows of a table written as text, a row per line, its cells split at spaces."""
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def _numbers(text: str) -> list[list[float]]:
+    return [[float(cell) for cell in row] for row in _table(text)]
+
+
+# chapter_notes_3.1-3.6.txt, section 3.3.1: each token and its embedding.
+_JOURNEY = _table("""
+    Your     0.43 0.15 0.89
+    journey  0.55 0.87 0.66
+    starts   0.57 0.85 0.64
+    with     0.22 0.58 0.33
+    one      0.77 0.25 0.10
+    step     0.05 0.80 0.55""")
+TOKENS = tuple(row[0] for row in _JOURNEY)
+INPUTS = [[float(cell) for cell in row[1:]] for row in _JOURNEY]
 CALL_TIMEOUT_S = 10  # per call into the student's code (Unix, main thread)
 
 
@@ -65,38 +75,39 @@ PANELS = (
     Panel("head2", "MultiHeadAttention, head 2", ("multihead_attention",)),
 )
 
-# The documents' printed weights, for the release (where there is no reference), with where they are.
+# The documents' printed weights, for the release (where there is no reference): where they are, and
+# the values as printed, a row per line.
 PRINTED = {
-    "plain": ("chapter_notes_3.1-3.6.txt, 3.3.2", [
-        [0.2098, 0.2006, 0.1981, 0.1242, 0.1220, 0.1452],
-        [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581],
-        [0.1390, 0.2369, 0.2326, 0.1242, 0.1108, 0.1565],
-        [0.1435, 0.2074, 0.2046, 0.1462, 0.1263, 0.1720],
-        [0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295],
-        [0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896]]),
-    "scaled": ("notebook_causal_self_attention.txt, In [816]", [
-        [0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510],
-        [0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477],
-        [0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480],
-        [0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564],
-        [0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585],
-        [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]),
-    "causal": ("notebook_causal_self_attention.txt, renormalized", [
-        [1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
-        [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],
-        [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],
-        [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],
-        [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],
-        [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529]]),
+    "plain": ("chapter_notes_3.1-3.6.txt, 3.3.2", _numbers("""
+        0.2098 0.2006 0.1981 0.1242 0.1220 0.1452
+        0.1385 0.2379 0.2333 0.1240 0.1082 0.1581
+        0.1390 0.2369 0.2326 0.1242 0.1108 0.1565
+        0.1435 0.2074 0.2046 0.1462 0.1263 0.1720
+        0.1526 0.1958 0.1975 0.1367 0.1879 0.1295
+        0.1385 0.2184 0.2128 0.1420 0.0988 0.1896""")),
+    "scaled": ("notebook_causal_self_attention.txt, In [816]", _numbers("""
+        0.1921 0.1646 0.1652 0.1550 0.1721 0.1510
+        0.2041 0.1659 0.1662 0.1496 0.1665 0.1477
+        0.2036 0.1659 0.1662 0.1498 0.1664 0.1480
+        0.1869 0.1667 0.1668 0.1571 0.1661 0.1564
+        0.1830 0.1669 0.1670 0.1588 0.1658 0.1585
+        0.1935 0.1663 0.1666 0.1542 0.1666 0.1529""")),
+    "causal": ("notebook_causal_self_attention.txt, renormalized", _numbers("""
+        1.0000 0.0000 0.0000 0.0000 0.0000 0.0000
+        0.5517 0.4483 0.0000 0.0000 0.0000 0.0000
+        0.3800 0.3097 0.3103 0.0000 0.0000 0.0000
+        0.2758 0.2460 0.2462 0.2319 0.0000 0.0000
+        0.2175 0.1983 0.1984 0.1888 0.1971 0.0000
+        0.1935 0.1663 0.1666 0.1542 0.1666 0.1529""")),
     # documents/README.md: the value that reproduces on an x86-64 CPU with PyTorch >= 2.7 (the
     # chapter notes print one from an unseeded model); other platforms draw another mask.
-    "dropout": ("documents/README.md (x86-64 CPU)", [
-        [2.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
-        [0.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
-        [0.7599, 0.6194, 0.6206, 0.0000, 0.0000, 0.0000],
-        [0.0000, 0.4921, 0.4925, 0.0000, 0.0000, 0.0000],
-        [0.0000, 0.3966, 0.0000, 0.3775, 0.0000, 0.0000],
-        [0.0000, 0.3327, 0.3331, 0.3084, 0.3331, 0.0000]]),
+    "dropout": ("documents/README.md (x86-64 CPU)", _numbers("""
+        2.0000 0.0000 0.0000 0.0000 0.0000 0.0000
+        0.0000 0.0000 0.0000 0.0000 0.0000 0.0000
+        0.7599 0.6194 0.6206 0.0000 0.0000 0.0000
+        0.0000 0.4921 0.4925 0.0000 0.0000 0.0000
+        0.0000 0.3966 0.0000 0.3775 0.0000 0.0000
+        0.0000 0.3327 0.3331 0.3084 0.3331 0.0000""")),
 }
 
 
