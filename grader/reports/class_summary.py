@@ -21,12 +21,13 @@ import base64
 import csv
 import html
 import io
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.classroom.grades_sheet import unescaped
+from grader.files import write_atomically
 from grader.rubric import load_rubric
 from grader.safe_text import escape_controls
 
@@ -56,14 +57,9 @@ class ClassSummary:
     bins: list[tuple[float, float, int]] = field(default_factory=list)  # (from, to, students)
 
 
-def _unescaped(cell: str) -> str:
-    """Undo grader.classroom.score_all.csv_cell's leading apostrophe."""
-    return cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
-
-
 def _number(cell: str) -> float | None:
     try:
-        return float(_unescaped(cell))
+        return float(unescaped(cell))
     except (TypeError, ValueError):
         return None
 
@@ -74,7 +70,7 @@ def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]]) -> Class
     rows: dict[str, dict[str, str]] = {}
     with open(csv_path, newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
-            student = _unescaped(row.get("student") or "")
+            student = unescaped(row.get("student") or "")
             if student:
                 rows[student] = row  # a student graded again (--force) counts once: the last row
     totals: dict[str, float] = {}
@@ -82,8 +78,8 @@ def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]]) -> Class
     exercises = {ex_id: ExerciseCounts() for ex_id in [*rubric.exercises, "gpu_check"]}
     max_score = rubric.max_score
     for student, row in rows.items():
-        if _unescaped(row.get("status") or "") != "graded":
-            errors[student] = _unescaped(row.get("message") or "") or "not graded"
+        if unescaped(row.get("status") or "") != "graded":
+            errors[student] = unescaped(row.get("message") or "") or "not graded"
             continue
         totals[student] = _number(row.get("score", "")) or 0.0
         row_max = _number(row.get("max_score", ""))
@@ -260,18 +256,6 @@ def write_summary(csv_path: Path, reports: dict[str, dict[str, Any]]) -> list[Pa
     summary = summarize_class(csv_path, reports)
     plots = _plots(summary)
     html_path, md_path = summary_paths(csv_path)
-    _write(html_path, to_html(summary, plots))
-    _write(md_path, to_markdown(summary, "" if plots is not None else NO_MATPLOTLIB))
+    write_atomically(html_path, to_html(summary, plots))
+    write_atomically(md_path, to_markdown(summary, "" if plots is not None else NO_MATPLOTLIB))
     return [html_path, md_path]
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -2,17 +2,18 @@
 
     write_feedback("alice", report, Path("feedback"), "messages")   # -> feedback/alice.md
 
-``report`` is the JSON report (grader.reports.report.to_json). The file holds nothing the report does not
-already hold, and at ``visibility``:
+``report`` is the JSON report (grader.reports.json_report.to_json). The file holds nothing the report does
+not already hold, and at ``visibility``:
 
 - ``full``: every failing test with its whole message (wrapped at 100 columns);
-- ``messages``: every failing test with its message redacted by grader.reports.report.redact (no inputs of
-  the hidden tests, no tensor values, no decimal numbers but the largest difference and tolerance);
+- ``messages``: every failing test with its message redacted by grader.reports.visibility.redact (no inputs
+  of the hidden tests, no tensor values, no decimal numbers but the largest difference and tolerance);
 - ``scores``: the scores and statuses of the exercises and of the failing tests, no message.
 
 Student names are untrusted: the file name is the name itself only when it is plain
 (``[A-Za-z0-9][A-Za-z0-9._-]*``, at most 100 characters), else a cleaned name plus a hash of the real
-one; it is always a new file directly in ``out_dir``, never through a symlink.
+one; it is written directly in ``out_dir`` (grader.files.write_atomically: a symlink planted there is
+replaced, never written through).
 
 Control characters, terminal escapes and bidi overrides of messages and names are shown escaped
 (grader.safe_text), in the sections and again in the whole Markdown text.
@@ -21,13 +22,14 @@ Control characters, terminal escapes and bidi overrides of messages and names ar
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.reports.report import VISIBILITIES, gpu_line, redact, wrap
+from grader.files import write_atomically
+from grader.reports.json_report import says_only_passed
+from grader.reports.visibility import check_visibility, gpu_line, redact, wrap
 from grader.safe_text import escape_controls
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -69,14 +71,13 @@ def sections(report: dict[str, Any], visibility: str) -> list[Section]:
     "all ... passed": a re-graded exercise keeps its section, its message says why), as students may
     see them at ``visibility``. The Markdown here and the nbgrader course's HTML
     (grader/classroom/nbgrader_course.py) both render these."""
-    if visibility not in VISIBILITIES:
-        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    check_visibility(visibility)
     tests = report.get("tests", [])
     found = []
     for ex_id, ex in report["exercises"].items():
         failing = [t for t in tests if t.get("status") == "failed"
                    and (t["name"] == ex_id or t["name"].startswith(ex_id + ": "))]
-        if ex["status"] == "passed" and not failing and ex.get("message", "").startswith("all "):
+        if not failing and says_only_passed(ex):
             continue
         summary = escape_controls(str(ex.get("message", ""))).split("; first:", 1)[0]
         found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"],
@@ -124,15 +125,7 @@ def write_feedback(student: str, report: dict[str, Any], out_dir: Path, visibili
     if not out_dir.is_dir():
         raise NotADirectoryError(f"{out_dir}: not a directory")
     target = out_dir / feedback_filename(student)
-    tmp = out_dir / f".{target.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)  # replaces a symlink itself, never writes through it
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(target, text)
     return target
 
 

@@ -1,4 +1,4 @@
-"""grader.reports.feedback and the --visibility levels (grader.reports.report.redact), also in Gradescope's results.json."""
+"""grader.reports.feedback and the --visibility levels (grader.reports.visibility.redact), also in Gradescope's results.json."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from grader.reports.feedback import feedback_filename, feedback_text, write_feedback
-from grader.reports.report import redact, to_gradescope
+from grader.reports.gradescope import to_gradescope
+from grader.reports.visibility import redact, wrap
 from grader.rubric import load_rubric
+from grader.tests.support import fake_report
 
 MASK = "03_causal/causal_mask"
 VALUES = ", ".join(f"0.{1000 + i}" for i in range(36))
@@ -22,20 +24,13 @@ SECOND = "RuntimeError: The size of tensor a (4) must match the size of tensor b
 
 
 def report() -> dict:
-    rubric = load_rubric()
-    exercises = {ex_id: {"score": ex.points, "max_score": ex.points, "status": "passed",
-                         "message": "all 3 tests passed"} for ex_id, ex in rubric.exercises.items()}
-    exercises[MASK] = {"score": 4.0, "max_score": 8.0, "status": "partial",
-                       "message": f"2 of 4 tests failed; first: {FIRST}"}
-    tests = [{"name": f"{MASK}: test_printed", "score": 0.0, "max_score": 2.0, "status": "failed", "output": FIRST},
-             {"name": f"{MASK}: test_batched", "score": 0.0, "max_score": 2.0, "status": "failed", "output": SECOND},
-             {"name": f"{MASK}: test_ok", "score": 2.0, "max_score": 2.0, "status": "passed", "output": ""},
-             {"name": "gpu_check", "score": 0.0, "max_score": 10.0, "status": "failed",
-              "output": "[simulated_failed, meta] CausalAttention: the mask is a plain attribute"}]
-    return {"submission": "s", "score": 86.0, "max_score": 100.0, "execution_time": 2.0, "isolation": "bwrap",
-            "warnings": ["a note for the instructor only"], "tests": tests, "exercises": exercises,
-            "gpu_check": {"score": 0.0, "max_score": 10.0, "status": "simulated_failed", "device": "meta",
-                          "message": "CausalAttention: the mask is a plain attribute (self.mask = 0.25)"}}
+    """causal_mask half right (two of its tests fail, with FIRST and SECOND), the GPU-run check failed."""
+    half = load_rubric().exercises[MASK].points / 2
+    tests = [(f"{MASK}: test_printed", 0.0, half / 2, FIRST), (f"{MASK}: test_batched", 0.0, half / 2, SECOND),
+             (f"{MASK}: test_ok", half, half, "")]
+    return fake_report({MASK: half}, tests, gpu=0.0, gpu_status="simulated_failed",
+                       gpu_message="CausalAttention: the mask is a plain attribute (self.mask = 0.25)",
+                       warnings=["a note for the instructor only"])
 
 
 def test_a_regraded_exercise_says_why_even_when_it_passed():
@@ -45,7 +40,8 @@ def test_a_regraded_exercise_says_why_even_when_it_passed():
                                             "yours fails its own tests (those points are lost there, once). "
                                             "all 6 tests passed")
     text = feedback_text("alice", data, "messages")
-    assert f"## {wrapper}: 6 / 6 (passed)" in text and "graded with the reference causal_attention" in text
+    points = data["exercises"][wrapper]["max_score"]
+    assert f"## {wrapper}: {points:g} / {points:g} (passed)" in text and "graded with the reference causal_attention" in text
     assert "## 01_simple_attention/normalization" not in text  # passed, nothing to say
 
 
@@ -64,10 +60,13 @@ def test_messages_hides_inputs_and_values_and_keeps_the_diagnosis():
 
 @pytest.mark.parametrize("visibility", ["full", "messages", "scores"])
 def test_feedback_lists_every_failing_test_at_each_visibility(visibility):
-    text = feedback_text("alice", report(), visibility)
-    assert "Total: 86 / 100" in text and f"| `{MASK}` | 4 / 8 | partly passed |" in text
+    data = report()
+    text = feedback_text("alice", data, visibility)
+    mask = data["exercises"][MASK]
+    assert f"Total: {data['score']:g} / {data['max_score']:g}" in text
+    assert f"| `{MASK}` | {mask['score']:g} / {mask['max_score']:g} | partly passed |" in text
     assert "`test_printed`" in text and "`test_batched`" in text and "`test_ok`" not in text
-    assert "GPU-run check: 0 / 10 (simulated_failed" in text
+    assert f"GPU-run check: 0 / {data['gpu_check']['max_score']:g} (simulated_failed" in text
     assert "a note for the instructor only" not in text  # warnings are the instructor's
     if visibility == "full":
         assert "0.1000" in text and "seed 1234" in text and SECOND in text
@@ -81,18 +80,18 @@ def test_feedback_lists_every_failing_test_at_each_visibility(visibility):
 
 
 def test_gradescope_results_follow_the_visibility():
-    from grader.tests.test_intake_and_reports import _report
-
-    full = to_gradescope(_report())
-    messages = to_gradescope(_report(), "messages")
-    scores = to_gradescope(_report(), "scores")
+    data = report()
+    full = to_gradescope(data)
+    messages = to_gradescope(data, "messages")
+    scores = to_gradescope(data, "scores")
     failed = [t for t in full["tests"] if t["status"] == "failed" and t["name"] != "gpu_check"]
-    assert failed and all(t["output"] == "boom" for t in failed)
+    assert [t["output"] for t in failed] == [wrap(FIRST), SECOND]
+    assert "0.1000" not in str(messages["tests"]) and "likely cause:" in str(messages["tests"])
     assert all("output" not in t for t in scores["tests"] if t["name"] != "gpu_check")
     assert [t["score"] for t in scores["tests"]] == [t["score"] for t in full["tests"]]
     assert all(t["visibility"] == "visible" for t in messages["tests"]) and messages["score"] == full["score"]
     with pytest.raises(ValueError):
-        to_gradescope(_report(), "secret")
+        to_gradescope(data, "secret")
 
 
 @pytest.mark.parametrize("name", ["../../etc/passwd", "/abs/path", ".hidden", "a/b", "..", "", "x" * 300,

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from grader.reports.report import to_gradescope, to_json, to_text
-from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from grader.grading.intake import SubmissionError, locate_submission
 from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
 from grader.grading.scoring import dependencies, score_with_regrade
-from grader.grading.intake import SubmissionError, locate_submission
+from grader.reports.gradescope import to_gradescope
+from grader.reports.json_report import dumps, to_json
+from grader.reports.text import to_text
+from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from grader.tests.support import fake_job, fake_report
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
                   "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
@@ -150,36 +153,84 @@ def test_what_a_student_imports_adds_no_regrade() -> None:
     assert all(dependencies(rubric, ex) == set(rubric.exercises[ex].depends_on) for ex in rubric.exercises)
 
 
-def _report() -> GradeReport:
+MASK, WRAPPER = "03_causal/causal_mask", "04_multihead/multihead_wrapper"
+
+
+def _report(failing: set[str] = frozenset({MASK})) -> GradeReport:
+    """A grading's report, scored by grader.grading.scoring from made-up outcomes (``failing``'s tests
+    fail with "boom"; a re-grade over stand-ins passes), the GPU-run check skipped."""
     rubric = load_rubric()
-    results = score_with_regrade(rubric, _outcomes({"03_causal/causal_mask"}), lambda i, s: [])
+    results = score_with_regrade(rubric, _outcomes(failing),
+                                 lambda ids, subs: [o for o in _outcomes(set()) if o.exercise in ids])
     return GradeReport("sub", results, GpuCheckResult.skipped("not run"), "process", 1.25, ["graded without a sandbox"])
 
 
 def test_json_report_contract() -> None:
-    data = json.loads(json.dumps(to_json(_report())))
+    rubric = load_rubric()
+    data = json.loads(dumps(to_json(_report())))
     assert {"score", "max_score", "execution_time", "isolation", "tests", "exercises", "gpu_check"} <= set(data)
-    assert set(data["exercises"]) == set(load_rubric().exercises)
-    assert data["score"] == 90 - 8 and data["max_score"] == 90
-    assert data["exercises"]["03_causal/causal_mask"] == {"score": 0, "max_score": 8, "status": "failed",
-                                                         "message": "2 of 2 tests failed; first: boom"}
+    assert set(data["exercises"]) == set(rubric.exercises)
+    without_gpu = rubric.max_score - rubric.gpu_points
+    assert data["score"] == without_gpu - rubric.exercises[MASK].points and data["max_score"] == without_gpu
+    assert data["exercises"][MASK] == {"score": 0, "max_score": rubric.exercises[MASK].points, "status": "failed",
+                                       "message": "2 of 2 tests failed; first: boom"}
     assert data["gpu_check"]["status"] == "skipped" and data["gpu_check"]["max_score"] == 0
     assert all({"name", "score", "max_score", "status", "output"} <= set(t) for t in data["tests"])
+    assert data["tests"][-1]["name"] == "gpu_check"
     assert sum(t["score"] for t in data["tests"]) == pytest.approx(data["score"])
 
 
+def _shape(value: object) -> object:
+    """The keys of a JSON value and the kinds of its leaves (a list of objects: the set of their shapes)."""
+    if isinstance(value, dict):
+        return {key: _shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return sorted({json.dumps(_shape(item), sort_keys=True) for item in value if isinstance(item, dict)}) or "list"
+    return "number" if isinstance(value, (int, float)) and not isinstance(value, bool) else type(value).__name__
+
+
+def test_the_fake_reports_of_the_tests_have_the_json_reports_shape(tmp_path: Path) -> None:
+    """grader/tests/support.py's fake_report, and the reports its FAKE_JOB prints, are shaped as to_json's:
+    the tests of the renderers and of score-all run on what a grading writes."""
+    real = _shape(to_json(_report()))
+    assert _shape(fake_report()) == real
+    assert _shape(fake_report({MASK: 0.0}, [(f"{MASK}: test_x", 0.0, 4.0, "boom")], gpu=None, warnings=["w"])) == real
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann" / "score.txt").write_text("0.5")
+    task = json.dumps({"student": "ann", "path": str(tmp_path / "ann")}) + "\n"
+    job = subprocess.run(fake_job(tmp_path), input=task, capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    assert job.returncode == 0, job.stderr
+    assert _shape(json.loads(job.stdout)["report"]) == real
+
+
+def _boom() -> dict:
+    """A JSON report whose causal_mask fails both its tests with "boom", the GPU-run check skipped."""
+    return fake_report({MASK: 0.0}, [(f"{MASK}: test_{i}", 0.0, 4.0, "boom") for i in range(2)], gpu=None,
+                       warnings=["graded without a sandbox"])
+
+
 def test_gradescope_report_has_only_accepted_keys() -> None:
-    data = to_gradescope(_report())
+    data = to_gradescope(_boom())
     assert set(data) <= GRADESCOPE_TOP
     assert all(set(t) <= GRADESCOPE_TEST and t["status"] in ("passed", "failed") for t in data["tests"])
-    assert data["score"] == 82
+    assert data["score"] == _boom()["score"] and "warning: graded without a sandbox" in data["output"]
 
 
 def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal() -> None:
-    text = to_text(_report(), colour=False)
-    assert "✗ causal_mask" in text and "boom" in text and "Total: 82 / 90" in text
+    data = _boom()
+    text = to_text(data, colour=False)
+    assert "✗ causal_mask" in text and "boom" in text and f"Total: {data['score']:g} / {data['max_score']:g}" in text
     assert "\033[" not in text and "warning: graded without a sandbox" in text
-    assert "\033[" in to_text(_report(), colour=True)
+    assert "\033[" in to_text(data, colour=True)
+
+
+def test_the_text_report_says_why_a_passing_exercise_was_regraded() -> None:
+    """The table shows the message of an exercise that did not pass, and of one that passed over a
+    stand-in (the JSON report says so only in its message), not of one that just passed."""
+    text = to_text(to_json(_report({"03_causal/causal_attention", WRAPPER})), colour=False)
+    rows = text.split("multihead_wrapper", 1)[1].splitlines()
+    assert "stand-in causal_attention" in rows[1], text
+    assert not any(line.strip().startswith("all ") for line in text.splitlines())  # just passed: no message
 
 
 def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
@@ -213,7 +264,7 @@ def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
 
 def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_client() -> None:
     """grader/grading/results.py keeps the result types apart from the code that runs the tests."""
-    code = ("import sys, grader.reports.report, grader.reports.feedback, grader.reports.class_summary, grader.grading.results; "
+    code = ("import sys, grader.reports.formats, grader.reports.feedback, grader.reports.class_summary, grader.grading.results; "
             "print(sorted(m for m in ('torch', 'grader.sandbox.client', 'grader.grading.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.strip() == "[]"

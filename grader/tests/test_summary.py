@@ -9,38 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom.score_all import csv_columns, csv_row
-from grader.rubric import load_rubric
+from grader.classroom.grades_sheet import csv_columns, csv_row
 from grader.reports.class_summary import NO_MATPLOTLIB, summarize_class, write_summary
-
-
-def fake_report(scores: dict[str, float], failing: list[str], gpu: float = 10.0) -> dict:
-    """A JSON report shaped like grader.reports.report.to_json's: exercise scores, some failed tests."""
-    rubric = load_rubric()
-    exercises = {}
-    for ex_id, ex in rubric.exercises.items():
-        score = scores.get(ex_id, ex.points)
-        status = "passed" if score >= ex.points else ("partial" if score else "failed")
-        exercises[ex_id] = {"score": score, "max_score": ex.points, "status": status, "message": ""}
-    tests = [{"name": name, "score": 0.0, "max_score": 1.0, "status": "failed", "output": "boom"} for name in failing]
-    tests.append({"name": "03_causal/causal_mask: test_ok", "score": 1.0, "max_score": 1.0, "status": "passed",
-                  "output": ""})
-    total = sum(e["score"] for e in exercises.values()) + gpu
-    return {"submission": "x", "score": total, "max_score": rubric.max_score, "execution_time": 1.0,
-            "isolation": "bwrap", "warnings": [], "tests": tests, "exercises": exercises,
-            "gpu_check": {"score": gpu, "max_score": 10.0, "status": "passed" if gpu else "failed",
-                          "device": "meta", "message": ""}}
-
+from grader.rubric import load_rubric
+from grader.tests.support import fake_report
 
 MASK, DROP = "03_causal/causal_mask", "03_causal/attention_dropout"
+
+
+def class_report(scores: dict[str, float], failing: list[str], gpu: float = 1.0) -> dict:
+    """A student's JSON report: ``scores`` of some exercises (the others full), the tests ``failing``
+    (one point each) and causal_mask's test_ok passed, ``gpu`` of the GPU-run check's points."""
+    tests = [(name, 0.0, 1.0, "boom") for name in failing] + [(f"{MASK}: test_ok", 1.0, 1.0, "")]
+    return fake_report(scores, tests, gpu=gpu)
 
 
 @pytest.fixture
 def graded(tmp_path: Path) -> tuple[Path, dict]:
     reports = {
-        "alice": fake_report({}, []),
-        "bob": fake_report({MASK: 4.0}, [f"{MASK}: test_values", f"{MASK}: test_printed"]),
-        "=cmd|' /C calc'!A0": fake_report({MASK: 0.0, DROP: 0.0}, [f"{MASK}: test_values"], gpu=0.0),
+        "alice": class_report({}, []),
+        "bob": class_report({MASK: 4.0}, [f"{MASK}: test_values", f"{MASK}: test_printed"]),
+        "=cmd|' /C calc'!A0": class_report({MASK: 0.0, DROP: 0.0}, [f"{MASK}: test_values"], gpu=0.0),
     }
     path = tmp_path / "grades.csv"
     with open(path, "w", newline="") as f:
@@ -49,7 +38,7 @@ def graded(tmp_path: Path) -> tuple[Path, dict]:
         for student, report in reports.items():
             writer.writerow(csv_row(student, {"report": report}))
         writer.writerow(csv_row("<script>eve</script>", {"error": "-grading took longer than 600 s"}))
-        writer.writerow(csv_row("carol", {"report": fake_report({}, [])}))  # an earlier run: no report below
+        writer.writerow(csv_row("carol", {"report": class_report({}, [])}))  # an earlier run: no report below
     return path, reports
 
 
@@ -62,9 +51,11 @@ def test_counts_from_the_csv_and_failures_from_the_reports(graded):
     assert (mask.full, mask.partial, mask.none) == (2, 1, 1)
     assert (s.exercises[DROP].full, s.exercises[DROP].none) == (3, 1)
     assert (s.exercises["gpu_check"].full, s.exercises["gpu_check"].none) == (3, 1)
-    assert s.failed_tests == [(f"{MASK}: test_values", 2), (f"{MASK}: test_printed", 1)]
-    assert sum(count for _, _, count in s.bins) == 4 and s.bins[-1][1] == 100
-    assert s.bins[-1][2] == 3  # alice and carol (100: the last bin holds its top), bob (96)
+    # the GPU-run check's entry in a report's tests counts as one (a real report has it, last)
+    assert s.failed_tests == [(f"{MASK}: test_values", 2), (f"{MASK}: test_printed", 1), ("gpu_check", 1)]
+    top = load_rubric().max_score
+    assert sum(count for _, _, count in s.bins) == 4 and s.bins[-1][1] == top
+    assert s.bins[-1][2] == 3  # alice and carol (full marks: the last bin holds its top), bob (4 points less)
 
 
 def test_both_files_beside_the_csv_escape_student_names(graded):
@@ -75,7 +66,6 @@ def test_both_files_beside_the_csv_escape_student_names(graded):
     assert "<script>eve" not in page and "&lt;script&gt;eve" in page
     assert "| `03_causal/causal_mask` | 2 | 1 | 1 | 0 |" in md
     assert f"`{MASK}: test_values` | 2 |" in md
-    pytest.importorskip("matplotlib")
     assert page.count('src="data:image/png;base64,') == 2 and NO_MATPLOTLIB not in page
 
 
@@ -90,9 +80,7 @@ def test_without_matplotlib_both_files_say_so(graded, monkeypatch):
 
 
 def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
-    report = fake_report({}, [], gpu=0.0)
-    report["max_score"] -= 10
-    report["gpu_check"]["max_score"] = 0.0
+    report = fake_report(gpu=None)
     path = tmp_path / "g.csv"
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=csv_columns())
@@ -101,4 +89,5 @@ def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
     summary = summarize_class(path, {"dan": report})
     gpu = summary.exercises["gpu_check"]
     assert (gpu.skipped, gpu.none, gpu.full) == (1, 0, 0)
-    assert summary.max_score == 90 and summary.bins[-1][1] == 90
+    rubric = load_rubric()
+    assert summary.max_score == rubric.max_score - rubric.gpu_points and summary.bins[-1][1] == summary.max_score

@@ -1,0 +1,104 @@
+"""What students see of a hidden test's message: ``--visibility full | messages | scores``.
+
+Gradescope's results.json (grader/reports/gradescope.py), the feedback files (grader/reports/feedback.py)
+and the nbgrader feedback page show the JSON report's messages through :func:`redact` at the visibility
+the instructor chose; the JSON report and the text table are the instructor's and hold everything.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any
+
+from grader.safe_text import escape_controls as _safe
+
+VISIBILITIES = ("full", "messages", "scores")
+WRAP_WIDTH = 100
+
+_CALL_LINE = re.compile(r"\bcalled ([A-Za-z_][\w.]*)(?:\(.*)?:\s*$")
+_DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])")
+_VALUES_ONLY = re.compile(r"^[\d\s.,+\-eE\[\]]*$")
+_KEPT_LINE = "largest absolute difference"
+
+
+def check_visibility(visibility: str) -> None:
+    """ValueError unless ``visibility`` is one of :data:`VISIBILITIES` (the command line's choices
+    refuse others first; this guards the functions tools call)."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+
+
+def redact(text: str, visibility: str) -> str:
+    """A hidden test's message as students may see it at ``visibility``.
+
+    ``full``: unchanged. ``scores``: nothing (only scores and statuses are shown). ``messages``: the
+    message without the hidden test's inputs and values:
+      1. a ``called NAME(ARGS) [source]:`` line becomes ``called NAME(…):`` (which call, not its inputs);
+      2. every bracketed list of numbers (a tensor's values, nested or cut with ``...``) becomes ``[…]``;
+      3. every decimal number (``0.4921``, ``-1.5e-3``, ``inf`` is not one) becomes ``…``, except on the
+         ``largest absolute difference ... (tolerance ...)`` line.
+    Kept: shapes, dtypes, whole numbers (counts, sizes), ``likely cause:`` lines, and the text of
+    errors the student's own code raised.
+    """
+    check_visibility(visibility)
+    if visibility == "full":
+        return text
+    if visibility == "scores":
+        return ""
+    lines = []
+    for line in text.splitlines():
+        line = _CALL_LINE.sub(lambda m: f"called {m.group(1)}(…):", line)
+        line = _redact_value_lists(line)
+        if _KEPT_LINE not in line:
+            line = _DECIMAL.sub("…", line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _redact_value_lists(line: str) -> str:
+    """Every outermost ``[...]`` that holds only numbers (``inf``, ``nan``, ``...`` included) -> ``[…]``."""
+    out, i = [], 0
+    while i < len(line):
+        if line[i] != "[":
+            out.append(line[i])
+            i += 1
+            continue
+        depth, j = 0, i
+        while j < len(line):
+            depth += {"[": 1, "]": -1}.get(line[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        inner = line[i + 1:j]
+        numbers = re.sub(r"\b(?:inf|nan|-inf)\b|\.\.\.|…", "0", inner)
+        if j < len(line) and inner.strip() and _VALUES_ONLY.match(numbers) and re.search(r"\d", numbers):
+            out.append("[…]")
+            i = j + 1
+        else:
+            out.append("[")
+            i += 1
+    return "".join(out)
+
+
+def wrap(text: str, width: int = WRAP_WIDTH) -> str:
+    """Long lines (a tensor's values) wrapped at spaces, continued with the line's indent + 4 spaces."""
+    lines = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        lines.extend(textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "    ",
+                                   break_long_words=True, break_on_hyphens=False, drop_whitespace=True)
+                     if line.strip() else [line])
+    return "\n".join(lines)
+
+
+def gpu_line(gpu: dict[str, Any], visibility: str) -> str:
+    """The GPU-run check in one line, from the JSON report's ``gpu_check``."""
+    head = f"GPU-run check: {gpu['score']:g} / {gpu['max_score']:g} ({gpu['status']}"
+    if visibility == "scores":
+        return head + ")"
+    message = redact(_safe(str(gpu.get("message", ""))), visibility)
+    return f"{head}, {_safe(str(gpu.get('device', 'unknown')))})" + (f": {message}" if message else "")
