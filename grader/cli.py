@@ -1,4 +1,11 @@
-"""The command line: ``python -m grader score [SUBMISSION] [--json OUT] [--format ...] [--timeout S]``.
+"""The command line: ``python -m grader COMMAND ...`` (``attention-kata COMMAND ...``), every command's
+arguments and the code that turns them into a call of the grader and one line per outcome.
+
+Instructors: ``score`` (one submission), ``score-all`` (a class, into a CSV), ``merge`` (the CSVs of
+``score-all --shard`` runs), ``nbgrader`` (an nbgrader course's notebooks), ``release`` (the students'
+repository and the nbgrader course), ``gradescope-bundle``, ``isolation`` (which isolation grading gets
+here). Students: ``check`` (their progress) and ``view`` (their attention weights), the standard library
+only at import (grader/progress.py, grader/attention_view.py).
 
 Exit codes: 0 grading completed (whatever the score); 2 unusable command-line input (one line on
 stderr, no traceback); 1 an internal error of the grader itself (one line; KATA_DEBUG=1 shows it all).
@@ -8,18 +15,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
+from grader import attention_view, progress
+from grader.classroom.gradebook import GradebookError
+from grader.classroom.grades_sheet import unescaped
+from grader.classroom.merge import MergeError, merge
+from grader.classroom.nbgrader_course import CourseError, find_course, grade_course, prepare_work_dir
+from grader.classroom.roster import parse_shard
+from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.grading.gpu_check import GPU_CHOICES
 from grader.grading.grade import GradeOptions
-from grader.sandbox.modes import SANDBOX_CHOICES
 from grader.reports.report import VISIBILITIES
+from grader.rubric import GROUPS
+from grader.sandbox.modes import SANDBOX_CHOICES
 
 PROG = "attention-kata"
-
-
+NBGRADER_HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
 
 
 class UsageError(Exception):
@@ -77,13 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("out", type=Path, metavar="OUT.zip")
     bundle.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
 
-    from grader import attention_view, progress  # students' commands: the standard library only at import
-
     progress.add_arguments(commands.add_parser("check", help=progress.HELP))
     attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
-    from grader.classroom import nbgrader_course as nbgrader_grading  # Jupyter classes: grader/classroom/nbgrader_course.py, docs/nbgrader.md
 
-    nbgrader_grading.add_arguments(commands.add_parser("nbgrader", help=nbgrader_grading.HELP))
+    nbgrader = commands.add_parser("nbgrader", help=NBGRADER_HELP)  # Jupyter classes: docs/nbgrader.md
+    nbgrader.add_argument("course", type=Path, metavar="COURSE_DIR",
+                          help="an nbgrader course folder (gradebook.db, submitted/<student>/<assignment>/)")
+    nbgrader.add_argument("--assignment", metavar="NAME", choices=GROUPS,
+                          help="grade this assignment only (default: every assignment with submissions)")
+    add_grading_options(nbgrader, for_class=True)
+    nbgrader.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
     return parser
 
 
@@ -184,9 +202,6 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_score_all(args: argparse.Namespace) -> int:
-    from grader.classroom.score_all import BatchError, BatchOptions, parse_shard, score_all
-    from grader.classroom.gradebook import GradebookError
-
     if not args.submissions.is_dir():
         raise UsageError(f"{args.submissions}: not a directory")
     _check_writable(args.csv, "--csv")
@@ -202,8 +217,6 @@ def cmd_score_all(args: argparse.Namespace) -> int:
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment)
-    import signal
-
     signal.signal(signal.SIGTERM, _raise_interrupt)  # a batch system's stop (Slurm, CI) ends the run as Ctrl-C does
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -259,9 +272,6 @@ def _make_dir(path: Path | None, flag: str) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from grader.classroom.gradebook import GradebookError
-    from grader.classroom.merge import MergeError, merge
-
     _check_writable(args.out, "merge")
     if (args.json_dir is None) != (args.from_json_dirs is None):
         raise UsageError("--json-dir and --from-json-dirs go together")
@@ -315,7 +325,6 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from grader import progress
     from grader.rubric import load_rubric
 
     modules = progress.load_modules([(ex.group, ex.module) for ex in load_rubric().exercises.values()])
@@ -326,7 +335,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from grader import attention_view
     from grader.rubric import SOLUTIONS_DIR
 
     try:
@@ -336,9 +344,31 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_nbgrader(args: argparse.Namespace) -> int:
-    from grader.classroom import nbgrader_course as nbgrader_grading
-
-    return nbgrader_grading.run(args)
+    """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
+    try:
+        course = find_course(args.course, args.assignment)
+        # Refuse before anything is written. Under uid isolation (no mount namespace) a student's code
+        # could otherwise read the course: the other students' notebooks, and the solutions in source/.
+        check_class_isolation(args.sandbox, course.root)
+        prepare_work_dir(course)
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
+                               progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
+    except CourseError as err:
+        raise UsageError(str(err)) from None
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for assignment in course.assignments:
+        results = [r for r in summary.results if r.assignment == assignment]
+        errors = [r for r in results if r.report is None]
+        graded = [r for r in results if r.report is not None and r.this_run]
+        print(f"{assignment}: graded {len(graded)}, errors {len(errors)}, "
+              f"unchanged since an earlier run: {len(results) - len(graded) - len(errors)}", file=sys.stderr)
+        for result in errors:
+            print(f"  {result.student}: {unescaped(result.row['message'])}", file=sys.stderr)
+    print(f"grades in {course.gradebook} (nbgrader export), feedback in {course.root / 'feedback'} "
+          "(nbgrader release_feedback)", file=sys.stderr)
+    return 0
 
 
 COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "release": cmd_release,

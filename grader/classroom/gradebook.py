@@ -6,7 +6,7 @@ its rows there as auto-scores, one student at a time (``score-all`` records each
 it, and every row of its CSV again when it resumes).
 
     with ClassGradebook(Path("gradebook.db"), "attention-kata") as gb:
-        gb.record(csv_row)                       # a row of score-all's CSV (grader.classroom.score_all.csv_row)
+        gb.record(csv_row)                       # a row of score-all's CSV (grader.classroom.grades_sheet.csv_row)
     record_in_gradebook(Path("gradebook.db"), "attention-kata", {"alice": report, ...})  # JSON reports
 
 Two layouts, chosen by what the assignment already holds:
@@ -45,6 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from grader.authoring.nbgrader_release import gpu_group
+from grader.classroom.grades_sheet import csv_row, unescaped
+from grader.files import private_files
+from grader.rubric import load_rubric
+
+# nbgrader is imported where it is used: it takes about a second, and a student install lacks it.
+
 NOTEBOOK = "attention-kata"
 GPU_CELL = "gpu_check"
 COMMENT_CELL = "grader"  # the kata layout's solution cell that holds an error row's reason
@@ -74,10 +81,10 @@ class _Layout:
     comments: list[tuple[str, str]]  # (notebook, solution cell) that get an error row's reason
 
 
-def _ensure_alembic_on_path() -> None:
-    # nbgrader's Gradebook asks the ``alembic`` command for the schema version of a new database
-    # (unless stamp_new_gradebook did); it must come from this interpreter's environment, which may not
-    # be on PATH (a venv not activated).
+def ensure_alembic_on_path() -> None:
+    """This interpreter's bin folder on PATH: nbgrader's Gradebook asks the ``alembic`` command for the
+    schema version of a new database (unless stamp_new_gradebook did), and it must come from this
+    interpreter's environment, which may not be on PATH (a venv not activated)."""
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
@@ -124,13 +131,9 @@ class ClassGradebook:
     """An open gradebook and assignment, ready to record score-all rows one by one."""
 
     def __init__(self, db_path: Path, assignment: str, *, must_exist: bool = False):
-        from grader.rubric import load_rubric
-
         if not assignment:
             raise GradebookError("an nbgrader assignment name is needed (--assignment)")
-        from grader.files import private_files
-
-        _ensure_alembic_on_path()
+        ensure_alembic_on_path()
         if not must_exist:  # must_exist creates nothing, not even the file
             with private_files():  # grades of other people: a new gradebook is for this user alone
                 stamp_new_gradebook(Path(db_path))
@@ -198,7 +201,7 @@ class ClassGradebook:
             gpu = sorted(key for key in grade_cells if key[1] == GPU_CELL)
             if gpu:
                 cells[GPU_CELL] = gpu[0]
-            elif _gpu_group() in notebooks:
+            elif gpu_group() in notebooks:
                 self.warnings.append(
                     f"the nbgrader course's assignment {self.assignment!r} has no grade cell for the GPU-run check: "
                     "its points are in the CSV, not in the gradebook (whose max scores stay the course's)")
@@ -234,10 +237,8 @@ class ClassGradebook:
     # --- recording ---------------------------------------------------------------------------------
 
     def record(self, row: Mapping[str, Any], timestamp: Any = None) -> None:
-        """Record one row of score-all's CSV (cells as written, see grader.classroom.score_all.csv_row); ``timestamp``
-        (a datetime), when given, becomes the submission's (nbgrader's late penalties read it)."""
-        from grader.classroom.score_all import unescaped
-
+        """Record one row of score-all's CSV (cells as written, see grader.classroom.grades_sheet.csv_row);
+        ``timestamp`` (a datetime), when given, becomes the submission's (nbgrader's late penalties read it)."""
         student = unescaped(str(row["student"]))
         graded = unescaped(str(row["status"])) == "graded"
         gb = self.gb
@@ -299,15 +300,7 @@ class ClassGradebook:
                             notebook=self._notebook(notebook, student)))
 
 
-def _gpu_group() -> str:
-    from grader.authoring.nbgrader_release import gpu_group
-
-    return gpu_group()
-
-
 def _number(cell: Any) -> float:
-    from grader.classroom.score_all import unescaped
-
     try:
         return float(unescaped(str(cell)))
     except ValueError:
@@ -317,8 +310,6 @@ def _number(cell: Any) -> float:
 def record_in_gradebook(db_path: Path, assignment: str, reports: Mapping[str, dict]) -> None:
     """Create or update ``assignment`` and each student's submission with the JSON reports' scores
     (``reports`` maps a student id to that student's report, grader/reports/report.py ``to_json``)."""
-    from grader.classroom.score_all import csv_row
-
     with ClassGradebook(db_path, assignment) as gb:
         for student, report in reports.items():
             gb.record(csv_row(student, {"report": report}))

@@ -10,8 +10,8 @@ the shard folder that holds it (the folders are searched in turn; two different 
 student are refused), and an error row's stale report is removed, as score-all does. With
 ``--gradebook``, every row is recorded there (grader/classroom/gradebook.py), as a run records its rows; run
 the shards without ``--gradebook`` (they may be on different machines) and give it to the merge.
-The class summary (grader.reports.class_summary, when present) is written beside the merged CSV with the reports
-of ``--json-dir``.
+The class summary (grader.reports.class_summary) is written beside the merged CSV with the reports of
+``--json-dir``.
 
 Refused (MergeError, nothing written): a shard CSV that is not complete (a last row cut short: resume
 that shard first) or not a score-all CSV; a student with two different rows in two shards; a
@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.classroom.score_all import BatchError, hook, json_path, read_grades, safe_file_name, unescaped, write_grades
+from grader.classroom.gradebook import ClassGradebook
+from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, unescaped, write_grades
+from grader.classroom.score_all import summarize
 from grader.files import private_files, write_atomically
 
 
@@ -37,13 +39,23 @@ class MergeError(Exception):
 class MergeResult:
     rows: int = 0
     warnings: list[str] = field(default_factory=list)
-    outputs: list[Path] = field(default_factory=list)  # what the summary hook wrote
+    outputs: list[Path] = field(default_factory=list)  # what the class summary wrote
+
+
+@dataclass
+class _Reports:
+    """What ``--json-dir`` gets: each graded student's report (text, by target file), the error rows'
+    stale reports to remove, and the reports for the class summary."""
+
+    texts: dict[Path, str] = field(default_factory=dict)
+    stale: list[Path] = field(default_factory=list)
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
           gradebook: Path | None = None, assignment: str | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
-    it creates is for this user alone, as score-all's outputs are (grader.classroom.score_all.private_files)."""
+    it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
     with private_files():
         return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment)
 
@@ -51,53 +63,16 @@ def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, fr
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
            gradebook: Path | None, assignment: str | None) -> MergeResult:
     result = MergeResult()
-    rows: dict[str, dict[str, str]] = {}
-    source: dict[str, Path] = {}
-    for shard in shards:
-        if not Path(shard).is_file():
-            raise MergeError(f"{shard}: no such file")
-        if Path(shard).resolve() == Path(out).resolve():
-            raise MergeError(f"{shard}: is the output too; write the merge to a new file")
-        try:
-            content = read_grades(Path(shard))
-        except BatchError as err:
-            raise MergeError(str(err)) from None
-        if content.warnings:
-            raise MergeError(f"{content.warnings[0]}; resume that shard (the same score-all command) first")
-        for name, row in content.rows.items():
-            if name in rows and rows[name] != row:
-                raise MergeError(f"student {name!r} has different rows in {source[name]} and {shard}: "
-                                 "shards must be disjoint (the same N, each K once)")
-            rows[name] = row
-            source.setdefault(name, Path(shard))
-
-    reports: dict[str, dict[str, Any]] = {}
-    texts: dict[Path, str] = {}
-    stale: list[Path] = []
-    if json_dir is not None:
-        for name, row in rows.items():
-            try:
-                target = json_path(json_dir, name)
-            except ValueError as err:
-                result.warnings.append(f"no JSON report for {name!r}: {err}")
-                continue
-            if unescaped(row["status"]) != "graded":
-                stale.append(target)
-                continue
-            text = _find_report(name, from_json_dirs)
-            texts[target] = text
-            reports[name] = json.loads(text)
-
+    rows = _read_shards(Path(out), shards)
+    found = _find_reports(rows, json_dir, from_json_dirs, result.warnings) if json_dir is not None else _Reports()
     book = None
     if gradebook is not None:
-        from grader.classroom.gradebook import ClassGradebook
-
         book = ClassGradebook(gradebook, assignment or "")  # refuses a foreign assignment before any write
         result.warnings += book.warnings
     try:
-        for target, text in texts.items():
+        for target, text in found.texts.items():
             write_atomically(target, text)
-        for target in stale:
+        for target in found.stale:
             if target.is_file() or target.is_symlink():
                 target.unlink()
         write_grades(Path(out), rows.values())
@@ -108,13 +83,50 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
         if book is not None:
             book.close()
     result.rows = len(rows)
-    write_summary = hook("grader.reports.class_summary", "write_summary")
-    if write_summary is not None:
-        try:
-            result.outputs = list(write_summary(Path(out), reports))
-        except Exception as err:  # the grades are written: a summary that fails must not hide them
-            result.warnings.append(f"the class summary failed: {type(err).__name__}: {err}")
+    result.outputs = summarize(Path(out), found.reports, result.warnings)
     return result
+
+
+def _read_shards(out: Path, shards: Sequence[Path]) -> dict[str, dict[str, str]]:
+    """Every row of the shards, by student; MergeError for a shard that is not whole or not disjoint."""
+    rows: dict[str, dict[str, str]] = {}
+    source: dict[str, Path] = {}
+    for shard in map(Path, shards):
+        if not shard.is_file():
+            raise MergeError(f"{shard}: no such file")
+        if shard.resolve() == out.resolve():
+            raise MergeError(f"{shard}: is the output too; write the merge to a new file")
+        try:
+            content = read_grades(shard)
+        except SheetError as err:
+            raise MergeError(str(err)) from None
+        if content.warnings:
+            raise MergeError(f"{content.warnings[0]}; resume that shard (the same score-all command) first")
+        for name, row in content.rows.items():
+            if name in rows and rows[name] != row:
+                raise MergeError(f"student {name!r} has different rows in {source[name]} and {shard}: "
+                                 "shards must be disjoint (the same N, each K once)")
+            rows[name] = row
+            source.setdefault(name, shard)
+    return rows
+
+
+def _find_reports(rows: dict[str, dict[str, str]], json_dir: Path, from_json_dirs: Sequence[Path],
+                  warnings: list[str]) -> _Reports:
+    found = _Reports()
+    for name, row in rows.items():
+        try:
+            target = json_path(json_dir, name)
+        except ValueError as err:
+            warnings.append(f"no JSON report for {name!r}: {err}")
+            continue
+        if unescaped(row["status"]) != "graded":
+            found.stale.append(target)
+            continue
+        text = _find_report(name, from_json_dirs)
+        found.texts[target] = text
+        found.reports[name] = json.loads(text)
+    return found
 
 
 def _find_report(student: str, folders: Sequence[Path]) -> str:

@@ -1,5 +1,5 @@
-"""``python -m grader nbgrader COURSE_DIR [--assignment NAME]``: grade an nbgrader course's notebooks
-with the isolated grader, instead of ``nbgrader autograde``.
+"""An nbgrader course graded with the isolated grader, instead of ``nbgrader autograde``: the course
+logic of ``python -m grader nbgrader COURSE_DIR [--assignment NAME]`` (its command line: grader/cli.py).
 
 ``nbgrader autograde`` runs the students' code in the grading kernel, where it can forge its grade
 (replace ``get_ipython().run_cell`` and no later test cell runs). Here no notebook is executed, in
@@ -18,7 +18,7 @@ this process or any other:
    whose notebook could not be graded gets 0 and the reason as the comment;
 4. feedback: ``COURSE_DIR/feedback/<student>/<assignment>/<assignment>.html`` (the assignment's own
    exercises: scores, and the messages of the student's own failing tests at ``--visibility``; no
-   test source), with the ``timestamp.txt`` and ``submission_secret.txt`` that ``nbgrader
+   test source; grader/reports/nbgrader_feedback.py), with the ``timestamp.txt`` and ``submission_secret.txt`` that ``nbgrader
    release_feedback`` needs, copied from the submission.
 
 Nothing is written into ``submitted/``.
@@ -26,19 +26,24 @@ Nothing is written into ``submitted/``.
 
 from __future__ import annotations
 
-import argparse
-import html
 import json
 import os
 import shutil
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from grader.authoring.nbgrader_release import gpu_group, notebook_modules
+from grader.classroom.gradebook import ClassGradebook, GradebookError
+from grader.classroom.grades_sheet import SheetError, csv_cell, csv_row, read_grades, unescaped, write_grades
+from grader.classroom.notebook_intake import NotebookError
+from grader.classroom.notebook_intake import notebook_modules as read_modules
+from grader.classroom.score_all import BatchOptions, Progress, score_all
+from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
+from grader.grading.grade import GradeOptions
+from grader.reports.nbgrader_feedback import feedback_html
 from grader.rubric import GROUPS, load_rubric
 
-HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
 # COURSE_DIR/kata-grading: the staged layouts, the CSV and the JSON reports. Not "grader": instructors run
 # nbgrader's commands from the course folder, and there a folder named grader would shadow this package
 # for `python -m grader` (the current folder comes first on sys.path).
@@ -88,61 +93,11 @@ class CourseSummary:
     feedback: list[Path] = field(default_factory=list)
 
 
-# --- the command line ------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from grader.cli import VISIBILITY_HELP, add_grading_options
-    from grader.reports.report import VISIBILITIES
-
-    parser.add_argument("course", type=Path, metavar="COURSE_DIR",
-                        help="an nbgrader course folder (gradebook.db, submitted/<student>/<assignment>/)")
-    parser.add_argument("--assignment", metavar="NAME", choices=GROUPS,
-                        help="grade this assignment only (default: every assignment with submissions)")
-    add_grading_options(parser, for_class=True)
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
-
-
-def run(args: argparse.Namespace) -> int:
-    import signal
-
-    from grader.classroom.score_all import BatchOptions, unescaped
-    from grader.cli import UsageError, _raise_interrupt, check_class_isolation, grade_options
-
-    try:
-        course = find_course(args.course, args.assignment)
-        # Refuse before anything is written. Under uid isolation (no mount namespace) a student's code
-        # could otherwise read the course: the other students' notebooks, and the solutions in source/.
-        check_class_isolation(args.sandbox, course.root)
-        prepare_work_dir(course)
-        signal.signal(signal.SIGTERM, _raise_interrupt)
-        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
-                               progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
-    except CourseError as err:
-        raise UsageError(str(err)) from None
-    for warning in summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    for assignment in course.assignments:
-        results = [r for r in summary.results if r.assignment == assignment]
-        errors = [r for r in results if r.report is None]
-        graded = [r for r in results if r.report is not None and r.this_run]
-        print(f"{assignment}: graded {len(graded)}, errors {len(errors)}, "
-              f"unchanged since an earlier run: {len(results) - len(graded) - len(errors)}", file=sys.stderr)
-        for result in errors:
-            print(f"  {result.student}: {unescaped(result.row['message'])}", file=sys.stderr)
-    print(f"grades in {course.gradebook} (nbgrader export), feedback in {course.root / 'feedback'} "
-          "(nbgrader release_feedback)", file=sys.stderr)
-    return 0
-
-
 # --- the course ------------------------------------------------------------------------------------
 
 
 def find_course(root: Path, assignment: str | None = None) -> Course:
     """The course at ``root`` and the assignments to grade; CourseError when it cannot be graded."""
-    from grader.classroom.gradebook import ClassGradebook, GradebookError
-    from grader.files import is_real_dir
-
     root = Path(root)
     if not root.is_dir():
         raise CourseError(f"{root}: not a directory")
@@ -190,10 +145,6 @@ def staged_name(assignment: str, student: str) -> str:
 def stage(course: Course) -> dict[tuple[str, str], str]:
     """Write each notebook's module layout into the intake folder; {(assignment, student): error} for
     the notebooks that cannot be graded (their staged folder is removed)."""
-    from grader.authoring.nbgrader_release import notebook_modules
-    from grader.classroom.notebook_intake import NotebookError
-    from grader.classroom.notebook_intake import notebook_modules as read_modules
-
     intake = course.work / "intake"
     errors: dict[tuple[str, str], str] = {}
     for assignment, students in course.students.items():
@@ -220,45 +171,35 @@ def stage(course: Course) -> dict[tuple[str, str], str]:
     return errors
 
 
-def assignment_options(options: Any, assignment: str) -> Any:
+def assignment_options(options: GradeOptions, assignment: str) -> GradeOptions:
     """How a notebook of ``assignment`` is graded (``options``: the command's GradeOptions): on that
     group's exercises, and with the GPU-run check only where its cell is (``--gpu skip`` elsewhere)."""
-    from dataclasses import replace
-
-    from grader.authoring.nbgrader_release import gpu_group
-
     return replace(options, exercises=tuple(ex.id for ex in load_rubric().in_group(assignment)),
                    gpu=options.gpu if assignment == gpu_group() else "skip")
 
 
-def grade_course(course: Course, options: Any, visibility: str = "full",
-                 progress: Callable[[Any], None] | None = None) -> CourseSummary:
-    """Stage, grade (grader.classroom.score_all.score_all with ``options``, a BatchOptions, each notebook graded with
+def grade_course(course: Course, options: BatchOptions, visibility: str = "full",
+                 progress: Callable[[Progress], None] | None = None) -> CourseSummary:
+    """Stage, grade (grader.classroom.score_all.score_all with ``options``, each notebook graded with
     its :func:`assignment_options`), record, write feedback. What it creates is for this user alone
-    (grader.classroom.score_all.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
-    from grader.files import private_files
-
+    (grader.files.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
     with private_files():
         return _grade_course(course, options, visibility, progress)
 
 
-def _grade_course(course: Course, options: Any, visibility: str,
-                  progress: Callable[[Any], None] | None) -> CourseSummary:
-    from dataclasses import replace
-
-    from grader.classroom.score_all import BatchError, csv_cell, csv_row, read_grades, score_all, write_grades
-
+def _grade_course(course: Course, options: BatchOptions, visibility: str,
+                  progress: Callable[[Progress], None] | None) -> CourseSummary:
     prepare_work_dir(course)
     errors = stage(course)
     csv_path, json_dir = course.work / "grades.csv", course.work / "json"
     staged = {p.name for p in (course.work / "intake").iterdir()}
     try:  # rows of notebooks that are gone or unreadable now must not be kept by the resume
         existing = read_grades(csv_path).rows
-    except BatchError:
+    except SheetError:
         existing = {}
     write_grades(csv_path, [row for name, row in existing.items() if name in staged])
 
-    def grading_of(name: str) -> Any:
+    def grading_of(name: str) -> GradeOptions:
         return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
 
     batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir, grading_of=grading_of),
@@ -310,8 +251,6 @@ def release_feedback_warning(assignment: str, students: list[str]) -> str:
 
 def record(course: Course, summary: CourseSummary) -> None:
     """Every result into the course's gradebook, with the submission's timestamp."""
-    from grader.classroom.gradebook import ClassGradebook
-
     for assignment in course.assignments:
         with ClassGradebook(course.gradebook, assignment, must_exist=True) as gb:
             summary.warnings += gb.warnings
@@ -321,7 +260,7 @@ def record(course: Course, summary: CourseSummary) -> None:
 
 
 def _timestamp(folder: Path) -> Any:
-    from nbgrader.utils import parse_utc
+    from nbgrader.utils import parse_utc  # here: nbgrader takes about a second to import
 
     try:
         return parse_utc((folder / "timestamp.txt").read_text().strip())
@@ -335,8 +274,6 @@ def _timestamp(folder: Path) -> Any:
 def assignment_report(assignment: str, report: dict[str, Any]) -> dict[str, Any]:
     """The part of a report that belongs to ``assignment``: its exercises (and their tests), and the
     GPU-run check in the assignment whose notebook holds its cell; totals over those."""
-    from grader.authoring.nbgrader_release import gpu_group
-
     own = {ex.id for ex in load_rubric().in_group(assignment)}
     exercises = {ex_id: ex for ex_id, ex in report["exercises"].items() if ex_id in own}
     gpu = report["gpu_check"] if assignment == gpu_group() else None
@@ -344,41 +281,6 @@ def assignment_report(assignment: str, report: dict[str, Any]) -> dict[str, Any]
     return {"score": sum(p["score"] for p in parts), "max_score": sum(p["max_score"] for p in parts),
             "exercises": exercises, "gpu_check": gpu,
             "tests": [t for t in report.get("tests", []) if t["name"].split(": ", 1)[0] in own]}
-
-
-def feedback_html(result: Graded, visibility: str) -> str:
-    """The feedback page of one student and assignment (everything from the student's own report)."""
-    from grader.classroom.score_all import unescaped
-    from grader.reports.feedback import sections
-    from grader.reports.report import gpu_line, wrap
-
-    e = html.escape
-    title = f"{result.assignment}: feedback for {result.student}"
-    body = [f"<h1>{e(title)}</h1>"]
-    if result.report is None:
-        body.append(f"<p>This notebook could not be graded: {e(unescaped(result.row['message']))}</p>")
-    else:
-        part = assignment_report(result.assignment, result.report)
-        body += [f"<p><strong>Total: {part['score']:g} / {part['max_score']:g}</strong></p>",
-                 "<table><tr><th>exercise</th><th>score</th><th>status</th></tr>"]
-        for ex_id, ex in part["exercises"].items():
-            body.append(f"<tr><td><code>{e(ex_id)}</code></td><td>{ex['score']:g} / {ex['max_score']:g}</td>"
-                        f"<td>{e(ex['status'])}</td></tr>")
-        body.append("</table>")
-        if part["gpu_check"] is not None:
-            body += ["<h2>The GPU-run check</h2>", f"<pre>{e(wrap(gpu_line(part['gpu_check'], visibility)))}</pre>"]
-        for section in sections(part, visibility):
-            body.append(f"<h2><code>{e(section.exercise)}</code>: {section.score:g} / {section.max_score:g}</h2>")
-            if section.summary:
-                body.append(f"<p>{e(section.summary)}</p>")
-            for test in section.failing:
-                body.append(f"<h3><code>{e(test.name)}</code>: {test.score:g} / {test.max_score:g}</h3>")
-                if test.message:
-                    body.append(f"<pre>{e(wrap(test.message))}</pre>")
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + e(title) + "</title>"
-            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
-            "white-space:pre-wrap}td,th{padding:.2em .8em;text-align:left}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
 
 
 def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
@@ -389,13 +291,12 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     (0600); a new page is 0644 all the same: ``release_feedback`` copies it into the exchange with its
     mode, under a name made from the secret, and the student (another user) reads it there with
     ``nbgrader fetch_feedback``. In the course folder no other user can reach it."""
-    from grader.files import write_atomically
-    from grader.files import UnreadableFile, read_regular
-
     folder = course.root / "feedback" / result.student / result.assignment
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.assignment}.html"
-    write_atomically(target, feedback_html(result, visibility), new_mode=0o644)
+    part = assignment_report(result.assignment, result.report) if result.report is not None else None
+    page = feedback_html(result.assignment, result.student, part, visibility, unescaped(result.row["message"]))
+    write_atomically(target, page, new_mode=0o644)
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:
         try:

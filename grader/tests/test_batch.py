@@ -15,9 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from grader.classroom.grades_sheet import HASH_COLUMN, csv_columns, csv_row, read_grades
+from grader.classroom.roster import in_shard, parse_shard, shard_of, submission_hash
+from grader.classroom.score_all import BatchError, score_all
+from grader.grading.grade import GradeOptions, grade
+from grader.reports.report import to_json
 from grader.rubric import REPO_ROOT
-from support import (FAKE_JOB_CLI, ISOLATING, PROBLEMS, build_submission, fake_class, fake_job, fake_options, graded_log,
+from support import (FAKE_JOB_CLI, PROBLEMS, build_submission, fake_class, fake_job, fake_options, graded_log,
                      run_grader, venv_env)
+from support import no_class_summary  # noqa: F401  (the fixture pytestmark names)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
@@ -69,10 +75,6 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
     """Each row and JSON report is what grading that student alone gives (grade(), what `score` and
     each job run), in the batch's own row format."""
-    from grader.classroom.score_all import csv_row, submission_hash
-    from grader.grading.grade import GradeOptions, grade
-    from grader.reports.report import to_json
-
     _, csv_path, out = graded
     table = rows(csv_path)
     grading = GradeOptions(sandbox="isolated")
@@ -83,7 +85,7 @@ def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None
 
 
 def test_gradebook_holds_the_batch(graded) -> None:
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook  # here: nbgrader takes a second to import, at every collection
 
     _, csv_path, out = graded
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
@@ -110,14 +112,24 @@ def _start(args: list[str], job: tuple[str, ...]) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for_rows(proc: subprocess.Popen, csv_path: Path, count: int) -> None:
-    """Until the CSV holds ``count`` rows; the run must still be going (to be stopped mid-way)."""
+def _stop_after(args: list[str], job: tuple[str, ...], gate: Path, csv_path: Path, count: int,
+                kill: bool) -> subprocess.CompletedProcess:
+    """A run with ``gate`` open, stopped (SIGTERM, or SIGKILL with ``kill``) once the CSV holds ``count``
+    rows; the run must still be going then (stopped mid-way)."""
+    gate.touch()
+    proc = _start(args, job)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         if csv_path.is_file() and csv_path.read_text().count("\n") >= count + 1:  # the header and the rows
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the run ended before it could be stopped"
+    if kill:
+        proc.kill()
+    else:
+        proc.terminate()
+    stderr = proc.communicate(timeout=60)[1]
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr)
 
 
 def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path) -> None:
@@ -126,11 +138,6 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     rest (and the error row again), and the CSV, the JSON reports and the gradebook are those of one
     uninterrupted run. Each run is the command line's, its job FAKE_JOB: a student is answered once
     the test opens their gate, so each run stops at a known row."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-
-    from grader.classroom.score_all import read_grades, score_all, submission_hash
-
     klass = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 0.5, "carol": None, "dave": 0.0})
     gates = tmp_path / "gates"
     gates.mkdir()
@@ -139,21 +146,12 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     args = ["score-all", str(klass), "--csv", str(csv_path), "--json-dir", str(json_dir), "--gpu", "skip",
             "--jobs", "1", "--gradebook", str(db), "--assignment", "hw3"]
 
-    (gates / "alice").touch()
-    proc = _start(args, job)
-    _wait_for_rows(proc, csv_path, 1)
-    proc.terminate()
-    stderr = proc.communicate(timeout=60)[1]
-    assert proc.returncode == 130 and stderr.endswith("interrupted\n"), (proc.returncode, stderr)
+    stopped = _stop_after(args, job, gates / "alice", csv_path, 1, kill=False)
+    assert stopped.returncode == 130 and stopped.stderr.endswith("interrupted\n"), (stopped.returncode, stopped.stderr)
     content = read_grades(csv_path)
     assert content.warnings == [] and list(content.rows) == ["alice"]
     assert graded_log(tmp_path) == ["alice"]
-
-    (gates / "bob").touch()
-    proc = _start(args, job)
-    _wait_for_rows(proc, csv_path, 2)
-    proc.kill()
-    proc.communicate()
+    _stop_after(args, job, gates / "bob", csv_path, 2, kill=True)
     assert list(read_grades(csv_path).rows) == ["alice", "bob"] and graded_log(tmp_path) == ["bob"]
 
     (gates / "carol").touch()
@@ -180,20 +178,24 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     for report in json_dir.iterdir():
         assert report.read_text() == (one / "json" / report.name).read_text(), report.name
 
-    exported = {}
-    for name, path in (("resumed", db), ("one", one / "gradebook.db")):
-        with Gradebook(f"sqlite:///{path}") as gb:
-            CsvExportPlugin(to=str(tmp_path / f"{name}.csv")).export(gb)
-        with open(tmp_path / f"{name}.csv", newline="") as f:
-            exported[name] = sorted((row["student_id"], row["score"]) for row in csv.DictReader(f))
-    assert exported["resumed"] == exported["one"]
-    assert [student for student, _ in exported["resumed"]] == ["alice", "bob", "carol", "dave"]
-    assert dict(exported["resumed"])["alice"] in ("90", "90.0") and dict(exported["resumed"])["carol"] in ("0", "0.0")
+    resumed_scores = _exported(db, tmp_path / "resumed.csv")
+    assert resumed_scores == _exported(one / "gradebook.db", tmp_path / "one.csv")
+    assert [student for student, _ in resumed_scores] == ["alice", "bob", "carol", "dave"]
+    assert dict(resumed_scores)["alice"] in ("90", "90.0") and dict(resumed_scores)["carol"] in ("0", "0.0")
+
+
+def _exported(db: Path, out: Path) -> list[tuple[str, str]]:
+    """(student, score) of each row of ``nbgrader export``'s CSV of the gradebook ``db`` (its plugin, here)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        CsvExportPlugin(to=str(out)).export(gb)
+    with open(out, newline="") as f:
+        return sorted((row["student_id"], row["score"]) for row in csv.DictReader(f))
 
 
 def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> None:
-    from grader.classroom.score_all import score_all
-
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None})
     csv_path, json_dir = tmp_path / "grades.csv", tmp_path / "out" / "json"
     summary = score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
@@ -223,8 +225,6 @@ def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> 
 
 
 def test_only_grades_the_named_students_and_keeps_the_rest(tmp_path: Path) -> None:
-    from grader.classroom.score_all import BatchError, score_all
-
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": None, "dee": 0.0})
     csv_path = tmp_path / "grades.csv"
     score_all(klass, csv_path, fake_options(tmp_path, only=frozenset({"ben", "cy"})))
@@ -238,8 +238,6 @@ def test_only_grades_the_named_students_and_keeps_the_rest(tmp_path: Path) -> No
 
 
 def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> None:
-    from grader.classroom.score_all import HASH_COLUMN, csv_columns, score_all
-
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "cy": 0.25})
     csv_path = tmp_path / "grades.csv"
     score_all(klass, csv_path, fake_options(tmp_path))
@@ -267,8 +265,6 @@ def test_a_last_row_cut_short_is_graded_again_never_joined(tmp_path: Path) -> No
 def test_an_interrupt_while_a_row_is_written_keeps_the_row(tmp_path: Path, monkeypatch) -> None:
     """A SIGTERM (KeyboardInterrupt) that lands after a row reached the file, before its fsync returned:
     the sorted rewrite at the end must keep that row (it once dropped it, a row an instructor had seen)."""
-    from grader.classroom.score_all import read_grades, score_all
-
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5})
     csv_path = tmp_path / "grades.csv"
     real_fsync, calls, seen = os.fsync, [], []
@@ -300,8 +296,6 @@ def test_an_unknown_csv_is_not_overwritten(tmp_path: Path) -> None:
 
 
 def test_shards_are_disjoint_stable_and_independent_of_the_class() -> None:
-    from grader.classroom.score_all import in_shard, parse_shard, shard_of
-
     names = [f"student{i}" for i in range(200)] + ["alice", "Zoë", "o'brien"]
     for n in (1, 2, 3, 7):
         slices = [{name for name in names if in_shard(name, (k, n))} for k in range(1, n + 1)]
@@ -317,8 +311,6 @@ def test_shards_are_disjoint_stable_and_independent_of_the_class() -> None:
 
 
 def test_the_hash_follows_the_content(tmp_path: Path) -> None:
-    from grader.classroom.score_all import submission_hash
-
     (tmp_path / "a" / "03_causal").mkdir(parents=True)
     (tmp_path / "a" / "03_causal" / "causal_mask.py").write_text("x = 1\n")
     first = submission_hash(tmp_path / "a")
@@ -346,136 +338,6 @@ def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "g.csv").exists()
 
 
-# --- a killed score-all leaves nothing running ----------------------------------------------------------
-
-# A student whose attention_scores forks a child, and both sleep: a grading that would go on for minutes.
-SLEEPER = """import os, time
-
-
-def attention_scores(inputs, query):
-    if os.fork() == 0:
-        time.sleep(600)
-        os._exit(0)
-    time.sleep(600)
-
-
-attention_score_matrix = attention_scores
-"""
-
-
-def _children(pid: int) -> list[int]:
-    children = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                children += [int(child) for child in f.read().split()]
-    except OSError:
-        pass
-    return children
-
-
-def _descendants(pid: int) -> dict[int, str]:
-    """{pid: start time} of ``pid``, its children and their children (the host's pids)."""
-    found: dict[int, str] = {}
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        start = _start_time(current)
-        if start is not None and current not in found:
-            found[current] = start
-            todo += _children(current)
-    return found
-
-
-def _start_time(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _running(processes: dict[int, str]) -> list[int]:
-    """The ones still running (the same process: the same start time; a zombie has ended)."""
-    alive = []
-    for pid, start in processes.items():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[19] == start and fields[0] != "Z":
-            alive.append(pid)
-    return alive
-
-
-def _sleepers(uid: int) -> list[int]:
-    """The processes of ``uid`` asleep in a timed sleep (the kernel function they wait in)."""
-    from grader.sandbox.modes import running_as
-
-    found = []
-    for pid in running_as(uid):
-        try:
-            with open(f"/proc/{pid}/wchan") as f:
-                if "nanosleep" in f.read():
-                    found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
-def _python_start_seconds() -> float:
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
-    return time.monotonic() - started
-
-
-@pytest.mark.parametrize("sandbox", [p for p in ISOLATING])
-def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> None:
-    """kill -9 of score-all while its job grades a student sleeping in a call (and in a child it forked):
-    the job, its template (with bubblewrap: the sandbox) and every process of the student's uid are
-    gone within about two seconds (the job's lifeline, grader/classroom/score_all.py), not when the call times out."""
-    from grader.sandbox.modes import UID_BASE, processes_of, running_as
-
-    klass = fake_class(tmp_path / "class", {})
-    (klass / "sleeper" / "01_simple_attention").mkdir(parents=True)
-    (klass / "sleeper" / "01_simple_attention" / "attention_scores.py").write_text(SLEEPER)
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "score-all", str(klass), "--csv", str(tmp_path / "g.csv"),
-                             "--sandbox", sandbox, "--gpu", "skip", "--jobs", "1", "--timeout", "600"],
-                            cwd=REPO_ROOT, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    tree: dict[int, str] = {}
-    uid = None
-    try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and proc.poll() is None:
-            jobs = _children(proc.pid)  # the job (the template is the job's child)
-            if jobs:
-                uid = UID_BASE + jobs[0]
-                if len(_sleepers(uid)) == 2:  # the worker and its fork, in the sleeping call
-                    break
-            time.sleep(0.05)
-        assert proc.poll() is None and uid is not None and len(_sleepers(uid)) == 2, proc.stderr.read()
-        tree = _descendants(proc.pid)
-        tree.pop(proc.pid)
-        # The job's teardown starts one Python (the uid's clean-up) and kills: a loaded machine gets longer.
-        limit = max(2.0, 20 * _python_start_seconds())
-        proc.kill()
-        killed = time.monotonic()
-        proc.wait()
-        while time.monotonic() - killed < limit and (_running(tree) or processes_of(uid)):
-            time.sleep(0.02)
-        assert not _running(tree) and not processes_of(uid), (
-            f"{time.monotonic() - killed:.1f} s after the kill: running {_running(tree)}, the uid's {processes_of(uid)}")
-    finally:
-        proc.kill()
-        proc.wait()
-        for pid in [*_running(tree), *(running_as(uid) if uid is not None else [])]:
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-
-
 # --- outputs for the instructor alone ------------------------------------------------------------------
 
 
@@ -483,7 +345,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
 def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
     """Under uid isolation the students' code runs on this machine under other uids (and anyone can read
     score-all's command line): the CSV, JSON reports, feedback, gradebook and class summary are created
-    0600, whatever the umask (grader.classroom.score_all.private_files); a rewrite keeps the file's own mode."""
+    0600, whatever the umask (grader.files.private_files); a rewrite keeps the file's own mode."""
     klass = fake_class(tmp_path / "class", {})
     (klass / "alice" / "01_simple_attention").mkdir(parents=True)
     shutil.copy(REPO_ROOT / "solutions" / "01_simple_attention" / "normalization.py", klass / "alice" / "01_simple_attention")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import warnings
@@ -11,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom.gradebook import GPU_CELL, NOTEBOOK, cell_name, record_in_gradebook
+from grader.authoring.nbgrader_release import build_nbgrader_course
+from grader.classroom.gradebook import (COMMENT_CELL, GPU_CELL, NOTEBOOK, ClassGradebook, GradebookError, cell_name,
+                                        nbgrader_schema_head, record_in_gradebook, stamp_new_gradebook)
+from grader.classroom.grades_sheet import csv_row
 from grader.rubric import GROUPS, load_rubric
 
 ASSIGNMENT = "attention-kata"
@@ -105,9 +110,6 @@ def course_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import SaveCells
 
-    from grader.classroom.gradebook import stamp_new_gradebook
-    from grader.authoring.nbgrader_release import build_nbgrader_course
-
     course = tmp_path_factory.mktemp("course") / "nbgrader"
     build_nbgrader_course(course)
     db = course / "gradebook.db"
@@ -149,12 +151,7 @@ def _points(group: str, report: dict, gpu: bool) -> float:
 
 @pytest.mark.timeout(120)
 def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_its_max_scores(course_db: Path, tmp_path: Path):
-    import shutil
-
     from nbgrader.api import Gradebook
-
-    from grader.classroom.score_all import csv_row
-    from grader.classroom.gradebook import ClassGradebook
 
     db = tmp_path / "gradebook.db"
     shutil.copy(course_db, db)
@@ -198,11 +195,7 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
 
 @pytest.mark.timeout(120)
 def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
-    import shutil
-
     from nbgrader.api import Gradebook
-
-    from grader.classroom.gradebook import ClassGradebook, GradebookError
 
     db = tmp_path / "gradebook.db"
     shutil.copy(course_db, db)
@@ -225,9 +218,6 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
 def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
     from nbgrader.api import Gradebook
 
-    from grader.classroom.score_all import csv_row
-    from grader.classroom.gradebook import COMMENT_CELL, ClassGradebook
-
     db = tmp_path / "gradebook.db"
     with ClassGradebook(db, ASSIGNMENT) as gb:
         gb.record(csv_row("dave", {"error": "grading took longer than 600 s"}, "0" * 64))
@@ -242,12 +232,8 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
 @pytest.mark.timeout(120)
 def test_a_new_gradebook_is_stamped_with_the_schema_head_alembic_names(tmp_path: Path) -> None:
     """grader.classroom.gradebook stamps new databases itself instead of letting nbgrader run `alembic heads`."""
-    import sqlite3
-
     import nbgrader
     from alembic.script import ScriptDirectory
-
-    from grader.classroom.gradebook import ClassGradebook, nbgrader_schema_head
 
     head = nbgrader_schema_head()
     # nbgrader's get_alembic_version() runs `alembic heads` on its own scripts (a second Python, 4 s):

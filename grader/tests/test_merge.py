@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom.score_all import csv_columns, csv_row, score_all, shard_of
+from grader.classroom.grades_sheet import csv_columns, csv_row, json_path
+from grader.classroom.roster import shard_of
+from grader.classroom.score_all import score_all
+from grader.cli import main
 from support import fake_class, fake_options, graded_log, run_grader
+from support import no_class_summary  # noqa: F401  (the fixture pytestmark names)
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 
@@ -102,8 +106,6 @@ def test_untrusted_names_never_write_outside_the_json_dir(tmp_path: Path) -> Non
 
 
 def test_score_all_never_writes_a_report_outside_the_json_dir(tmp_path: Path) -> None:
-    from grader.classroom.score_all import json_path
-
     for name in ("../x", "a/b", "..", ".", "", ".x", "a\0b", "x" * 300):
         with pytest.raises(ValueError):
             json_path(tmp_path, name)
@@ -130,8 +132,6 @@ def read(path: Path) -> dict[str, dict[str, str]]:
 def assert_refused(capsys: pytest.CaptureFixture, args: list[str], says: str) -> None:
     """The command line refuses ``args`` with exit 2 and one line saying ``says`` (run in this process:
     merge reads no student code)."""
-    from grader.cli import main
-
     code = main(args)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and says in err, (args, err)

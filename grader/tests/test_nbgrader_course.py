@@ -1,13 +1,13 @@
 """The nbgrader course of a release, and ``python -m grader nbgrader`` grading it (docs/nbgrader.md).
 
-Cheap checks (the source notebooks, the intake of broken notebooks, the command's refusals) run
-always. The whole course (``course``, module-scoped, marked slow) is what an instructor does: release,
-``nbgrader generate_assignment`` for every group (nbgrader's own API, in this process: the command
-would spend seconds starting), fake ``submitted/`` notebooks (correct, mistaken, stubs, a kernel
-tamperer, an unreadable one, one with a deleted cell), ``python -m grader nbgrader`` (a subprocess,
-the real command) beside the grading of the equivalent ``.py`` files that score-all's jobs run, then
-``nbgrader export`` (its CSV plugin) and ``nbgrader release_feedback`` (its exchange, in a temporary
-root).
+Cheap checks (the command's refusals) run always; the source notebooks and the intake of broken
+notebooks are checked in test_nbgrader_notebooks.py. The whole course (``course``, module-scoped,
+marked slow) is what an instructor does: release, ``nbgrader generate_assignment`` for every group
+(nbgrader's own API, in this process: the command would spend seconds starting), fake ``submitted/``
+notebooks (correct, mistaken, stubs, a kernel tamperer, an unreadable one, one with a deleted cell),
+``python -m grader nbgrader`` (a subprocess, the real command) beside the grading of the equivalent
+``.py`` files that score-all's jobs run, then ``nbgrader export`` (its CSV plugin) and ``nbgrader
+release_feedback`` (its exchange, in a temporary root).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.classroom.gradebook import _ensure_alembic_on_path, stamp_new_gradebook
-from grader.grading.grade import GradeOptions, grade
-from grader.sandbox.modes import uid_problem
-from grader.authoring.nbgrader_release import GPU_CELL, gpu_group, group_notebook, notebook_modules, outside_dependencies
-from grader.classroom.notebook_intake import JOURNEY, MAX_CELL_BYTES, SETUP_NAMES, NotebookError, cell_imports
-from grader.classroom.notebook_intake import notebook_modules as read_modules
+from grader.authoring.nbgrader_release import GPU_CELL, gpu_group, notebook_modules
 from grader.authoring.release import build_release
+from grader.classroom.gradebook import ensure_alembic_on_path, stamp_new_gradebook
+from grader.classroom.nbgrader_course import CourseError, find_course
+from grader.classroom.notebook_intake import JOURNEY
+from grader.grading.grade import GradeOptions, grade
 from grader.reports.report import to_json
-from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
-from support import solution_lines, venv_env
+from grader.rubric import GROUPS, REPO_ROOT, load_rubric
+from grader.sandbox.modes import uid_problem
+from support import hidden_lines, nb_cell, solution_lines, venv_env
 
 SUBMITTED = ("03_causal", "04_multihead")  # the assignments the fake class hands in
 # One realistic mistake per module, the same in the notebooks and in the .py files (solutions/ text).
@@ -62,159 +62,6 @@ TAMPER = {
 }
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _cell(nb, grade_id: str):
-    (cell,) = [c for c in nb.cells if _meta(c).get("grade_id") == grade_id]
-    return cell
-
-
-def _hidden_lines() -> set[str]:
-    """Non-trivial lines of the hidden tests (tests/<group>/test_*.py) that no file of exercises/ (what
-    students get anyway: the public tests, kata_checks.py, the documents) holds."""
-    public = {line.strip() for path in (REPO_ROOT / "exercises").rglob("*") if path.is_file()
-              for line in path.read_text(errors="replace").splitlines()}
-    return {line.strip() for path in TESTS_DIR.glob("*/test_*.py") for line in path.read_text().splitlines()
-            if len(line.strip()) > 30 and not line.strip().startswith("#")} - public
-
-
-# --- the source notebooks (cheap) ------------------------------------------------------------------
-
-
-def test_one_notebook_per_group_with_public_tests_only_and_no_other_groups_answer():
-    rubric = load_rubric()
-    hidden = _hidden_lines()
-    assert len(hidden) > 100, "the scan would be vacuous"
-    for group in GROUPS:
-        nb = group_notebook(group)
-        nbformat.validate(nb)
-        ids = [_meta(c)["grade_id"] for c in nb.cells if _meta(c)]
-        assert len(ids) == len(set(ids)), ids
-        points = 0
-        for ex in rubric.in_group(group):
-            solution, tests = _cell(nb, ex.module), _cell(nb, f"{ex.module}_tests")
-            assert _meta(solution) == {"grade": False, "grade_id": ex.module, "locked": False, "schema_version": 3,
-                                       "solution": True}
-            assert "### BEGIN SOLUTION" in solution.source
-            meta = _meta(tests)
-            assert (meta["grade"], meta["solution"], meta["locked"]) == (True, False, True)
-            assert meta["points"] == ex.points and isinstance(meta["points"], int)
-            points += meta["points"]
-            public = (REPO_ROOT / "exercises" / ex.group / f"test_{ex.module}.py").read_text()
-            # the public test file itself (its docstring aside), and a call running each of its tests
-            assert public.split('"""\n', 2)[-1].strip() in tests.source
-            assert tests.source.count("def test_") == public.count("def test_") > 0
-            assert f"run_public_tests({ex.module!r}, [" in tests.source
-        text = "\n".join(c.source for c in nb.cells if not _meta(c).get("solution"))  # solution cells: the answers
-        assert "HIDDEN TESTS" not in text
-        assert [line for line in hidden if line in text] == [], f"{group} quotes the hidden tests"
-        for dep in outside_dependencies(group):  # the borrowed module: the student's own, never graded here
-            cell = _cell(nb, dep.module)
-            assert _meta(cell)["solution"] and not _meta(cell)["grade"] and not _meta(cell)["locked"]
-            assert "### BEGIN SOLUTION" in cell.source, "generate_assignment must release it as a stub"
-        if group == gpu_group():
-            gpu = _meta(_cell(nb, GPU_CELL))
-            assert gpu["grade"] and gpu["locked"] and gpu["points"] == rubric.gpu_points
-            points += gpu["points"]
-        else:
-            assert GPU_CELL not in ids
-        assert points == sum(ex.points for ex in rubric.in_group(group)) + (rubric.gpu_points if group == gpu_group() else 0)
-    assert [dep.id for dep in outside_dependencies("04_multihead")] == ["03_causal/causal_attention"]
-    assert gpu_group() == "04_multihead"
-
-
-def test_public_test_files_define_no_name_a_solution_cell_defines():
-    """A notebook is one namespace: a test cell must not overwrite the student's names."""
-    rubric = load_rubric()
-    public_names = {name for ex in rubric.exercises.values() for name in ex.names}
-    import ast
-
-    for path in sorted((REPO_ROOT / "exercises").glob("*/test_*.py")):
-        tree = ast.parse(path.read_text())
-        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
-        defined |= {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
-        assert not defined & public_names, (path, defined & public_names)
-
-
-# --- intake of untrusted notebooks (cheap) ---------------------------------------------------------
-
-
-def _notebook_file(tmp_path: Path, nb: dict | str | bytes) -> Path:
-    path = tmp_path / "03_causal.ipynb"
-    data = nb if isinstance(nb, (str, bytes)) else json.dumps(nb)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return path
-
-
-def _solution_cell(module: str, source) -> dict:
-    return {"cell_type": "code", "source": source, "metadata": {"nbgrader": {"grade_id": module, "solution": True}},
-            "outputs": [], "execution_count": None}
-
-
-MODULES_03 = ["causal_mask", "attention_dropout", "causal_attention"]
-
-
-def test_intake_reads_solution_cells_by_grade_id_into_the_module_layout(tmp_path: Path):
-    cells = [_solution_cell(m, [f"def {m}():\n", "    return 1\n"]) for m in MODULES_03]
-    cells.insert(0, {"cell_type": "code", "source": "raise SystemExit", "metadata": {}, "outputs": []})
-    files = read_modules(_notebook_file(tmp_path, {"cells": cells}), MODULES_03)
-    assert sorted(files) == [f"03_causal/{m}.py" for m in sorted(MODULES_03)]
-    text = files["03_causal/causal_mask.py"].decode()
-    assert text.splitlines()[0].startswith(SETUP_NAMES + "  #")
-    assert text.splitlines()[1:] == ["def causal_mask():", "    return 1"]
-    nb04 = group_notebook("04_multihead")
-    path = tmp_path / "04.ipynb"
-    nbformat.write(nb04, path)
-    files = read_modules(path, [ex.module for ex in notebook_modules("04_multihead")])
-    assert "03_causal/causal_attention.py" in files  # the student's own CausalAttention, as a module
-    wrapper = files["04_multihead/multihead_wrapper.py"].decode()
-    assert "from causal_attention import CausalAttention" in wrapper.splitlines()[0]
-
-
-def test_a_cell_gets_the_names_of_the_setup_cell_and_of_earlier_cells_as_its_py_file_would_import_them():
-    import ast
-
-    kata_checks = ast.parse((REPO_ROOT / "exercises" / "kata_checks.py").read_text())
-    (journey,) = [node.value for node in kata_checks.body if isinstance(node, ast.Assign) and node.targets[0].id == "JOURNEY"]
-    assert ast.literal_eval(journey) == JOURNEY  # the setup cell's inputs
-    cells = {"causal_mask": "import torch\ndef causal_attention_weights(s, d):\n    return s\nscale = 2\n",
-             "attention_dropout": "def dropout(x, p, scale=1):\n    return x * scale\nbroken(",
-             "causal_attention": "class CausalAttention:\n    def f(self, s, mask):\n"
-                                 "        return causal_attention_weights(s, scale) + inputs + mask + dropout(s, 1) + elsewhere\n",
-             "multihead_wrapper": "def causal_attention_weights(s):\n    return s\ny = causal_attention_weights(scale)\n"}
-    assert cell_imports(cells) == {
-        "causal_mask": [], "attention_dropout": [],  # its own parameter named scale; a cell that does not parse
-        "causal_attention": ["from causal_mask import causal_attention_weights, scale"],  # dropout: not parsed
-        "multihead_wrapper": ["from causal_mask import scale"]}  # it defines causal_attention_weights itself
-
-
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "unreadable JSON"),
-    (b"\xff\xfe", "unreadable JSON"),
-    ("[1, 2]", "no list of cells"),
-    ({"cells": [_solution_cell("causal_mask", "x = 1")]}, "no solution cell 'attention_dropout', 'causal_attention'"),
-    ({"cells": [_solution_cell(m, "x = 1") for m in MODULES_03 + ["causal_mask"]]}, "two solution cells named 'causal_mask'"),
-    ({"cells": [_solution_cell(m, 42 if m == "causal_mask" else "x") for m in MODULES_03]}, "has no text source"),
-    ({"cells": [_solution_cell(m, "#" * (MAX_CELL_BYTES + 1) if m == "causal_attention" else "x") for m in MODULES_03]},
-     "'causal_attention' is larger than"),
-    ({"cells": [dict(_solution_cell(m, "x"), cell_type="markdown") for m in MODULES_03]}, "not a code cell"),
-])
-def test_intake_refuses_a_broken_notebook_in_one_line(tmp_path: Path, content, message: str):
-    with pytest.raises(NotebookError, match="^03_causal.ipynb: ") as err:
-        read_modules(_notebook_file(tmp_path, content), MODULES_03)
-    assert message in str(err.value) and "\n" not in str(err.value)
-
-
-def test_intake_never_follows_a_symlink(tmp_path: Path):
-    secret = tmp_path / "secret.ipynb"
-    secret.write_text(json.dumps({"cells": [_solution_cell(m, "x") for m in MODULES_03]}))
-    (tmp_path / "03_causal.ipynb").symlink_to(secret)
-    with pytest.raises(NotebookError, match="cannot be read"):
-        read_modules(tmp_path / "03_causal.ipynb", MODULES_03)
-
-
 def _grader(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, env=venv_env(),
                           cwd=REPO_ROOT, timeout=600)
@@ -237,10 +84,8 @@ def test_an_unusable_course_or_assignment_exits_2_with_one_line(tmp_path: Path):
 def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is_written(tmp_path: Path):
     from nbgrader.api import Gradebook
 
-    from grader.classroom.nbgrader_course import CourseError, find_course
-
     (tmp_path / "submitted" / "alice" / "03_causal").mkdir(parents=True)
-    _ensure_alembic_on_path()  # nbgrader's Gradebook runs alembic
+    ensure_alembic_on_path()  # nbgrader's Gradebook runs alembic
     stamp_new_gradebook(tmp_path / "gradebook.db")  # but not for a stamped one (test_gradebook.py)
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
         pass
@@ -269,7 +114,7 @@ def _generate_assignments(course: Path) -> None:
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
-    _ensure_alembic_on_path()
+    ensure_alembic_on_path()
     stamp_new_gradebook(course / "gradebook.db")  # saves nbgrader's run of alembic (test_gradebook.py)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
@@ -307,19 +152,19 @@ def _class(course: Path, pyclass: Path) -> None:
         _hand_in(course, "correct", group, source)
         mistaken = nbformat.from_dict(json.loads(json.dumps(source)))
         for ex in notebook_modules(group):
-            cell = _cell(mistaken, ex.module)
+            cell = nb_cell(mistaken, ex.module)
             cell.source = _mistaken(cell.source, ex.id, py=False)
         _hand_in(course, "mistaken", group, mistaken)
         _hand_in(course, "stubs", group, released)
     tamperer = nbformat.read(course / "release" / "03_causal" / "03_causal.ipynb", as_version=4)
     for module, code in TAMPER.items():
-        _cell(tamperer, module).source = code + _cell(tamperer, module).source
+        nb_cell(tamperer, module).source = code + nb_cell(tamperer, module).source
     _hand_in(course, "tamperer", "03_causal", tamperer)
     # unusable notebooks: that student's error, the others graded
     (course / "submitted" / "broken" / "03_causal").mkdir(parents=True)
     (course / "submitted" / "broken" / "03_causal" / "03_causal.ipynb").write_text('{"cells": [')
     deleted = nbformat.read(course / "source" / "04_multihead" / "04_multihead.ipynb", as_version=4)
-    deleted.cells.remove(_cell(deleted, "head_split"))
+    deleted.cells.remove(nb_cell(deleted, "head_split"))
     _hand_in(course, "broken", "04_multihead", deleted, secret=None)
     # the .py files of the same code
     for student, base in (("correct", REPO_ROOT / "solutions"), ("mistaken", REPO_ROOT / "solutions"),
@@ -483,7 +328,7 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
 @pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:DeprecationWarning")  # nbgrader 0.9's exchange
 def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict):
     root = course["course"]
-    hidden = _hidden_lines()
+    hidden = hidden_lines()
     pages = sorted((root / "feedback").glob("*/*/*.html"))
     assert {(p.parent.parent.name, p.parent.name) for p in pages} == {
         *((s, g) for s in ("correct", "mistaken", "stubs", "broken") for g in SUBMITTED), ("tamperer", "03_causal")}
@@ -541,7 +386,7 @@ def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Pat
     root.chmod(0o700)
     path = root / "submitted" / "tamperer" / "03_causal" / "03_causal.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells.remove(_cell(notebook, "causal_mask"))
+    notebook.cells.remove(nb_cell(notebook, "causal_mask"))
     nbformat.write(notebook, path)
     again = subprocess.run([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"], capture_output=True,
                            text=True, env=venv_env(), cwd=root, timeout=600)
