@@ -27,6 +27,7 @@ from types import ModuleType
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
+EXERCISES_DIR = REPO_ROOT / "exercises"  # the students' tree: stubs, public tests, READMEs, hints
 STANDINS_DIR = TESTS_DIR / "standins"  # what a re-grade puts in place of a module (tests/standins/README.md)
 
 
@@ -71,6 +72,15 @@ class Exercise:
     @property
     def reference_file(self) -> Path:
         return SOLUTIONS_DIR / self.group / f"{self.module}.py"
+
+    @property
+    def stub_file(self) -> Path:
+        """The student's module, generated from ``reference_file`` (grader/authoring/stubs.py)."""
+        return EXERCISES_DIR / self.group / f"{self.module}.py"
+
+    @property
+    def public_test_file(self) -> Path:
+        return EXERCISES_DIR / self.group / f"test_{self.module}.py"
 
     @property
     def standin_file(self) -> Path:
@@ -176,7 +186,8 @@ def _kinds(ex_id: str, points: float, raw: dict, known: tuple[str, ...]) -> tupl
     return kinds
 
 
-# The two names every module reads: the groups in order, and the kinds of hidden tests.
+# Read once, at import: the groups in order (the release's folders, the nbgrader assignments, argparse's
+# choices) and the kinds of hidden tests.
 GROUPS: tuple[str, ...] = tuple(load_rubric().groups)
 KINDS: tuple[str, ...] = tuple(load_rubric().kinds)
 
@@ -184,6 +195,6 @@ KINDS: tuple[str, ...] = tuple(load_rubric().kinds)
 def exercise_of_test(path: str | Path) -> str | None:
     """The exercise whose tests a test file holds, hidden or public (both are ``<group>/test_<module>.py``):
     ``tests/03_causal/test_causal_mask.py`` or a pytest node id in it -> ``03_causal/causal_mask``; None
-    for any other file. The inverse of ``Exercise.test_file``."""
+    for any other file. The inverse of ``Exercise.test_file`` and ``Exercise.public_test_file``."""
     parts = Path(str(path).split("::")[0]).parts[-2:]
     return next((ex.id for ex in load_rubric().exercises.values() if ex.test_file.parts[-2:] == parts), None)

@@ -33,13 +33,12 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.rubric import GROUPS, REPO_ROOT, Exercise, load_rubric
+from grader.rubric import EXERCISES_DIR, GROUPS, Exercise, load_rubric
 
 if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): imported where notebooks are made
     from nbformat.notebooknode import NotebookNode
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-EXERCISES_DIR = REPO_ROOT / "exercises"
 # The public tests' helpers, shipped beside each notebook: the checks, and the library shortcuts' finder
 # with its table (exercises/kata_shortcuts.py, exercises/shortcuts.json).
 CHECKS_FILES = ("kata_checks.py", "kata_shortcuts.py", "shortcuts.json")
@@ -146,7 +145,7 @@ def group_notebook(group: str) -> NotebookNode:
 def public_test_cell(ex: Exercise) -> str:
     """The test cell of ``ex``: its public test file (exercises/<group>/test_<module>.py) without the
     module docstring, then one call running each of its tests (``run_public_tests``, from the setup cell)."""
-    path = EXERCISES_DIR / ex.group / f"test_{ex.module}.py"
+    path = ex.public_test_file
     tree = ast.parse(path.read_text())
     tests = [node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
     if not tests:

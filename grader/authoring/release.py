@@ -20,8 +20,8 @@ from pathlib import Path
 from string import Template
 
 from grader import attention_view, progress
-from grader.authoring.nbgrader_release import _IGNORE, EXERCISES_DIR, TEMPLATES, ReleaseError, build_nbgrader_course
-from grader.rubric import GROUPS, load_rubric
+from grader.authoring.nbgrader_release import _IGNORE, TEMPLATES, ReleaseError, build_nbgrader_course
+from grader.rubric import EXERCISES_DIR, GROUPS, load_rubric
 
 
 def build_release(out: Path) -> None:

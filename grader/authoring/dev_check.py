@@ -1,0 +1,251 @@
+"""``python -m grader dev check``: what each exercise of the rubric still lacks, as rustlings' ``dev check``.
+
+    python -m grader dev check   # one line per missing thing and exit 1; else "all N exercises complete", exit 0
+
+A new exercise starts as its entry in ``tests/rubric.json``; this check then names every file it still
+needs and every place that disagrees with the rubric, so the maintainer's checklist
+(docs/maintainers.md, "Add an exercise") is checked, not remembered. For each exercise:
+
+* its solution (``solutions/<group>/<module>.py``) parses, defines the rubric's public names and marks
+  its bodies with ``### BEGIN SOLUTION`` (else the stub would be the answer);
+* its stub (``exercises/<group>/<module>.py``) and ``exercises/shortcuts.json`` are what
+  ``python -m grader.authoring.stubs`` writes;
+* its hidden tests (``tests/<group>/test_<module>.py``) carry one kind marker each, a kind the rubric
+  gives points, and every kind the rubric gives points has a test;
+* its public tests (``exercises/<group>/test_<module>.py``) are named after the module, and call
+  ``assert_does_its_own_work`` when the rubric names library shortcuts for it;
+* its group's ``README.md`` and ``hints.md`` have a ``## <module>`` section (the stub's message points there).
+
+For each group: its folder is on the students' path (``exercises/conftest.py``'s own copy of the group
+list) and the top README and docs/students.md name it. The rubric's own consistency (kinds adding up
+to the points, a stand-in for every exercise built on) is ``grader.rubric.load_rubric``'s: a rubric it
+refuses is the one line printed. Everything is read as text (``ast``), nothing is imported or run but
+the stub generator; the CI proofs that the tests pass and fail where they should are the project's tests
+(grader/tests/test_hidden_tests.py, test_exercises.py, test_public_tests.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from pathlib import Path
+
+from grader.authoring import stubs
+from grader.rubric import REPO_ROOT, Exercise, Rubric, RubricError, load_rubric
+
+HELP = "maintainers' tools: `dev check` says what each exercise of tests/rubric.json still lacks"
+REGION = "### BEGIN SOLUTION"
+OWN_WORK_CHECK = "assert_does_its_own_work"  # exercises/kata_checks.py: the public test of library shortcuts
+# Files that keep a copy of the group list because they stand alone (the students' tree has no rubric).
+GROUP_LIST_COPIES = ("exercises/conftest.py",)
+# Documents that name every group (a new group must appear there).
+GROUP_DOCUMENTS = ("README.md", "docs/students.md")
+
+
+def problems(root: Path = REPO_ROOT) -> list[str]:
+    """One line per missing or inconsistent thing in the repository at ``root`` (empty: complete)."""
+    try:  # read now, not from load_rubric's cache: the file is what is being edited
+        rubric = load_rubric.__wrapped__(root / "tests")
+    except (OSError, ValueError, KeyError, TypeError) as err:  # RubricError is a ValueError, as is bad JSON
+        return [f"tests/rubric.json: {err}"]
+    lines: list[str] = []
+    for ex in rubric.exercises.values():
+        lines += [f"{ex.id}: {line}" for line in _exercise_problems(root, rubric, ex)]
+    lines += _stub_problems(root, rubric)
+    lines += _group_problems(root, rubric)
+    return lines
+
+
+def _at(root: Path, path: Path) -> Path:
+    """``path`` (where the rubric puts a file in this repository) in the repository at ``root``."""
+    return root / path.relative_to(REPO_ROOT)
+
+
+def _shown(root: Path, path: Path) -> str:
+    return str(path.relative_to(root))
+
+
+def _exercise_problems(root: Path, rubric: Rubric, ex: Exercise) -> list[str]:
+    return [*_solution_problems(root, ex), *_hidden_test_problems(root, rubric, ex),
+            *_public_test_problems(root, ex), *_document_problems(root, ex)]
+
+
+def _parsed(root: Path, path: Path) -> tuple[ast.Module | None, list[str]]:
+    """The file parsed, or None and the line saying why not."""
+    if not path.is_file():
+        return None, [f"no {_shown(root, path)}"]
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path)), []
+    except (SyntaxError, ValueError, UnicodeDecodeError) as err:
+        return None, [f"{_shown(root, path)} does not parse: {err}"]
+
+
+def _solution_problems(root: Path, ex: Exercise) -> list[str]:
+    path = _at(root, ex.reference_file)
+    tree, lines = _parsed(root, path)
+    if tree is None:
+        return lines
+    defined = _top_level_names(tree)
+    missing = [name for name in ex.names if name not in defined]
+    if missing:
+        lines.append(f"{_shown(root, path)} does not define {', '.join(missing)} (the rubric's names)")
+    if not any(line.strip() == REGION for line in path.read_text(encoding="utf-8").splitlines()):
+        lines.append(f"{_shown(root, path)} has no {REGION} region: its stub would be the answer")
+    return lines
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def _marks(nodes: list[ast.expr]) -> list[str]:
+    """The names of the ``pytest.mark.<name>`` (or ``mark.<name>``) among decorators or a ``pytestmark``."""
+    marks = []
+    for node in nodes:
+        node = node.func if isinstance(node, ast.Call) else node
+        if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Attribute, ast.Name)):
+            owner = node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id
+            if owner == "mark":
+                marks.append(node.attr)
+    return marks
+
+
+def _param_marks(decorators: list[ast.expr]) -> list[str]:
+    """The marks of a parametrized test's cases: ``pytest.param(..., marks=pytest.mark.edge)``, any
+    expression choosing them included (each case is a test of its own, with the kind it is given)."""
+    return [mark for node in decorators for keyword in ast.walk(node)
+            if isinstance(keyword, ast.keyword) and keyword.arg == "marks"
+            for mark in _marks([n for n in ast.walk(keyword.value) if isinstance(n, ast.Attribute)])]
+
+
+def _test_functions(tree: ast.Module) -> list[tuple[str, list[str], list[str]]]:
+    """``[(test name, its marks, its cases' marks)]``: module-level tests and those of ``Test*`` classes,
+    with the marks of the module's ``pytestmark`` and of the class."""
+    module_marks = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            module_marks += _marks(node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value])
+    tests = [(node.name, module_marks, node) for node in tree.body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")]
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef) and cls.name.startswith("Test"):
+            tests += [(f"{cls.name}::{f.name}", module_marks + _marks(cls.decorator_list), f) for f in cls.body
+                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name.startswith("test")]
+    return [(name, marks + _marks(f.decorator_list), _param_marks(f.decorator_list)) for name, marks, f in tests]
+
+
+def _hidden_test_problems(root: Path, rubric: Rubric, ex: Exercise) -> list[str]:
+    path = _at(root, ex.test_file)
+    tree, lines = _parsed(root, path)
+    if tree is None:
+        return lines
+    shown, points, known = _shown(root, path), ex.kind_points, set(rubric.kinds)
+    tests = _test_functions(tree)
+    if not tests:
+        return [f"{shown} has no tests"]
+    carried = set()
+    for name, marks, case_marks in tests:
+        kinds, case_kinds = sorted(set(marks) & known), sorted(set(case_marks) & known)
+        if len(kinds) + bool(case_kinds) != 1:
+            lines.append(f"{shown}::{name} carries the kind markers {kinds + case_kinds}, not one of "
+                         f"{', '.join('@pytest.mark.' + k for k in rubric.kinds)}")
+        lines += [f"{shown}::{name} has {kind} tests, but the rubric gives {ex.id}'s {kind} tests no points"
+                  for kind in kinds + case_kinds if points.get(kind, 0.0) <= 0]
+        carried.update(kinds + case_kinds)
+    lines += [f"{shown} has no {kind} test, though the rubric gives {kind} {value:g} points"
+              for kind, value in points.items() if value > 0 and kind not in carried]
+    return lines
+
+
+def _public_test_problems(root: Path, ex: Exercise) -> list[str]:
+    path = _at(root, ex.public_test_file)
+    tree, lines = _parsed(root, path)
+    if tree is None:
+        return lines
+    shown, module = _shown(root, path), ex.module
+    names = [name for name, _, _ in _test_functions(tree)]
+    if not names:
+        lines.append(f"{shown} has no tests")
+    # `pytest exercises -k <module>` selects a module's public tests by name (exercises/conftest.py)
+    lines += [f"{shown}::{name} is not named test_{module}_...: `pytest exercises -k {module}` would miss it"
+              for name in names if not (name == f"test_{module}" or name.startswith(f"test_{module}_"))]
+    if ex.shortcuts and not any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == OWN_WORK_CHECK
+                                and [getattr(a, "value", None) for a in node.args] == [module]
+                                for node in ast.walk(tree)):
+        lines.append(f"{shown} has no test calling {OWN_WORK_CHECK}({module!r}), though the rubric names "
+                     f"library shortcuts for {', '.join(name for name, _ in ex.shortcuts)}")
+    return lines
+
+
+def _document_problems(root: Path, ex: Exercise) -> list[str]:
+    lines = []
+    for name in ("README.md", "hints.md"):
+        path = _at(root, ex.stub_file).parent / name
+        if path.is_file() and f"\n## {ex.module}\n" not in path.read_text(encoding="utf-8"):
+            lines.append(f"{_shown(root, path)} has no '## {ex.module}' section")
+    return lines
+
+
+def _stub_problems(root: Path, rubric: Rubric) -> list[str]:
+    """The stubs and exercises/shortcuts.json against the generator's output; left to the solution's
+    lines when a solution is missing or broken (the generator reads them all)."""
+    if not all(_at(root, ex.reference_file).is_file() for ex in rubric.exercises.values()):
+        return []
+    try:
+        stale = stubs.check(root)
+    except (SyntaxError, ValueError) as err:
+        return [f"the stubs cannot be generated: {err}"]
+    except ImportError as err:
+        return [f"the stubs cannot be checked: {err} (the `instructor` extra brings nbgrader)"]
+    owners = {_at(root, ex.stub_file): ex.id for ex in rubric.exercises.values()}
+    return [(f"{owners[path]}: " if path in owners else "")
+            + f"{_shown(root, path)} is not what `python -m grader.authoring.stubs` writes (run it)" for path in stale]
+
+
+def _group_problems(root: Path, rubric: Rubric) -> list[str]:
+    lines = []
+    for group in rubric.groups:
+        folder = root / "exercises" / group
+        lines += [f"{group}: no {_shown(root, folder / name)}" for name in ("README.md", "hints.md")
+                  if not (folder / name).is_file()]
+        lines += [f"{group}: {doc} does not name `exercises/{group}`" for doc in GROUP_DOCUMENTS
+                  if f"`exercises/{group}`" not in (root / doc).read_text(encoding="utf-8")]
+    for copy in GROUP_LIST_COPIES:
+        listed = assigned_literal(root / copy, "GROUPS")
+        if listed != tuple(rubric.groups):
+            lines.append(f"{copy}: GROUPS is {listed}, the rubric's groups are {tuple(rubric.groups)}")
+    return lines
+
+
+def assigned_literal(path: Path, name: str) -> object:
+    """The literal a module assigns to ``name`` at top level (a list as a tuple), read without importing
+    the module; None when it assigns none."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            value = ast.literal_eval(node.value)
+            return tuple(value) if isinstance(value, list) else value
+    return None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``dev check`` under the CLI's ``dev`` command (its sub-parsers are of the CLI's parser class)."""
+    tools = parser.add_subparsers(dest="dev_command", required=True)
+    tools.add_parser("check", help="say what each exercise of tests/rubric.json still lacks (exit 1 if anything)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print what lacks, one line each, and return 1; or the count of complete exercises and return 0."""
+    lines = problems()
+    for line in lines:
+        print(line)
+    if lines:
+        return 1
+    print(f"all {len(load_rubric().exercises)} exercises complete")
+    return 0
