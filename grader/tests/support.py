@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
 
 import pytest
 
@@ -221,7 +222,8 @@ def run_grader(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess
 # holds the fraction of every exercise they get (no score.txt: an error row); each student it grades is
 # logged. With a folder of gates as its second argument, it answers a student only once the file of their
 # name is there (so a test can stop a run at a known row), and quits when its score-all is gone (killed -9)
-# or ends it (closes its stdin: nothing else is sent while a student is being graded).
+# or ends it (closes its stdin: nothing else is sent while a student is being graded). Its reports have
+# the JSON report's shape, as fake_report's (below; a job does not import this module, which imports torch).
 FAKE_JOB = r"""
 import json, os, select, sys, time
 from pathlib import Path
@@ -242,11 +244,13 @@ for line in sys.stdin:
         print(json.dumps({"error": "=no score.txt"}), flush=True)
         continue
     fraction = float(marker.read_text())
-    exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": "partial", "message": ""}
+    status = "passed" if fraction >= 1 else ("partial" if fraction > 0 else "failed")
+    exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": status, "message": ""}
                  for ex_id, ex in rubric.exercises.items()}
     score = sum(e["score"] for e in exercises.values())
+    gpu_test = {"name": "gpu_check", "score": 0.0, "max_score": 0.0, "status": "passed", "output": "[skipped, none] "}
     print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
-        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [], "exercises": exercises,
+        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [gpu_test], "exercises": exercises,
         "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
 """
 
@@ -286,3 +290,40 @@ def no_class_summary(monkeypatch):
     for the tests of the batch's bookkeeping, which run it again and again (a test module imports it);
     test_summary.py tests the page."""
     monkeypatch.setattr(class_summary, "write_summary", lambda csv_path, reports: [])
+
+
+# ---- a JSON report without a grading -----------------------------------------------------------------
+def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple[str, float, float, str]] = (), *,
+                fraction: float = 1.0, gpu: float | None = 1.0, gpu_status: str | None = None, gpu_message: str = "",
+                messages: Mapping[str, str] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """A JSON report of grader.reports.json_report.to_json's shape (test_intake_and_reports compares
+    it with a real one), made up: each exercise scores ``scores[id]``, else ``fraction`` of its points,
+    and is passed, partial or failed by that; ``tests``: ``(name, score, max_score, output)``, passed
+    with full marks, named ``"<exercise id>: <test>"`` (the GPU-run check's entry is added last, as
+    to_json adds it); an exercise's message is ``messages[id]``, else what grading would say of its
+    tests here (``K of N tests failed; first: <output>``; passed: ``all N tests passed``), else empty.
+    ``gpu``: the fraction of the GPU-run check's points (None: the check skipped); ``gpu_status``: its
+    status, by default passed with full points, else failed."""
+    rubric, scores, messages = load_rubric(), scores or {}, messages or {}
+    entries = [{"name": name, "score": score, "max_score": top, "status": "passed" if score >= top else "failed",
+                "output": output} for name, score, top, output in tests]
+    exercises = {}
+    for ex_id, ex in rubric.exercises.items():
+        score = scores.get(ex_id, round(ex.points * fraction, 4))
+        own = [t for t in entries if t["name"] == ex_id or t["name"].startswith(ex_id + ": ")]
+        failed = [t for t in own if t["status"] == "failed"]
+        status = "passed" if score >= ex.points else ("partial" if score > 0 else "failed")
+        said = (f"{len(failed)} of {len(own)} tests failed; first: {failed[0]['output']}" if failed else
+                f"all {len(own) or 1} tests passed" if status == "passed" else "")
+        exercises[ex_id] = {"score": score, "max_score": ex.points, "status": status, "message": messages.get(ex_id, said)}
+    check = ({"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": gpu_message}
+             if gpu is None else
+             {"score": round(rubric.gpu_points * gpu, 4), "max_score": rubric.gpu_points,
+              "status": gpu_status or ("passed" if gpu >= 1 else "failed"), "device": "meta", "message": gpu_message})
+    entries.append({"name": "gpu_check", "score": check["score"], "max_score": check["max_score"],
+                    "status": "passed" if check["score"] >= check["max_score"] else "failed",
+                    "output": f"[{check['status']}, {check['device']}] {check['message']}"})
+    return {"submission": "sub", "score": round(sum(e["score"] for e in exercises.values()) + check["score"], 2),
+            "max_score": round(sum(e["max_score"] for e in exercises.values()) + check["max_score"], 2),
+            "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "tests": entries,
+            "exercises": exercises, "gpu_check": check}
