@@ -21,6 +21,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from grader.reports.visibility import VISIBILITIES
 from grader.rubric import REPO_ROOT
 
 SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
@@ -51,11 +52,9 @@ def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
 def build_bundle(out_zip: Path, visibility: str = "full") -> None:
     """Write the autograder zip to ``out_zip`` (replacing an older one).
 
-    ``visibility`` (full | messages | scores, see grader.reports.report.redact) is what students see of the
+    ``visibility`` (full | messages | scores, see grader.reports.visibility.redact) is what students see of the
     hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
     """
-    from grader.reports.report import VISIBILITIES
-
     if visibility not in VISIBILITIES:
         raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
     out_zip = Path(out_zip)

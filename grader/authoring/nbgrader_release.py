@@ -33,6 +33,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.grading.gpu_check import MODULES_CHECKED
 from grader.rubric import EXERCISES_DIR, GROUPS, Exercise, load_rubric
 
 if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): imported where notebooks are made
@@ -58,8 +59,6 @@ def gpu_group() -> str:
 
 
 def _gpu_modules() -> list[str]:
-    from grader.grading.gpu_check import MODULES_CHECKED  # imports no torch
-
     return [module for _, module, _, _ in MODULES_CHECKED]
 
 
