@@ -29,7 +29,7 @@ from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.grading.gpu_check import GPU_CHOICES
 from grader.grading.grade import GradeOptions
-from grader.reports.report import VISIBILITIES
+from grader.reports.visibility import VISIBILITIES
 from grader.rubric import GROUPS
 from grader.sandbox.modes import SANDBOX_CHOICES
 

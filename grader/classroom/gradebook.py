@@ -309,7 +309,7 @@ def _number(cell: Any) -> float:
 
 def record_in_gradebook(db_path: Path, assignment: str, reports: Mapping[str, dict]) -> None:
     """Create or update ``assignment`` and each student's submission with the JSON reports' scores
-    (``reports`` maps a student id to that student's report, grader/reports/report.py ``to_json``)."""
+    (``reports`` maps a student id to that student's report, grader/reports/json_report.py ``to_json``)."""
     with ClassGradebook(db_path, assignment) as gb:
         for student, report in reports.items():
             gb.record(csv_row(student, {"report": report}))

@@ -28,7 +28,7 @@ from grader.files import caller_umask
 from grader.grading.gpu_check import GpuUnavailable
 from grader.grading.grade import GradeOptions, grade
 from grader.grading.intake import SubmissionError
-from grader.reports.report import to_json
+from grader.reports.json_report import to_json
 from grader.sandbox.domains import Domains, TemplateError
 from grader.sandbox.modes import Survivors, choose_isolation, processes_of
 

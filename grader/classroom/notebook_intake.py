@@ -23,18 +23,20 @@ messages therefore count the cell's lines from 2.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 from pathlib import Path
 
 from grader.attention_view import INPUTS
-from grader.rubric import load_rubric
 from grader.files import UnreadableFile, read_regular
 from grader.grading.intake import MAX_FILE_BYTES, _one_line
+from grader.rubric import load_rubric
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_BYTES = MAX_FILE_BYTES  # as for a module file of a .py submission
 # The names the notebook's setup cell (grader/authoring/templates/notebook_setup.py) gives every cell; inputs is
-# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_course checks both),
+# kata_checks.JOURNEY, the documents' "Your journey starts with one step" (test_nbgrader_notebooks checks both),
 # taken from the grader's one copy: attention_view's, which ships stand-alone.
 JOURNEY = INPUTS
 SETUP_NAMES = (f"import math, torch, torch.nn as nn; inputs = torch.tensor({JOURNEY}); "
@@ -109,9 +111,6 @@ def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
     (in the notebook's order) defines at its top level: ``from causal_mask import causal_attention_weights``,
     what its ``.py`` file would say. Read from the code (ast), never run; a cell that does not parse
     gets none and gives none."""
-    import ast
-    import builtins
-
     known = set(dir(builtins)) | SETUP_DEFINES
     defined: dict[str, str] = {}  # name -> the module of the latest earlier cell defining it at its top level
     result: dict[str, list[str]] = {}
@@ -140,8 +139,6 @@ def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _top_level_names(node: object) -> list[str]:
-    import ast
-
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [node.name]
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -156,8 +153,6 @@ def exercise_imports(module: str) -> list[str]:
     """The imports of other exercise modules in ``module``'s reference file (``from causal_attention import
     CausalAttention``): the lines the release left out of its notebook cell, which the notebook's own cells
     stand in for."""
-    import ast
-
     rubric = load_rubric()
     tree = ast.parse(rubric.by_module[module].reference_file.read_text())
     return [f"from {node.module} import {', '.join(alias.name for alias in node.names)}"

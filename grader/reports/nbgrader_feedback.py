@@ -4,7 +4,7 @@
 
 ``python -m grader nbgrader`` (grader/classroom/nbgrader_course.py) writes one page per student and
 assignment, ``feedback/<student>/<assignment>/<assignment>.html``. It holds what the Markdown feedback
-(grader/reports/feedback.py) holds, rendered from the same JSON report (grader.reports.report.to_json)
+(grader/reports/feedback.py) holds, rendered from the same JSON report (grader.reports.json_report.to_json)
 with the same sections at the same visibility: the scores of the assignment's exercises, the GPU-run
 check where the assignment holds its cell, and the student's own failing tests. Never a test's source.
 Every text of the report is HTML-escaped; the page has no script.
@@ -16,7 +16,7 @@ import html
 from typing import Any
 
 from grader.reports.feedback import sections
-from grader.reports.report import gpu_line, wrap
+from grader.reports.visibility import gpu_line, wrap
 
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
          "white-space:pre-wrap}td,th{padding:.2em .8em;text-align:left}")

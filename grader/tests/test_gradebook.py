@@ -18,23 +18,9 @@ from grader.classroom.gradebook import (COMMENT_CELL, GPU_CELL, NOTEBOOK, ClassG
                                         nbgrader_schema_head, record_in_gradebook, stamp_new_gradebook)
 from grader.classroom.grades_sheet import csv_row
 from grader.rubric import GROUPS, load_rubric
+from support import fake_report
 
 ASSIGNMENT = "attention-kata"
-
-
-def fake_report(fraction: float, gpu: float = 10.0) -> dict:
-    """A JSON report (grader/reports/report.py ``to_json``) scoring ``fraction`` of every exercise."""
-    rubric = load_rubric()
-    exercises = {
-        ex_id: {"score": round(ex.points * fraction, 2), "max_score": ex.points, "status": "partial", "message": ""}
-        for ex_id, ex in rubric.exercises.items()
-    }
-    score = sum(e["score"] for e in exercises.values()) + gpu
-    return {
-        "submission": "fake", "score": score, "max_score": rubric.max_score, "execution_time": 1.0,
-        "isolation": "process", "warnings": [], "tests": [], "exercises": exercises,
-        "gpu_check": {"score": gpu, "max_score": rubric.gpu_points, "status": "passed", "device": "cpu", "message": ""},
-    }
 
 
 def export(course: Path, db: Path) -> dict[str, dict[str, str]]:
@@ -65,7 +51,8 @@ def test_cell_names_are_valid():
 @pytest.mark.timeout(120)
 def test_recorded_reports_are_exported_and_updated_not_duplicated(tmp_path: Path):
     db = tmp_path / "gradebook.db"
-    reports = {"alice": fake_report(1.0), "bob": fake_report(0.5, gpu=0.0), "carol": fake_report(0.0)}
+    reports = {"alice": fake_report(fraction=1.0), "bob": fake_report(fraction=0.5, gpu=0.0),
+               "carol": fake_report(fraction=0.0)}
     record_in_gradebook(db, ASSIGNMENT, reports)
     rows = export(tmp_path, db)
     assert set(rows) == {"alice", "bob", "carol"}
@@ -76,11 +63,11 @@ def test_recorded_reports_are_exported_and_updated_not_duplicated(tmp_path: Path
 
     # Re-grade bob: his row changes, nobody is added or duplicated, the others keep their scores
     # (read with export's CSV plugin in this process: the command's start costs seconds).
-    record_in_gradebook(db, ASSIGNMENT, {"bob": fake_report(0.75, gpu=10.0)})
+    record_in_gradebook(db, ASSIGNMENT, {"bob": fake_report(fraction=0.75)})
     rows = {student: row for (_, student), row in in_process_export(db, tmp_path / "again.csv").items()}
     assert len(rows) == 3
     assert set(rows) == {"alice", "bob", "carol"}
-    assert float(rows["bob"]["score"]) == pytest.approx(fake_report(0.75, gpu=10.0)["score"])
+    assert float(rows["bob"]["score"]) == pytest.approx(fake_report(fraction=0.75)["score"])
     assert float(rows["alice"]["score"]) == pytest.approx(reports["alice"]["score"])
     assert float(rows["carol"]["score"]) == pytest.approx(10.0)
 
@@ -90,8 +77,8 @@ def test_one_grade_cell_per_exercise_plus_gpu_check(tmp_path: Path):
     from nbgrader.api import Gradebook
 
     db = tmp_path / "gradebook.db"
-    record_in_gradebook(db, ASSIGNMENT, {"dave": fake_report(0.5)})
-    record_in_gradebook(db, ASSIGNMENT, {"dave": fake_report(0.5)})  # idempotent
+    record_in_gradebook(db, ASSIGNMENT, {"dave": fake_report(fraction=0.5)})
+    record_in_gradebook(db, ASSIGNMENT, {"dave": fake_report(fraction=0.5)})  # idempotent
     with Gradebook(f"sqlite:///{db}") as gb:
         notebook = gb.find_notebook(NOTEBOOK, ASSIGNMENT)
         names = sorted(cell.name for cell in notebook.grade_cells)
@@ -163,7 +150,8 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
         warnings.filterwarnings("ignore", message=r".*not in session.*")  # nbgrader 0.9 with SQLAlchemy 2
         gb.update_or_create_student("erin")
         gb.add_submission("03_causal", "erin")
-    reports = {"alice": fake_report(1.0), "bob": fake_report(0.5), "erin": fake_report(0.25, gpu=2.5)}
+    reports = {"alice": fake_report(fraction=1.0), "bob": fake_report(fraction=0.5),
+               "erin": fake_report(fraction=0.25, gpu=0.25)}
     for group in ("03_causal", "04_multihead"):
         record_in_gradebook(db, group, reports)
     with ClassGradebook(db, "03_causal") as gb:
@@ -187,7 +175,7 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
         assert comment.auto_comment.endswith("-nothing to grade")  # the reason, unescaped
     # carol's submission is graded at last: the reason goes, the scores come
     with ClassGradebook(db, "03_causal") as gb:
-        gb.record(csv_row("carol", {"report": fake_report(1.0)}, "1" * 64))
+        gb.record(csv_row("carol", {"report": fake_report(fraction=1.0)}, "1" * 64))
     with Gradebook(f"sqlite:///{db}") as gb:
         assert gb.find_comment("causal_mask", "03_causal", "03_causal", "carol").auto_comment is None
         assert gb.find_submission("03_causal", "carol").score == pytest.approx(before["03_causal"])
@@ -208,7 +196,7 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
         assert [nb.name for nb in gb.find_assignment("hw1").notebooks] == ["problem1"]
     # the course's gradebook also takes a separate assignment of the kata layout, beside the course's
     before = course_max_scores(db)
-    record_in_gradebook(db, "attention-kata-cli", {"alice": fake_report(1.0)})
+    record_in_gradebook(db, "attention-kata-cli", {"alice": fake_report(fraction=1.0)})
     assert course_max_scores(db) == dict(before, **{"attention-kata-cli": load_rubric().max_score})
     with pytest.raises(GradebookError, match="generate_assignment 02_trainable"):  # what the nbgrader path asks for
         ClassGradebook(db, "02_trainable_weights_typo", must_exist=True)
@@ -221,7 +209,7 @@ def test_error_rows_are_recorded_with_their_reason(tmp_path: Path):
     db = tmp_path / "gradebook.db"
     with ClassGradebook(db, ASSIGNMENT) as gb:
         gb.record(csv_row("dave", {"error": "grading took longer than 600 s"}, "0" * 64))
-        gb.record(csv_row("erin", {"report": fake_report(0.5)}, "0" * 64))
+        gb.record(csv_row("erin", {"report": fake_report(fraction=0.5)}, "0" * 64))
     rows = in_process_export(db, tmp_path / "grades.csv")
     assert set(rows) == {(ASSIGNMENT, "dave"), (ASSIGNMENT, "erin")} and float(rows[ASSIGNMENT, "dave"]["score"]) == 0.0
     with Gradebook(f"sqlite:///{db}") as gb:

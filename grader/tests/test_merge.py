@@ -12,7 +12,7 @@ from grader.classroom.grades_sheet import csv_columns, csv_row, json_path
 from grader.classroom.roster import shard_of
 from grader.classroom.score_all import score_all
 from grader.cli import main
-from support import fake_class, fake_options, graded_log, run_grader
+from support import fake_class, fake_options, fake_report, graded_log, run_grader
 from support import no_class_summary  # noqa: F401  (the fixture pytestmark names)
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
@@ -110,18 +110,6 @@ def test_score_all_never_writes_a_report_outside_the_json_dir(tmp_path: Path) ->
         with pytest.raises(ValueError):
             json_path(tmp_path, name)
     assert json_path(tmp_path, "=fox") == tmp_path / "=fox.json"
-
-
-def fake_report() -> dict:
-    from grader.rubric import load_rubric
-
-    rubric = load_rubric()
-    exercises = {ex_id: {"score": ex.points, "max_score": ex.points, "status": "passed", "message": ""}
-                 for ex_id, ex in rubric.exercises.items()}
-    return {"submission": "x", "score": rubric.max_score, "max_score": rubric.max_score, "execution_time": 0.0,
-            "isolation": "none", "warnings": [], "tests": [], "exercises": exercises,
-            "gpu_check": {"score": rubric.gpu_points, "max_score": rubric.gpu_points, "status": "passed",
-                          "device": "cpu", "message": ""}}
 
 
 def read(path: Path) -> dict[str, dict[str, str]]:

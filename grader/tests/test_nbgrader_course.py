@@ -30,7 +30,7 @@ from grader.classroom.gradebook import ensure_alembic_on_path, stamp_new_gradebo
 from grader.classroom.nbgrader_course import CourseError, find_course
 from grader.classroom.notebook_intake import JOURNEY
 from grader.grading.grade import GradeOptions, grade
-from grader.reports.report import to_json
+from grader.reports.json_report import to_json
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 from grader.sandbox.modes import uid_problem
 from support import hidden_lines, nb_cell, solution_lines, venv_env
