@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.rubric import exercise_of_test
 from kata_seam import TEST_KINDS, LocalImpl, kind_points, load_rubric
 from reference import ref
 
@@ -65,20 +66,14 @@ def kind_of(item: pytest.Item) -> str:
     return kinds[0] if kinds else "core"
 
 
-def exercise_id(node: pytest.Item) -> str:
-    """``03_causal/causal_mask`` for a test in ``tests/03_causal/test_causal_mask.py``."""
-    path = Path(str(node.path))
-    return f"{path.parent.name}/{path.stem.removeprefix('test_')}"
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every test its exercise id, its kind and its share of the points of that kind."""
     exercises = load_rubric()["exercises"]
     by_kind: dict[tuple[str, str], list[pytest.Item]] = {}
     for item in items:
-        ex_id = exercise_id(item)
+        ex_id = exercise_of_test(item.path)
         if ex_id not in exercises:
-            raise pytest.UsageError(f"{item.nodeid}: no exercise {ex_id!r} in tests/rubric.json")
+            raise pytest.UsageError(f"{item.nodeid}: the test file of no exercise in tests/rubric.json")
         kind = kind_of(item)
         if kind_points(exercises[ex_id]).get(kind, 0.0) <= 0:
             raise pytest.UsageError(f"{item.nodeid}: a {kind} test, but tests/rubric.json gives {ex_id}'s {kind} tests no points")
@@ -102,7 +97,7 @@ def reference(request: pytest.FixtureRequest):
     standins = getattr(request.config, "kata_standins", None)  # set by the grader's re-grade
     if standins is None:
         standins = filter(None, request.config.getoption("--standins").split(","))
-    return ref(exercise_id(request.node).split("/")[1], standins)
+    return ref(exercise_of_test(request.node.path).split("/")[1], standins)
 
 
 @pytest.fixture
@@ -110,7 +105,7 @@ def impl(request: pytest.FixtureRequest):
     """The implementation under test, exposing the student's functions and classes by name."""
     factory = getattr(request.config, "kata_impl_factory", None)
     if factory is not None:
-        return factory(exercise_id(request.node))
+        return factory(exercise_of_test(request.node.path))
     global _local_impl
     if _local_impl is None:
         root = Path(request.config.getoption("--impl"))

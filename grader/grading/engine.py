@@ -27,20 +27,18 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-import grader
 from grader.grading.results import TestOutcome
-from grader.rubric import GROUPS, Rubric, load_rubric
+from grader.rubric import GROUPS, TESTS_DIR, Rubric, exercise_of_test, load_rubric
+from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, StudentError, WorkerClient, WorkerFailure
 from grader.sandbox.domains import Domains
-from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
 
-TESTS_DIR = Path(grader.__file__).resolve().parent.parent / "tests"
 MAX_STARTS = 12
 DEATHS_PER_EXERCISE = 2  # after that many worker deaths in its tests, an exercise's other tests are not run
 TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
 
 
-def start_worker(submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
+def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
                  start: bool = True, prepare_gpu_check: bool = False) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
@@ -146,7 +144,7 @@ class _Plugin:
         config.kata_standins = self.standins  # the reference dependents over them (tests/conftest.py)
 
     def factory(self, exercise: str) -> Any:
-        from grader.grading.remote_impl import RemoteImpl
+        from grader.grading.remote_impl import RemoteImpl  # imports torch: not before the tests run
 
         self.guard.current_exercise = exercise
         self.guard.check_exercise(exercise)
@@ -182,8 +180,7 @@ class _Plugin:
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
-            path = Path(str(report.fspath))
-            exercise = f"{path.parent.name}/{path.stem.removeprefix('test_')}"
+            exercise = exercise_of_test(str(report.fspath)) or ""
             points = self.rubric.exercises[exercise].points if exercise in self.rubric.exercises else 0.0
             entry = self._entry(report.nodeid, {"exercise": exercise, "points": points})
             entry["passed"] = False
@@ -198,7 +195,7 @@ class _Plugin:
 
 
 def _report_hook() -> Any:
-    import pytest
+    import pytest  # costly: only a grading needs it
 
     class ReportHook:
         @pytest.hookimpl(hookwrapper=True)
@@ -212,8 +209,8 @@ def _report_hook() -> Any:
 
 
 def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Collection[str] | None = None,
-                     substitutes: Mapping[str, Path] | None = None, call_timeout: float = 5.0,
-                     memory_mb: int = 2048, tests_dir: Path = TESTS_DIR, keep_open: bool = False,
+                     substitutes: Mapping[str, Path] | None = None, call_timeout: float = CALL_TIMEOUT,
+                     memory_mb: int = MEMORY_MB, tests_dir: Path = TESTS_DIR, keep_open: bool = False,
                      domains: Domains | None = None) -> list[TestOutcome]:
     """Run the hidden tests (all, or those of ``exercises``) against one submission.
 
@@ -223,7 +220,7 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
     modules ``substitutes`` names are stand-ins (a re-grade): the tests' expected values are then
     the reference dependents' over the same stand-ins.
     """
-    import pytest
+    import pytest  # costly: only a grading needs it
 
     if isinstance(worker_or_dir, WorkerClient):
         client = worker_or_dir
@@ -244,11 +241,11 @@ def run_hidden_tests(worker_or_dir: WorkerClient | Path | str, *, exercises: Col
         unknown = set(exercises) - set(rubric.exercises)
         if unknown:
             raise ValueError(f"unknown exercises: {sorted(unknown)}")
-        targets = [str(tests_dir / f"{ex.split('/')[0]}/test_{ex.split('/')[1]}.py") for ex in exercises]
-        targets = [t for t in targets if Path(t).is_file()]
+        files = (tests_dir / rubric.exercises[ex].test_file.relative_to(TESTS_DIR) for ex in exercises)
+        targets = [str(f) for f in files if f.is_file()]
     # The grader's own tensors are tiny; with more threads, OpenMP's spinning fights the worker for the
     # cores (small softmax calls took 3.5 ms instead of 10 us on 2 cores).
-    import torch
+    import torch  # costly: only a grading needs it
 
     torch.set_num_threads(1)
     # torch's objects are long-lived: keep the collector from walking them on every full collection.
@@ -282,12 +279,4 @@ def _no_plugin_autoload():
             del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
         else:
             os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = before
-
-
-def score(outcomes: Collection[TestOutcome]) -> dict[str, float]:
-    """Points earned per exercise (a convenience for callers and the grader's tests)."""
-    earned: dict[str, float] = {}
-    for o in outcomes:
-        earned[o.exercise] = earned.get(o.exercise, 0.0) + (o.max_points if o.passed else 0.0)
-    return earned
 

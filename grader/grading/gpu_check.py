@@ -40,13 +40,16 @@ data only, so the device is a parameter that the tests of the grader exercise wi
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.grading.results import GpuCheckResult
-from grader.rubric import tests_module
+from grader.grading.scoring import imported_modules
+from grader.rubric import GROUPS, load_rubric, tests_module
+from grader.sandbox.client import WorkerFailure
 
 # (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8, then T = 8.
 MODULES_CHECKED = (
@@ -93,9 +96,7 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
 
     ``own_heads`` (the wrapper, when the student's CausalAttention fails): a wrapper whose output is
     not the reference's may still be right about its own part, its heads' outputs concatenated."""
-    import torch
-
-    from grader.sandbox.client import WorkerFailure
+    import torch  # costly: the command line reads this module's choices without it
 
     torch.manual_seed(0)
     reference = getattr(tests_module("reference.py").ref(ref_module), name)(*args, **kwargs).eval()
@@ -165,11 +166,6 @@ def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> s
     Not there: no regular ``<module>.py`` in any group folder, one that does not parse, or one that
     imports a kata module that is not there. Decided from the files, not from a run in the worker, so
     that code cannot make itself vanish from this check (by failing its import only here)."""
-    import ast
-
-    from grader.rubric import GROUPS, load_rubric
-    from grader.grading.scoring import imported_modules
-
     candidates = [root / group / f"{module}.py" for group in GROUPS]
     found = [f for f in candidates if f.is_file() and not f.is_symlink()]
     if not found:
@@ -201,7 +197,7 @@ def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", expec
 
 
 def _matches(out: Any, expected: "torch.Tensor") -> bool:
-    import torch
+    import torch  # costly (see check_module)
 
     return (isinstance(out, torch.Tensor) and out.shape == expected.shape and out.dtype == expected.dtype
             and bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4)))
@@ -261,7 +257,7 @@ def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str
     """
     if mode == "skip":
         return GpuCheckResult.skipped("skipped (--gpu skip)")
-    import torch
+    import torch  # costly (see check_module)
 
     if not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
         if mode == "require":

@@ -3,11 +3,13 @@
 Every worker runs in an isolation domain forked from a template that imported torch once
 (grader/sandbox/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
-request. The GPU-run check comes next, in the tests' domain when the template had warmed up the meta
-device it simulates on by the time that domain was forked (asked to then; not under ``--gpu
-skip``), else in a domain of its own. A re-grade (grader/grading/scoring.py) gets a domain of its own, with
-stand-ins, never reference code, in place of the modules it builds on. Each domain is ended (and, without a pid namespace, its uid's processes killed and files
-removed) before the next starts; a report is returned only after that.
+request. The GPU-run check comes next (under ``--gpu skip`` it runs nothing): in the tests' domain
+when the template had readied the meta device the check simulates on before forking it (an earlier
+grading's tests' domain asked it to), else in a domain forked once the template has (this grading's
+tests' domain asked it to). A re-grade (grader/grading/scoring.py) gets a domain of
+its own, with stand-ins, never reference code, in place of the modules it builds on. Each domain is
+ended (and, where the student's uid shares the machine, its processes killed and files removed) before
+the next starts; a report is returned only after that.
 """
 
 from __future__ import annotations
@@ -19,11 +21,16 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from grader.grading import engine
+from grader.grading.gpu_check import run_gpu_check
+from grader.grading.intake import locate_submission
 from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
+from grader.grading.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
+                                    score_with_regrade)
 from grader.rubric import Rubric, load_rubric
+from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, WorkerFailure
 from grader.sandbox.domains import Domains
 from grader.sandbox.modes import choose_isolation
-from grader.grading.intake import locate_submission
 
 
 @dataclass(frozen=True)
@@ -31,8 +38,8 @@ class GradeOptions:
     """How each student is graded: the one object ``score``, ``score-all``'s jobs and the nbgrader path
     pass down (the command line's flags are declared once, in grader/cli.py's add_grading_options)."""
 
-    call_timeout: float = 5.0  # seconds per call into the student's code
-    memory_mb: int = 2048  # address-space allowance of the worker beyond torch itself
+    call_timeout: float = CALL_TIMEOUT  # seconds per call into the student's code
+    memory_mb: int = MEMORY_MB  # address-space allowance of the worker beyond torch itself
     sandbox: str = "auto"  # one of grader.sandbox.modes.SANDBOX_CHOICES
     gpu: str = "auto"  # one of grader.grading.gpu_check.GPU_CHOICES
     # The exercises graded (None: the whole rubric), e.g. one nbgrader assignment's. The tests of the
@@ -71,10 +78,6 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-        from grader.grading import engine
-        from grader.grading.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
-                                    score_with_regrade)
-
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         run = None
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
@@ -100,7 +103,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         submission=str(path),
         exercises=results,
         gpu_check=gpu_check,
-        isolation=domains.isolation.mode,
+        isolation=domains.isolation.mode.name,
         execution_time=time.perf_counter() - started,
         warnings=[*domains.isolation.warnings, *left_out],
     )
@@ -111,9 +114,7 @@ def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
     """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require). A module
     whose exercise fails its own core tests is left out of its share; with ``exercises`` (an nbgrader
     assignment), only their modules' shares count."""
-    from grader.grading.gpu_check import run_gpu_check
-    from grader.grading.remote_impl import RemoteImpl
-    from grader.sandbox.client import WorkerFailure
+    from grader.grading.remote_impl import RemoteImpl  # imports torch: not before a grading needs it
 
     owner = rubric.owner_of
     core_failed = {o.exercise for o in outcomes if o.kind == "core" and not o.passed}

@@ -10,37 +10,26 @@ placed by the rubric's module names; its other files are left out. Nothing here 
 student's code, and nothing writes into the student's files: a zip is extracted into the grader's
 own temporary directory, with every member checked first.
 
-Only files named like a module (``[A-Za-z_][A-Za-z0-9_]*.py``, at most 103 characters: the names
-an isolation domain accepts) go into the bundle a domain gets; another ``.py`` of a group folder
-(``self_attention-old.py``, ``x copy.py``) is left out with a note, so a stray file costs nothing.
-Notes name files escaped (grader.safe_text): a name may hold control characters.
+What a domain then gets of the submission, and what is left out, is the bundle's to say
+(grader/sandbox/bundle.py). Notes name files escaped (grader.safe_text): a name may hold control characters.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 import zipfile
 import zlib
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from grader.files import UnreadableFile, is_real_dir, is_regular_file, read_regular
+from grader.files import is_real_dir, is_regular_file
 from grader.rubric import GROUPS, load_rubric
 from grader.safe_text import escape_line
+from grader.sandbox.bundle import MAX_FILE_BYTES, left_out_notes, read_module_file
 
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_BYTES = 100 * 2**20
-MAX_FILE_BYTES = 2**20  # a module file larger than this is not copied
-# What a domain's bundle holds at most (the rubric's module files first): well inside the codec's
-# limits on one frame (64 MB, MAX_VALUES items), so stray files cannot make the bundle undecodable.
-MAX_BUNDLE_FILES = 1000
-MAX_BUNDLE_BYTES = 48 * 2**20
-MAX_NOTES = 20  # notes on left-out files, then one line counting the rest
 _SEARCH_DEPTH = 3
-# A file the domain accepts in its bundle (grader/sandbox/kata_worker/domain.py: _MODULE_FILE, read_bundle).
-MODULE_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\.py")
 
 
 class SubmissionError(Exception):
@@ -52,7 +41,7 @@ def locate_submission(path: Path, scratch: Path, notes: list[str] | None = None)
 
     ``scratch`` is a directory the grader owns, used to extract zips. ``notes``, when given, gets one
     line (escaped) for each file of the submission that will not be graded: a ``.py`` whose name is
-    not a module name, a symlink, a file too large (see :func:`read_module_files`), for the report's
+    not a module name, a symlink, a file too large (grader.sandbox.bundle.read_module_files), for the report's
     warnings.
     """
     if not path.exists():
@@ -74,7 +63,7 @@ def locate_submission(path: Path, scratch: Path, notes: list[str] | None = None)
             f"or the module files such as causal_mask.py)"
         )
     if notes is not None:
-        notes.extend(intake_notes(root))
+        notes.extend(left_out_notes(root))
     return root
 
 
@@ -129,7 +118,7 @@ def regroup_flat(flat: Path, dest: Path, notes: list[str] | None = None) -> Path
     skipped: list[str] = []
     for module, group in load_rubric().module_groups.items():
         source = flat / f"{module}.py"
-        data = _read_regular(source, source.name, skipped) if os.path.lexists(source) else None
+        data = read_module_file(source, source.name, skipped) if os.path.lexists(source) else None
         if data is not None:
             (dest / group / f"{module}.py").write_bytes(data)
     if notes is not None:
@@ -184,100 +173,6 @@ def extract_zip(archive: Path, dest: Path) -> Path:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())[:200] or type(err).__name__
-
-
-def read_module_files(source: Path, substitutes: Mapping[str, Path] | None = None) -> tuple[dict[str, bytes], list[str]]:
-    """The regular ``*.py`` files (<= 1 MB, no symlinks) named like modules in the four group folders of
-    ``source``, as ``{"<group>/<name>.py": bytes}``, and notes on what was skipped. Read once, here, by
-    the grader: a domain gets these bytes, never a path into the submission.
-
-    A ``.py`` whose name is not a module name (:data:`MODULE_FILE`) is left out with a note; so are
-    the files past ``MAX_BUNDLE_FILES`` or ``MAX_BUNDLE_BYTES`` (the rubric's module files are read
-    first). ``substitutes`` maps a module name to a stand-in file (tests/standins/) that replaces the
-    student's.
-    """
-    files, group_notes, file_notes = _read_files(source, substitutes)
-    return files, group_notes + file_notes
-
-
-def intake_notes(root: Path) -> list[str]:
-    """The notes of :func:`read_module_files` on the files of ``root`` left out (not those on missing
-    group folders): what the report's warnings say was not graded."""
-    return _read_files(root, None)[2]
-
-
-def _read_files(source: Path, substitutes: Mapping[str, Path] | None) -> tuple[dict[str, bytes], list[str], list[str]]:
-    files: dict[str, bytes] = {}
-    notes: list[str] = []
-    left_out: list[str] = []  # notes on single files, at most MAX_NOTES of them kept
-    listed: list[tuple[str, str]] = []
-    for group in GROUPS:
-        gdir = source / group
-        try:
-            if not stat.S_ISDIR(os.lstat(gdir).st_mode):
-                notes.append(f"{group}: not a directory")
-                continue
-            names = sorted(os.listdir(gdir))
-        except OSError:
-            notes.append(f"{group}: missing")
-            continue
-        for name in names:
-            if not name.endswith(".py"):
-                continue
-            if MODULE_FILE.fullmatch(name):
-                listed.append((group, name))
-            else:
-                left_out.append(f"{group}/{escape_line(name)}: left out (not a module name: "
-                                f"letters, digits and _ only, not starting with a digit)")
-    module_groups = load_rubric().module_groups
-    listed.sort(key=lambda entry: module_groups.get(entry[1][:-3]) != entry[0])  # the rubric's first; stable
-    total = 0
-    for group, name in listed:
-        rel = f"{group}/{name}"
-        if len(files) >= MAX_BUNDLE_FILES:
-            left_out.append(f"{rel}: left out (more than {MAX_BUNDLE_FILES} module files)")
-            continue
-        data = _read_regular(source / group / name, rel, left_out)
-        if data is None:
-            continue
-        if total + len(data) > MAX_BUNDLE_BYTES:
-            left_out.append(f"{rel}: left out (more than {MAX_BUNDLE_BYTES // 2**20} MB of module files)")
-            continue
-        files[rel] = data
-        total += len(data)
-    file_notes = left_out[:MAX_NOTES]
-    if len(left_out) > MAX_NOTES:
-        file_notes.append(f"... and {len(left_out) - MAX_NOTES} more files left out")
-    for module, ref_file in (substitutes or {}).items():
-        if module not in module_groups:
-            raise ValueError(f"substitute for unknown module {module!r}")
-        files[f"{module_groups[module]}/{module}.py"] = Path(ref_file).read_bytes()
-    return files, notes, file_notes
-
-
-def _read_regular(path: Path, rel: str, notes: list[str]) -> bytes | None:
-    try:
-        return read_regular(path, MAX_FILE_BYTES)
-    except UnreadableFile as err:
-        notes.append(f"{rel}: skipped ({_SKIPPED[err.kind]})")
-        return None
-
-
-_SKIPPED = {"unopenable": "a symlink or unreadable", "not regular": "not a regular file",
-            "too large": f"larger than {MAX_FILE_BYTES} bytes"}
-
-
-def bundle_fd(files: Mapping[str, bytes]) -> int:
-    """A memfd holding ``files`` in the worker codec, positioned at its start (the caller closes it)."""
-    from grader.sandbox.kata_worker import codec  # imports torch: not before a grading needs it
-
-    fd = os.memfd_create("kata-bundle", os.MFD_CLOEXEC)
-    data = codec.encode(dict(files))
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
 
 
 _NOT_SEARCHED = {"__MACOSX", "__pycache__"}  # macOS's resource forks ("._x.py") in a zip; bytecode

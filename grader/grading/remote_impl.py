@@ -4,7 +4,9 @@ Everything the hidden tests may do (see the contract in ``kata_seam.py``) become
 the worker: ``impl.Name`` imports the module on first use and hands back a proxy; proxies
 (:class:`RemoteObject`) forward calls, attribute reads (a module's methods the tests call, read and
 called in one request: :data:`CALLED_METHODS`), ``len``, indexing and iteration; plain data
-(tensors, numbers, containers) comes back as real local objects, never as the student's types.
+(tensors, numbers, containers) comes back as real local objects, never as the student's types. A proxy
+the tests pass back (``impl.f(module)``) travels as the worker's reference to its object: the client
+(grader/sandbox/client.py) knows :class:`~grader.sandbox.client.Ref` s, not proxies.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Callable, Mapping
 import torch
 
 from grader.sandbox.client import Ref, WorkerClient, WorkerFailure
+from grader.sandbox.wire import MAX_DEPTH
 
 
 # Methods the hidden tests only ever call (kata_seam.py: ``m.state_dict()``, ``dict(m.named_parameters())``):
@@ -89,6 +92,22 @@ class RemoteMethod:
         return f"<remote method {self._kata_name} of {self._kata_obj._kata_ref.label}>"
 
 
+def _unwrapped(value: Any, depth: int = 0) -> Any:
+    """``value`` with every :class:`RemoteObject` in it replaced by its Ref, containers rebuilt as the
+    client sends them (lists, tuples, dicts, slices); past the wire's depth it is left for the client to refuse."""
+    if isinstance(value, RemoteObject):
+        return value._kata_ref
+    if depth > MAX_DEPTH or isinstance(value, torch.Size):
+        return value
+    if isinstance(value, (list, tuple)):
+        return (list if isinstance(value, list) else tuple)(_unwrapped(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return {k: _unwrapped(v, depth + 1) for k, v in value.items()}
+    if type(value) is slice:
+        return slice(*(_unwrapped(x, depth + 1) for x in (value.start, value.stop, value.step)))
+    return value
+
+
 class RemoteImpl:
     """The seam's ``impl`` over a :class:`WorkerClient` (one per test, and one without an observer for the
     GPU-run check; cheap to make).
@@ -108,7 +127,7 @@ class RemoteImpl:
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
             timeout = None if self._kata_observer is None else self._kata_observer.call_timeout(self._kata_client)
-            value = self._kata_client.request(message, what, timeout)
+            value = self._kata_client.request(_unwrapped(message), what, timeout)
         except WorkerFailure as failure:
             if self._kata_observer is not None:
                 self._kata_observer.on_failure(failure, importing)

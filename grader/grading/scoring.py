@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from grader.files import UnreadableFile, read_regular
 from grader.grading.results import ExerciseResult, TestOutcome
 from grader.rubric import Exercise, Rubric, tests_module
 
@@ -79,11 +80,14 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
 
 
+def summarize_each(rubric: Rubric, outcomes: Collection[TestOutcome]) -> dict[str, ExerciseResult]:
+    """Every exercise's result from its tests' outcomes as they stand, before any re-grade."""
+    return {ex_id: summarize(ex, [o for o in outcomes if o.exercise == ex_id]) for ex_id, ex in rubric.exercises.items()}
+
+
 def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
     """``{exercise id: {public name: [library calls that do its work]}}`` in the submission at ``root``,
     read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
-    from grader.files import UnreadableFile, read_regular
-
     scanner = tests_module("kata_shortcuts.py")
     found = {}
     for ex in rubric.exercises.values():
@@ -167,10 +171,8 @@ def score_with_regrade(
     ``exercises``: score only these (default: the whole rubric); ``outcomes`` must hold their
     :func:`dependencies`' too, which decide the re-grades.
     """
-    by_exercise: dict[str, list[TestOutcome]] = {ex_id: [] for ex_id in rubric.exercises}
-    for outcome in outcomes:
-        by_exercise.setdefault(outcome.exercise, []).append(outcome)
-    results = {ex_id: summarize(ex, by_exercise[ex_id]) for ex_id, ex in rubric.exercises.items()}
+    outcomes = list(outcomes)
+    results = summarize_each(rubric, outcomes)
     scored = list(rubric.exercises) if exercises is None else [ex_id for ex_id in rubric.exercises if ex_id in exercises]
 
     for ex_id in scored:
@@ -182,7 +184,7 @@ def score_with_regrade(
         if not broken:
             continue
         substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].standin_file for dep in broken}
-        own = {o.nodeid: o.message for o in by_exercise[ex_id]}
+        own = {o.nodeid: o.message for o in outcomes if o.exercise == ex_id}
         retry = summarize(exercise, [_own_message(o, own) for o in regrade({ex_id}, substitutes)
                                      if o.exercise == ex_id])
         if retry.score > result.score:

@@ -1,7 +1,7 @@
 """The grader's side of a worker: start its domain, talk to it, end it.
 
 ``WorkerClient(submission_dir, domains=...).start()`` reads the submission's module files (see
-``grader.grading.intake.read_module_files``) into a memfd, has ``domains`` fork an isolation domain
+``grader.sandbox.bundle.read_module_files``) into a memfd, has ``domains`` fork an isolation domain
 from the template (grader/sandbox/domains.py) and returns at once. ``request()`` sends one operation and
 waits at most ``call_timeout`` seconds; a timeout, a dead worker or a malformed answer ends the
 domain and raises :class:`WorkerFailure` saying what happened and where. The next request starts a
@@ -19,32 +19,35 @@ from __future__ import annotations
 
 import builtins
 import os
-import re
 import select
-import signal
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.sandbox.domains import Domains
-from grader.sandbox.modes import choose_isolation
 from grader.rubric import STANDINS_DIR
 from grader.safe_text import escape_controls
-from grader.grading.intake import bundle_fd, read_module_files
+from grader.sandbox.bundle import bundle_fd, read_module_files
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import choose_isolation
+from grader.sandbox.process import RunningDomain
 
-# No torch here at import time: start() must be able to spawn the worker before the grader
-# itself has paid for importing torch (grader.sandbox.wire imports it; it is loaded on first request).
+# No torch here at import time: a grading starts its template (grader/grading/grade.py) before the
+# grader itself pays for importing torch, so that the two imports overlap, and the command line imports
+# the modules that import this one. grader.sandbox.wire imports torch (its codec builds tensors): the
+# functions that need it import it when first called.
 
-OUTPUT_TAIL_BYTES = 4096
+# The limits of a grading unless it says otherwise (``--timeout``; GradeOptions, the engine and
+# this client take these): CPU seconds per call into the student's code, and the worker's address
+# space beyond what the template already maps (torch).
+CALL_TIMEOUT = 5.0
+MEMORY_MB = 2048
 STARTUP_TIMEOUT = 120.0
 # A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
 # clock (a sleeping or starved worker): a busy grading machine does not fail correct code.
 WALL_FACTOR = 3.0
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # Builtin exception types re-raised by name in the grader; others become StudentError.
 _NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
@@ -77,116 +80,10 @@ class Ref:
     calls: str
 
 
-class _Process:
-    """One running domain as the client sees it: the domain, its socket and the tail of its output."""
-
-    def __init__(self, generation: int, proc: Any, sock: socket.socket):
-        self.generation = generation
-        self.proc = proc
-        self.sock = sock
-        self.ready = False
-        self.pid: int | None = None
-        self.cpu_fds: list[int] = []  # /proc/<pid>/stat of the domain's processes, kept open
-        self.tail = bytearray()
-        self._stop = threading.Event()
-        self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.template_pid}", daemon=True)
-        self.drain.start()
-
-    def _drain(self) -> None:
-        """Keep the last bytes of the domain's output. Never blocks anyone: a process the domain left
-        holding the pipe open costs this thread nothing but a poll, and it stops when told to."""
-        fd = self.proc.stdout_fd
-        try:
-            while not self._stop.is_set():
-                if not select.select([fd], [], [], 0.2)[0]:
-                    continue
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                self.tail += chunk
-                if len(self.tail) > 2 * OUTPUT_TAIL_BYTES:
-                    del self.tail[:-OUTPUT_TAIL_BYTES]
-        except (OSError, ValueError):
-            pass
-        finally:
-            os.close(fd)
-
-    def cpu_seconds(self, rescan: bool = False) -> float | None:
-        """CPU time (user + system) used so far by the launched process and its descendants.
-
-        The process tree is walked once (and again with ``rescan``); later calls re-read the ``stat``
-        files of the processes found then through descriptors kept open (a pread each: cheap
-        enough for every request).
-        """
-        if self.proc.pid is None:  # no host pid found for the domain: wall-clock timeouts only
-            return None
-        if self.cpu_fds and not rescan:
-            total = 0.0
-            for fd in self.cpu_fds:
-                try:
-                    total += _stat_cpu(os.pread(fd, 1024, 0))
-                except (OSError, ValueError, IndexError):
-                    pass
-            return total
-        total, todo, seen = 0.0, [self.proc.pid], set()
-        try:
-            while todo:
-                pid = todo.pop()
-                if pid in seen:
-                    continue
-                seen.add(pid)
-                with open(f"/proc/{pid}/stat", "rb") as f:
-                    total += _stat_cpu(f.read())
-                for tid in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
-                        todo.extend(int(c) for c in f.read().split())
-        except (OSError, ValueError, IndexError):
-            return None if not seen or pid == self.proc.pid else total
-        if self.ready:
-            self._close_cpu_fds()
-            for pid in sorted(seen):
-                try:
-                    self.cpu_fds.append(os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC))
-                except OSError:
-                    pass
-        return total
-
-    def _close_cpu_fds(self) -> None:
-        fds, self.cpu_fds = self.cpu_fds, []
-        for fd in fds:
-            os.close(fd)
-
-    def output_tail(self) -> str:
-        return escape_controls(bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
-
-    def kill(self) -> None:
-        self.proc.end()
-        self._close_cpu_fds()
-        self.sock.close()
-        self._stop.set()
-        self.drain.join(timeout=0.5)
-
-    def exit_description(self) -> str:
-        """``process exited with code 0`` / ``killed by signal 9 (memory limit?)``."""
-        try:
-            rc = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return "closed the channel"
-        if rc > 128 and rc - 128 < signal.NSIG:  # a domain's init reports its worker's signal as 128+N
-            rc = -(rc - 128)
-        if rc < 0:
-            sig = -rc
-            hint = {signal.SIGKILL: " (memory limit?)",
-                    signal.SIGSEGV: " (memory limit?)", signal.SIGABRT: " (memory limit?)",
-                    signal.SIGBUS: " (memory limit?)"}.get(sig, "")
-            return f"killed by signal {sig}{hint}"
-        return f"process exited with code {rc}"
-
-
 class WorkerClient:
     """A worker for one submission; restarts it (from a fresh copy) after a failure."""
 
-    def __init__(self, submission_dir: Path, *, call_timeout: float = 5.0, memory_mb: int = 2048,
+    def __init__(self, submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
                  max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
                  prepare_gpu_check: bool = False):
@@ -207,10 +104,9 @@ class WorkerClient:
         self.startup_seconds = 0.0
         self.starts = 0
         self.generation = 0
-        self.copy_notes: list[str] = []
         self.imported: set[str] = set()
         self.cache: dict[tuple[int, str, str], Any] = {}
-        self._proc: _Process | None = None
+        self._proc: RunningDomain | None = None
         self._release: list[int] = []
         self._lock = threading.RLock()
         self.closed = False
@@ -232,7 +128,7 @@ class WorkerClient:
         self.generation += 1
         self.imported = set()
         self._release = []
-        files, self.copy_notes = read_module_files(self.submission_dir, self.substitutes)
+        files = read_module_files(self.submission_dir, self.substitutes)[0]  # its notes are intake's to report
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bundle = bundle_fd(files)
         try:
@@ -243,7 +139,7 @@ class WorkerClient:
         finally:
             theirs.close()
             os.close(bundle)
-        self._proc = _Process(self.generation, proc, ours)
+        self._proc = RunningDomain(self.generation, proc, ours)
 
     @property
     def meta_warm(self) -> bool:
@@ -286,8 +182,9 @@ class WorkerClient:
             raise WorkerFailure("the worker restarted; this object is gone", "gone")
 
     def request(self, message: dict[str, Any], what: str, timeout: float | None = None) -> Any:
-        """Send one operation; the decoded answer (``Ref`` for opaque objects) or its exception."""
-        from grader.sandbox import wire
+        """Send one operation (plain data and this worker's Refs); the decoded answer (``Ref`` for
+        opaque objects) or its exception."""
+        from grader.sandbox import wire  # imports torch (see above)
 
         with self._lock:
             timeout = self.call_timeout if timeout is None else timeout
@@ -299,12 +196,7 @@ class WorkerClient:
             proc = self._proc
             try:
                 if not proc.ready:
-                    ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
-                    if not isinstance(ready, dict) or not isinstance(ready.get("ready"), dict):
-                        raise wire.ProtocolError("the worker did not announce itself")
-                    proc.pid = proc.proc.pid  # a host pid to read CPU time from (None in a pid namespace)
-                    proc.ready = True
-                    self.startup_seconds += time.monotonic() - started
+                    self._await_ready(proc, started)
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
                 start, cpu0 = time.monotonic(), proc.cpu_seconds()
@@ -315,39 +207,41 @@ class WorkerClient:
             except BaseException:
                 self._kill()
                 raise
-        if not isinstance(answer, dict) or len(answer) != 1:
-            self._kill()
-            raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
-        if "ok" in answer:
-            return _from_wire(answer["ok"], self.generation)
-        if "error" in answer:
-            raise _exception(answer["error"])
+        if isinstance(answer, dict) and len(answer) == 1:
+            if "ok" in answer:
+                return _from_wire(answer["ok"], self.generation)
+            if "error" in answer:
+                raise _exception(answer["error"])
         self._kill()
         raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
 
-    def _receive(self, proc: _Process, deadline: float, what: str, timeout: float | None = None) -> Any:
-        from grader.sandbox import wire
+    def _await_ready(self, proc: RunningDomain, started: float) -> None:
+        """Wait for a new domain's worker to announce itself (its startup is the grader's time)."""
+        from grader.sandbox import wire  # imports torch (see above)
 
-        sock = proc.sock
+        ready = self._receive(proc, time.monotonic() + self.startup_timeout, "startup")
+        if not isinstance(ready, dict) or not isinstance(ready.get("ready"), dict):
+            raise wire.ProtocolError("the worker did not announce itself")
+        proc.pid = proc.proc.pid  # a host pid to read CPU time from (None in a pid namespace)
+        proc.ready = True
+        self.startup_seconds += time.monotonic() - started
+
+    def _receive(self, proc: RunningDomain, deadline: float, what: str, timeout: float | None = None) -> Any:
+        from grader.sandbox import wire  # imports torch (see above)
+
         try:
-            head = self._recv_exact(sock, wire.HEADER.size, deadline)
-            (size,) = wire.HEADER.unpack(head)
-            if size > wire.MAX_FRAME:
-                raise wire.ProtocolError(f"frame of {size} bytes announced, the limit is {wire.MAX_FRAME}")
-            return wire.decode(self._recv_exact(sock, size, deadline))
+            return wire.decode(wire.recv_frame(proc.sock, deadline))
         except TimeoutError:
-            where = _hang_location(proc.output_tail())
             if timeout is None:
                 raise WorkerFailure(f"timed out after {self.startup_timeout:g} s during {what}", "timeout") from None
-            raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout") from None
+            raise WorkerFailure(f"timed out after {timeout:g} s in {what}{proc.hang_location()}", "timeout") from None
         except (EOFError, ConnectionError):
-            self._kill_keep_output(proc)
-            tail = _last_lines(proc.output_tail())
-            raise WorkerFailure(f"{proc.exit_description()} during {what}{tail}", "died") from None
+            proc.let_die()
+            raise WorkerFailure(f"{proc.exit_description()} during {what}{proc.last_lines()}", "died") from None
         except wire.ProtocolError as exc:
             raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
 
-    def _await_answer(self, proc: _Process, start: float, cpu0: float | None, timeout: float, what: str) -> None:
+    def _await_answer(self, proc: RunningDomain, start: float, cpu0: float | None, timeout: float, what: str) -> None:
         """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock."""
         hard, deadline = start + WALL_FACTOR * timeout, start + timeout
         while True:
@@ -357,17 +251,16 @@ class WorkerClient:
             now = time.monotonic()
             cpu = proc.cpu_seconds(rescan=True)
             used = None if cpu is None or cpu0 is None else cpu - cpu0
-            if used is None or used >= 0.9 * timeout or now >= hard:
-                where = _hang_location(proc.output_tail())
-                if used is None or used >= 0.9 * timeout:
-                    raise WorkerFailure(f"timed out after {timeout:g} s in {what}{where}", "timeout")
+            if used is None or used >= 0.9 * timeout:
+                raise WorkerFailure(f"timed out after {timeout:g} s in {what}{proc.hang_location()}", "timeout")
+            if now >= hard:
                 raise WorkerFailure(f"timed out after {now - start:.0f} s of wall-clock time ({used:.1f} s of CPU) "
-                                    f"in {what}{where}", "timeout")
+                                    f"in {what}{proc.hang_location()}", "timeout")
             deadline = min(hard, now + max(0.1, timeout - used))
 
-    def _send(self, proc: _Process, data: bytes, deadline: float, what: str, timeout: float) -> None:
+    def _send(self, proc: RunningDomain, data: bytes, deadline: float, what: str, timeout: float) -> None:
         """Send a frame; a worker that stops reading (SIGSTOP, a full buffer) times out like a hung one."""
-        from grader.sandbox import wire
+        from grader.sandbox import wire  # imports torch (see above)
 
         try:
             proc.sock.settimeout(max(0.5, deadline - time.monotonic()))
@@ -376,62 +269,24 @@ class WorkerClient:
             raise WorkerFailure(f"timed out after {timeout:g} s sending {what} (the worker stopped reading)",
                                 "timeout") from None
         except (BrokenPipeError, ConnectionError):
-            self._kill_keep_output(proc)
-            raise WorkerFailure(f"{proc.exit_description()} before {what}{_last_lines(proc.output_tail())}",
-                                "died") from None
+            proc.let_die()
+            raise WorkerFailure(f"{proc.exit_description()} before {what}{proc.last_lines()}", "died") from None
         finally:
             try:
                 proc.sock.settimeout(None)
             except OSError:
                 pass
 
-    @staticmethod
-    def _kill_keep_output(proc: _Process) -> None:
-        """Let a dying worker finish; its exit status tells how it ended."""
-        try:
-            proc.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
-        proc.drain.join(timeout=0.2)
-
-    @staticmethod
-    def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
-        while got < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            try:  # usually the whole answer is there already: no select needed
-                k = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                if not select.select([sock], [], [], left)[0]:
-                    raise TimeoutError from None
-                continue
-            if k == 0:
-                raise EOFError("channel closed")
-            got += k
-        return bytes(buf)
-
-
-def _stat_cpu(stat: bytes) -> float:
-    """User + system CPU seconds from a /proc/<pid>/stat line."""
-    fields = stat.rsplit(b")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
-
 
 # ---- conversions -------------------------------------------------------------------------
 def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
     """Grader-side values to plain data: Refs become markers (only this worker's), slices too."""
-    import torch
+    import torch  # costly: see above
 
-    from grader.sandbox import wire
-    from grader.grading.remote_impl import RemoteObject  # late: remote_impl imports this module
+    from grader.sandbox import wire  # imports torch (see above)
 
     if depth > wire.MAX_DEPTH:
         raise TypeError("argument nested too deeply to send to the worker")
-    if isinstance(obj, RemoteObject):
-        obj = obj._kata_ref
     tp = type(obj)
     if tp is Ref:
         if obj.generation != generation:
@@ -488,26 +343,3 @@ def _exception(err: Any) -> BaseException:
         except Exception:
             pass
     return StudentError(f"{type_name}: {message}{suffix}")
-
-
-_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
-
-
-def _hang_location(tail: str) -> str:
-    """`` (at 03_causal/causal_attention.py:12 in forward)`` from the worker's faulthandler dump."""
-    dump = tail.rsplit("most recent call first", 1)[-1]
-    for line in dump.splitlines():  # faulthandler prints the innermost frame first
-        m = _FRAME_LINE.search(line)
-        if m and "/copy/" in m.group(1):
-            rel = m.group(1).split("/copy/", 1)[1]
-            return f" (at {rel}:{m.group(2)} in {m.group(3)})"
-    return ""
-
-
-def _last_lines(tail: str, limit: int = 300) -> str:
-    text = tail.strip()
-    if not text:
-        return ""
-    if len(text) > limit:
-        text = "..." + text[-limit:]
-    return f"; last output: {text}"

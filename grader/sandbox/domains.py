@@ -21,11 +21,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox.modes import Isolation, Survivors, reap, wait_gone
+from grader.rubric import GROUPS
+from grader.sandbox.bundle import MODULE_FILE
+from grader.sandbox.modes import SCRATCH, Isolation, Survivors, reap, wait_gone
 
 STARTUP_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 10.0
-DISK_MB = 64  # each of /tmp, /dev/shm and scratch in a bwrap domain
+DISK_MB = 64  # each of /tmp, /dev/shm and scratch in a domain with namespaces of its own
 NPROC = 64  # processes and threads of the student's uid
 
 
@@ -91,8 +93,8 @@ class Domain:
         self.owner = owner
         self.template = template
         self.template_pid = template_pid  # as the template sees it
-        # The host pid (to read CPU time from): the same without namespaces, looked up under bubblewrap.
-        self.pid = template_pid if owner.isolation.mode != "bwrap" else _host_pid(template.proc.pid, template_pid)
+        # The host pid (to read CPU time from): the same outside bubblewrap, looked up in its pid namespace.
+        self.pid = _host_pid(template.proc.pid, template_pid) if owner.isolation.mode.bubblewrap else template_pid
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None
@@ -162,7 +164,7 @@ class Domains:
     def __init__(self, isolation: Isolation):
         self.isolation = isolation
         self.base: Path | None = None
-        if isolation.mode != "bwrap":  # the domains' folders: root-owned, traversable by the student's uid
+        if not isolation.mode.namespaces:  # the domains' folders: root-owned, traversable by the student's uid
             self.base = Path(tempfile.mkdtemp(prefix="kata-domains-"))
             self.base.chmod(0o711)
         self._template: WorkerTemplate | None = None
@@ -198,9 +200,10 @@ class Domains:
             if self.isolation.uid is not None:
                 os.chown(root, 0, self.isolation.uid)
                 root.chmod(0o710)
-        spec = {"mode": self.isolation.mode, "uid": self.isolation.uid, "root": str(root) if root else None,
-                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC,
-                "tmp_binds": self.isolation.tmp_binds()}
+        # What the worker needs, and nothing it must know by heart: the mode's flags, the layout, the
+        # bundle's rule (kata_worker/domain.py).
+        spec = {**self.isolation.domain_spec(root), "groups": list(GROUPS), "module_file": MODULE_FILE.pattern,
+                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC}
         read_end, write_end = os.pipe()
         meta_warm = template.meta_asked
         try:
@@ -221,10 +224,11 @@ class Domains:
         processes and remove its files (as that uid); then wait until none is left, not even a zombie
         (the kernel's teardown, or the template's reaping). Then remove the domain's own folder. A
         process that outlives it is noted in ``survivors``."""
+        mode = self.isolation.mode
         try:
-            if self.isolation.mode == "uid":
-                reap(self.isolation.uid, [root / "scratch"] if root else [])
-            if self.isolation.mode in ("uid", "bwrap"):  # the next domain shares the uid (and its process limit)
+            if mode.shares_the_machine:
+                reap(self.isolation.uid, [root / SCRATCH] if root else [])
+            if mode.own_uid:  # the next domain shares the uid (and its process limit)
                 wait_gone(self.isolation.uid)
         except Survivors as err:
             self.survivors.append(str(err))

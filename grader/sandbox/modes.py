@@ -1,11 +1,15 @@
-"""How student code is isolated here: the mode, the template's command line, and the clean-up.
+"""How student code is isolated here: the modes, the one chosen, the template's command line, the clean-up.
 
 Three modes (``--sandbox bwrap|uid|none``; ``isolated`` takes the best of bwrap and uid or refuses,
-``auto`` the same or none with a warning; the report's ``isolation`` names the mode used):
+``auto`` the same or none with a warning; the report's ``isolation`` names the mode used). Each is a
+:class:`Mode`, whose attributes are everything the grader and the worker do differently in it: the
+worker never sees a mode's name, only the flags, layout and group list of the spawn spec
+(grader/sandbox/domains.py). A new mode is one more :class:`Mode` in :data:`MODES`.
 
 * ``bwrap``: the template runs as root inside bubblewrap (no network, its own pid namespace, a
-  read-only system in which this repository, ``solutions/`` and ``tests/`` included, does not exist).
-  Each domain then gets namespaces of its own and a uid of its own (kata_worker/domain.py).
+  read-only system in which this repository, ``solutions/`` and ``tests/`` included, does not exist;
+  grader/sandbox/bubblewrap.py). Each domain then gets namespaces of its own and a uid of its own
+  (kata_worker/domain.py).
 * ``uid``: root without user namespaces (Gradescope's and most CI containers: bubblewrap cannot
   start). Each domain drops to a uid of this grading process alone, IP sockets are refused by a
   seccomp filter, the reference, hidden tests and ``.git`` are made unreadable to other users
@@ -22,33 +26,39 @@ machine's ``/tmp`` (emptied of the uid's files after each domain) and has no dis
 
 from __future__ import annotations
 
+import ctypes
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
-import sysconfig
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
 from grader.rubric import REPO_ROOT
+from grader.sandbox.bubblewrap import bwrap_argv, bwrap_problem, python_paths
 
 WORKER_LIB = Path(__file__).resolve().parent  # holds the kata_worker package
 WORKER_PACKAGE = WORKER_LIB / "kata_worker"
-SANDBOX_LIB = "/kata/lib"  # where bubblewrap shows the kata_worker package
+# The sandbox's file layout. A domain's folders lie under its root: SANDBOX_ROOT inside bubblewrap
+# (made empty there; the domain mounts a tmpfs on each), else a fresh folder of the grader's (the
+# domain makes them). COPY: the private copy of the submission, read-only; SCRATCH: the student's
+# working folder, HOME and TMPDIR; STAGING: where a domain with namespaces builds its fresh /tmp.
+SANDBOX_ROOT = "/kata"
+SANDBOX_LIB = f"{SANDBOX_ROOT}/lib"  # where bubblewrap shows the kata_worker package
+COPY, SCRATCH, STAGING = "copy", "scratch", "tmp"
 # A uid range no real account uses; each grading process gets its own (base + its pid).
 UID_BASE = 0x7E000000
 SECRETS = ("solutions", "tests", ".git")  # what student code must not read (relative to the repository)
-SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin", "/etc/alternatives", "/etc/ld.so.cache",
-               "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/ssl")
-TEMPLATE_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN")
-# What --sandbox accepts: the three modes, plus "isolated" (the best of bwrap and uid, or refuse) and
-# "auto" (the same, else none with a warning); see choose_isolation.
-SANDBOX_CHOICES = ("auto", "isolated", "bwrap", "uid", "none")
 NO_SANDBOX_WARNING = "graded without isolation: the student's code ran as a plain process of this user"
+
+
+def domain_folders(root: str | Path) -> dict[str, str]:
+    """A domain's folders under ``root`` (see the layout above), as the spawn spec names them."""
+    return {"copy": f"{root}/{COPY}", "scratch": f"{root}/{SCRATCH}", "tmp": f"{root}/{STAGING}"}
 
 
 class SandboxUnavailable(Exception):
@@ -56,26 +66,87 @@ class SandboxUnavailable(Exception):
 
 
 @dataclass(frozen=True)
+class Filter:
+    """What a mode's seccomp filter allows beyond Docker's profile less ours (kata_worker/seccomp.py),
+    as ``seccomp.install`` takes it: a domain that shares the host's network or IPC namespace may not
+    make IP sockets or SysV IPC objects and POSIX message queues."""
+
+    ip_sockets: bool  # sockets of other families than AF_UNIX
+    ipc: bool  # SysV IPC and POSIX message queues
+
+
+@dataclass(frozen=True)
+class Mode:
+    """An isolation mode: what the grader and the worker do differently in it, said once."""
+
+    name: str  # --sandbox's word for it, and what the report's ``isolation`` says
+    about: str  # how --sandbox's help describes it
+    label: str  # how a warning names it when it cannot run here ("bubblewrap: ...")
+    problem: Callable[[], str | None]  # None when it can run here; else why not, in a few words
+    isolates: bool  # the student's code runs apart from this user: other people's work may be graded in it
+    bubblewrap: bool  # the template runs in bubblewrap (its own pid namespace: host pids are looked up)
+    namespaces: bool  # each domain has mount, pid, network and IPC namespaces of its own, and a fresh /tmp
+    own_uid: bool  # each domain drops to the student's uid, a uid of this grading process alone
+    seccomp: Filter | None  # the domains' seccomp filter; None: none
+    warning: str = ""  # the report's warning in this mode; {why}: asked by name, or why no better mode runs
+
+    @property
+    def shares_the_machine(self) -> bool:
+        """The student's uid sees this machine's files, processes and IPC (no namespaces of its own):
+        what other users may read it may read, and what it leaves is found by its uid and removed
+        (:func:`reap`) after each domain."""
+        return self.own_uid and not self.namespaces
+
+
+# (A mode's problem is looked up when it is asked for, so that a test may replace bwrap_problem or uid_problem.)
+BWRAP = Mode("bwrap", "bwrap", "bubblewrap", lambda: bwrap_problem(), isolates=True, bubblewrap=True,
+             namespaces=True, own_uid=True, seccomp=Filter(ip_sockets=True, ipc=True))
+UID = Mode("uid", "uid (root without user namespaces)", "uid", lambda: uid_problem(), isolates=True,
+           bubblewrap=False, namespaces=False, own_uid=True, seccomp=Filter(ip_sockets=False, ipc=False),
+           warning="isolated by uid only{why}: no network or pid namespace, IP sockets refused, the uid's "
+                   "processes and files removed after each domain")
+NONE = Mode("none", "none (a plain process)", "none", lambda: None, isolates=False, bubblewrap=False,
+            namespaces=False, own_uid=False, seccomp=None, warning=NO_SANDBOX_WARNING + "{why}")
+# The modes, the best first: ``isolated`` and ``auto`` take the first isolating one that runs here.
+MODES = {mode.name: mode for mode in (BWRAP, UID, NONE)}
+# What --sandbox accepts, and its help.
+SANDBOX_CHOICES = ("auto", "isolated", *MODES)
+SANDBOX_HELP = ("how to isolate the student's code: "
+                + ", ".join(m.about for m in MODES.values() if m.isolates)
+                + ", isolated (the best of those, or exit 2), auto (as isolated, else none with a warning), "
+                + ", ".join(m.about for m in MODES.values() if not m.isolates))
+
+
+@dataclass(frozen=True)
 class Isolation:
     """The chosen mode, and what the report must say about it."""
 
-    mode: str  # "bwrap" | "uid" | "none"
+    mode: Mode
     warnings: tuple[str, ...] = ()
-    uid: int | None = field(default=None)
+    uid: int | None = None  # the student's uid, in a mode with one
 
     def template_command(self, fd: int) -> list[str]:
-        python = sys.executable
-        if self.mode != "bwrap":
-            return [python, "-I", "-B", "-c", _boot(str(WORKER_LIB)), "--fd", str(fd)]
-        return [*_bwrap_argv(shutil.which("bwrap") or "bwrap"), "--", python, "-I", "-B", "-c", _boot(SANDBOX_LIB),
+        boot = [sys.executable, "-I", "-B", "-c", _boot(SANDBOX_LIB if self.mode.bubblewrap else str(WORKER_LIB)),
                 "--fd", str(fd)]
+        if not self.mode.bubblewrap:
+            return boot
+        folders = [SANDBOX_ROOT, *domain_folders(SANDBOX_ROOT).values()]
+        return [*bwrap_argv(WORKER_PACKAGE, f"{SANDBOX_LIB}/kata_worker", folders), "--", *boot]
 
-    def tmp_binds(self) -> list[str]:
-        """What the sandbox shows under /tmp (a Python in a checkout there): each domain binds it again
-        in its own fresh /tmp."""
-        if self.mode != "bwrap":
+    def domain_spec(self, root: Path | None) -> dict:
+        """The mode's part of a spawn spec (kata_worker/domain.py): the flags the worker acts on, the
+        student's uid and the domain's folders (under ``root``, the folder made for it, where the
+        template shows no SANDBOX_ROOT)."""
+        return {"namespaces": self.mode.namespaces, "uid": self.uid,
+                "seccomp": None if self.mode.seccomp is None else asdict(self.mode.seccomp),
+                **domain_folders(SANDBOX_ROOT if root is None else root), "tmp_binds": self._tmp_binds()}
+
+    def _tmp_binds(self) -> list[str]:
+        """What the template shows under /tmp (a Python in a checkout there): a domain with a fresh /tmp
+        of its own binds it again there."""
+        if not self.mode.namespaces:
             return []
-        return [p for p in _python_paths() if p.startswith("/tmp/")]
+        return [p for p in python_paths() if p.startswith("/tmp/")]
 
     def env(self) -> dict[str, str]:
         return {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
@@ -86,61 +157,6 @@ class Isolation:
 
 def _boot(lib: str) -> str:
     return f"import sys; sys.path.insert(0, {lib!r}); from kata_worker.main import main; main()"
-
-
-def _python_paths() -> list[str]:
-    paths = sysconfig.get_paths()
-    found = {sys.prefix, sys.base_prefix, sys.executable, os.path.realpath(sys.executable)}
-    found.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
-    existing = sorted({os.path.normpath(p) for p in found if os.path.exists(p)}, key=len)
-    # A path inside an already-bound directory is visible through it (and binding a symlink onto itself fails).
-    return [p for i, p in enumerate(existing) if not any(p.startswith(q + os.sep) for q in existing[:i])]
-
-
-def _bwrap_argv(bwrap: str) -> list[str]:
-    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    for cap in TEMPLATE_CAPS:
-        argv += ["--cap-add", cap]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for dev in sorted(Path("/dev").glob("nvidia*")):  # the GPU-run check on CUDA needs the devices
-        argv += ["--dev-bind", str(dev), str(dev)]
-    if any(Path("/dev").glob("nvidia*")):
-        argv += ["--ro-bind-try", "/sys", "/sys", "--ro-bind-try", "/proc/driver/nvidia", "/proc/driver/nvidia"]
-    binds = [(p, p) for p in SYSTEM_DIRS] + [(p, p) for p in _python_paths()]
-    binds.append((str(WORKER_PACKAGE), f"{SANDBOX_LIB}/kata_worker"))
-    made: set[str] = set()
-    for _src, dest in binds:  # bubblewrap makes missing parents 0700: make them 0755 first
-        for parent in reversed(Path(dest).parents):
-            p = str(parent)
-            if p != "/" and p not in made and not any(p == d or p.startswith(d + "/") for d, _ in binds):
-                argv += ["--perms", "0755", "--dir", p]
-                made.add(p)
-    for src, dest in binds:
-        argv += ["--ro-bind-try" if src in SYSTEM_DIRS else "--ro-bind", src, dest]
-    for path in ("/kata", "/kata/copy", "/kata/scratch", "/kata/tmp"):
-        argv += ["--perms", "0755", "--dir", path]
-    return argv + ["--chdir", "/"]
-
-
-@cache
-def bwrap_problem() -> str | None:
-    """None when bubblewrap can start the template's sandbox here; else why not, in a few words."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap (bwrap) is not installed"
-    if os.geteuid() != 0:
-        return "bubblewrap's sandbox needs root here (it gives each domain a uid of its own)"
-    argv = [bwrap, "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN",
-            "--ro-bind", "/", "/", "--", "/bin/true"]
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"bwrap cannot run: {err}"
-    if proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["unknown error"])[-1]
-        return f"bwrap cannot create namespaces here ({reason})"
-    return None
 
 
 @cache
@@ -191,28 +207,38 @@ def choose_isolation(requested: str, *, for_class: bool = False, protect: bool =
     back to no isolation at all (``isolated`` never does). ``protect=False`` (``grader isolation``, a
     question): change nothing on disk, only say what grading in this mode would change.
     """
+    if requested not in SANDBOX_CHOICES:
+        raise ValueError(f"not an isolation mode: {requested!r} (one of {', '.join(SANDBOX_CHOICES)})")
     for_class = for_class or requested == "isolated"
-    if requested == "none":
-        return Isolation("none", (f"{NO_SANDBOX_WARNING} (--sandbox none)",))
-    if requested in ("auto", "isolated", "bwrap") and bwrap_problem() is None:
-        return Isolation("bwrap", (), student_uid())
-    if requested == "bwrap":
-        raise SandboxUnavailable(f"--sandbox bwrap: {bwrap_problem()}")
-    problem = uid_problem()
-    if problem is None:
-        warnings = protect_secrets() if protect else [
-            f"grading in uid mode makes {path} unreadable to other users (chmod o-rwx)" for path in exposed_secrets()]
-        why = "" if requested == "uid" else f" (bubblewrap: {bwrap_problem()})"
-        return Isolation("uid", (f"isolated by uid only{why}: no network or pid namespace, "
-                                 "IP sockets refused, the uid's processes and files removed after each domain",
-                                 *warnings), student_uid())
-    if requested == "uid":
-        raise SandboxUnavailable(f"--sandbox uid: {problem}")
-    reasons = f"{bwrap_problem()}; {problem}"
+    if requested in MODES:  # that mode or none at all
+        mode = MODES[requested]
+        problem = mode.problem()
+        if problem is not None:
+            raise SandboxUnavailable(f"--sandbox {requested}: {problem}")
+        return _chosen(mode, "" if mode.isolates else f" (--sandbox {requested})", protect)
+    passed_over: list[tuple[Mode, str]] = []  # the better modes that cannot run here, and why
+    for mode in (m for m in MODES.values() if m.isolates):
+        problem = mode.problem()
+        if problem is None:
+            why = "; ".join(f"{m.label}: {p}" for m, p in passed_over)
+            return _chosen(mode, f" ({why})" if why else "", protect)
+        passed_over.append((mode, problem))
+    reasons = "; ".join(problem for _, problem in passed_over)
     if for_class:
         raise SandboxUnavailable(f"no isolation is possible here ({reasons}): grading other people's code needs "
                                  "it; pass --sandbox none to grade without it anyway")
-    return Isolation("none", (f"{NO_SANDBOX_WARNING} ({reasons})",))
+    return _chosen(NONE, f" ({reasons})", protect)
+
+
+def _chosen(mode: Mode, why: str, protect: bool) -> Isolation:
+    """``mode``, its warning (``why`` in it), and where its uid shares this machine the secrets hidden
+    from it (or, with ``protect=False``, what hiding them would change)."""
+    warnings = [mode.warning.format(why=why)] if mode.warning else []
+    if mode.shares_the_machine:
+        warnings += protect_secrets() if protect else [
+            f"grading in {mode.name} mode makes {path} unreadable to other users (chmod o-rwx)"
+            for path in exposed_secrets()]
+    return Isolation(mode, tuple(warnings), student_uid() if mode.own_uid else None)
 
 
 def exposed_secrets() -> list[Path]:
@@ -228,7 +254,8 @@ def exposed_secrets() -> list[Path]:
 
 
 def protect_secrets() -> list[str]:
-    """Make the reference, hidden tests and history unreadable to other users (uid mode only)."""
+    """Make the reference, hidden tests and history unreadable to other users (where a student's uid
+    shares the machine)."""
     notes = []
     for path in exposed_secrets():
         path.chmod(path.stat().st_mode & ~0o007)
@@ -361,8 +388,6 @@ def _remove_owned(path: str, uid: int) -> int:
 def _remove_sysv_ipc(uid: int) -> int:
     """Remove the SysV shared memory segments, message queues and semaphore sets that ``uid`` owns or
     created (the owner may, whatever their modes); the count of those left."""
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     ipc_rmid = 0
     removers = {"shm": lambda i: libc.shmctl(i, ipc_rmid, None), "msg": lambda i: libc.msgctl(i, ipc_rmid, None),

@@ -1,7 +1,7 @@
 """The grader's end of the worker channel: framing, and the codec with the grader's rules.
 
 A frame is an 8-byte big-endian length followed by that many bytes; frames larger than
-``MAX_FRAME`` are a protocol error (the worker client checks the announced length before it reads). The payload is
+``MAX_FRAME`` are a protocol error (:func:`recv_frame` checks the announced length before it reads). The payload is
 ``grader/sandbox/kata_worker/codec.py``'s encoding of plain data (no pickle anywhere); what the worker sends is
 decoded with tensors that require grad refused, and any malformed payload is a
 :class:`ProtocolError`.
@@ -14,12 +14,14 @@ is, what calling it runs; ``grader/sandbox/kata_worker/probes.py``); errors as
 
 from __future__ import annotations
 
+import select
 import socket
+import time
 
 from grader.sandbox.kata_worker import codec as wire_codec
 from grader.sandbox.kata_worker.codec import HEADER, MAX_DEPTH, MAX_FRAME
 
-__all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "send_frame"]
+__all__ = ["HEADER", "MAX_DEPTH", "MAX_FRAME", "ProtocolError", "decode", "encode", "recv_frame", "send_frame"]
 
 
 class ProtocolError(Exception):
@@ -46,3 +48,31 @@ def send_frame(sock: socket.socket, payload: bytes) -> None:
     if len(payload) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(payload)} bytes exceeds the limit of {MAX_FRAME}")
     sock.sendall(HEADER.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket, deadline: float) -> bytes:
+    """The next frame's payload; TimeoutError past ``deadline`` (``time.monotonic``), EOFError when the
+    peer closed the channel, ProtocolError for a frame announced larger than ``MAX_FRAME``."""
+    (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size, deadline))
+    if size > MAX_FRAME:
+        raise ProtocolError(f"frame of {size} bytes announced, the limit is {MAX_FRAME}")
+    return _recv_exact(sock, size, deadline)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float) -> bytes:
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        try:  # usually the whole answer is there already: no select needed
+            k = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            if not select.select([sock], [], [], left)[0]:
+                raise TimeoutError from None
+            continue
+        if k == 0:
+            raise EOFError("channel closed")
+        got += k
+    return bytes(buf)

@@ -8,6 +8,7 @@ project's own pytest never loads a hostile ``conftest.py``); ``missing_file`` an
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -15,13 +16,16 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from grader.grading.engine import TESTS_DIR, run_hidden_tests, score, start_worker
+from grader.grading import engine
+from grader.grading.engine import run_hidden_tests, start_worker
 from grader.grading.remote_impl import RemoteImpl
-from grader.rubric import GROUPS
+from grader.grading.scoring import summarize_each
+from grader.rubric import GROUPS, TESTS_DIR, load_rubric
 from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
 from support import SOLUTIONS, WHERE, build_submission, toy
 
@@ -72,8 +76,11 @@ def tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def _failing(outcomes, exercise):
-    return [o for o in outcomes if o.exercise == exercise and not o.passed]
+@contextlib.contextmanager
+def toy_worker(tmp_path: Path, source: str, domains, **limits):
+    """(client, impl) over a worker of ``domains`` for a submission whose attention_scores.py is ``source``."""
+    with WorkerClient(toy(tmp_path / "sub", source), domains=domains, **limits) as client:
+        yield client, RemoteImpl(client, WHERE)
 
 
 # ---- full runs ---------------------------------------------------------------------------
@@ -106,7 +113,7 @@ def test_hostile_submission(name, domains, tmp_path, capfd):
     elapsed = time.perf_counter() - t0
 
     assert outcomes
-    earned = score(outcomes)
+    earned = {ex_id: result.score for ex_id, result in summarize_each(load_rubric(), outcomes).items()}
     wrong = []
     for o in outcomes:
         if o.exercise in targets and o.passed:
@@ -157,9 +164,7 @@ def test_exercises_and_substitutes(tmp_path, shared_domains):
 # ---- the client and the proxies directly (fast) ------------------------------------------
 
 
-@pytest.mark.timeout(120)
-def test_values_errors_and_restarts(tmp_path, shared_domains):
-    src = '''
+VALUES_AND_ERRORS = '''
 import torch
 
 class Oops(Exception):
@@ -191,9 +196,11 @@ def attention_score_matrix(x):
     x.add_(1)
     return x.sum()
 '''
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains, call_timeout=5) as client:
-        impl = RemoteImpl(client, WHERE)
+
+
+@pytest.mark.timeout(120)
+def test_values_errors_and_restarts(tmp_path, shared_domains):
+    with toy_worker(tmp_path, VALUES_AND_ERRORS, shared_domains, call_timeout=5) as (client, impl):
         with pytest.raises(ValueError, match="bad value") as e:
             impl.attention_scores("value")
         assert "attention_scores.py" in str(e.value)
@@ -247,9 +254,7 @@ class Odd(torch.nn.Module):
 def attention_scores(kind):
     return Odd() if kind == "module" else object()
 '''
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains, call_timeout=0.3) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains, call_timeout=0.3) as (client, impl):
         module, plain = impl.attention_scores("module"), impl.attention_scores("plain")
         ops = []
         real = client.request
@@ -268,9 +273,7 @@ def attention_scores(kind):
 @pytest.mark.timeout(120)
 def test_timeout_kills_and_names_the_place(tmp_path, shared_domains):
     src = "def attention_scores():\n    while True:\n        pass\n"
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains, call_timeout=1.0) as (_, impl):
         fn = impl.attention_scores
         t0 = time.perf_counter()
         with pytest.raises(WorkerFailure, match=r"timed out after 1 s in attention_scores \(at "
@@ -286,9 +289,7 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path, shared_domains):
            "    if kill:\n"
            "        os.kill(os.getppid(), signal.SIGKILL)\n"
            "    return os.getppid()\n")
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains) as (_, impl):
         assert impl.attention_scores(False) != os.getpid()  # the worker's parent is never the grader
         try:
             impl.attention_scores(True)  # EPERM (its parent is root's), or that parent dies and the worker stops
@@ -301,24 +302,9 @@ def test_kill_parent_does_not_kill_the_grader(tmp_path, shared_domains):
 @pytest.mark.timeout(120)
 def test_output_flood_is_drained_and_bounded(tmp_path, shared_domains):
     src = "import sys\n\ndef attention_scores():\n    sys.stdout.write('y' * 10_000_000)\n    sys.stdout.flush()\n    return 1\n"
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains) as (client, impl):
         assert impl.attention_scores() == 1
         assert len(client._proc.tail) <= 2 * 4096 + 65536
-
-
-def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
-    from grader.grading.intake import read_module_files
-
-    sub = toy(tmp_path / "sub", "X = 1\n")
-    (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
-    (sub / "03_causal" / "link.py").symlink_to(SOLUTIONS / "03_causal" / "causal_mask.py")
-    (sub / "03_causal" / "dir.py").mkdir()
-    (sub / "03_causal" / "notes.txt").write_text("x")
-    files, notes = read_module_files(sub)
-    assert sorted(files) == ["01_simple_attention/attention_scores.py"]
-    assert len(notes) == 3
 
 
 @needs_hidden
@@ -345,9 +331,7 @@ def test_stopped_worker_times_out_even_while_sending(tmp_path, shared_domains):
            "def attention_scores(x=None):\n"
            "    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))).start()\n"
            "    return 1\n")
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains, call_timeout=1.0) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains, call_timeout=1.0) as (_, impl):
         fn = impl.attention_scores
         assert fn() == 1
         time.sleep(0.5)
@@ -396,9 +380,7 @@ def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains)
            "def attention_scores(seconds):\n"
            "    time.sleep(seconds)\n"
            "    return seconds\n")
-    sub = toy(tmp_path / "sub", src)
-    with WorkerClient(sub, domains=shared_domains, call_timeout=0.4) as client:
-        impl = RemoteImpl(client, WHERE)
+    with toy_worker(tmp_path, src, shared_domains, call_timeout=0.4) as (_, impl):
         fn = impl.attention_scores
         assert fn(0.6) == 0.6  # over the timeout in wall clock, far under it in CPU
         t0 = time.perf_counter()
@@ -428,10 +410,6 @@ def test_starting_workers_does_not_count_against_a_test_s_budget(monkeypatch):
     """A template replaced mid-test (a hostile import killed it) imports torch again: seconds on a loaded
     machine that are the grader's, not the student's. The test's budget leaves them out; the student's
     own time still runs it out."""
-    from types import SimpleNamespace
-
-    from grader.grading import engine
-
     now = [1000.0]
     monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])
     client = SimpleNamespace(call_timeout=1.0, startup_seconds=0.0)

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading.engine import run_hidden_tests, score, start_worker
+from grader.grading.engine import run_hidden_tests, start_worker
 from grader.rubric import REPO_ROOT
-from grader.sandbox.domains import Domains
 from grader.sandbox.modes import bwrap_problem
 from support import build_submission
 
@@ -31,10 +30,6 @@ try:
 except OSError:
     pass
 '''
-
-
-def grade(submission: Path, domains: Domains) -> dict[str, float]:
-    return score(run_hidden_tests(start_worker(submission, domains=domains)))
 
 
 def test_sandbox_is_usable_where_ci_installs_it() -> None:
@@ -65,9 +60,9 @@ def test_no_network_under_bwrap(tmp_path: Path, templates) -> None:
         sub = build_submission("phone_home", tmp_path)
         path = sub / "01_simple_attention" / "attention_scores.py"
         path.write_text(PHONE_HOME.format(port=listener.getsockname()[1]) + path.read_text())
-        grade(sub, templates("bwrap"))
+        run_hidden_tests(start_worker(sub, domains=templates("bwrap")))
         assert received == []
-        grade(sub, templates("none"))  # the same code as a plain process does get through
+        run_hidden_tests(start_worker(sub, domains=templates("none")))  # the same code as a plain process does get through
         assert received == [b"leaked"]
     finally:
         stop.set()

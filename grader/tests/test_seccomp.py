@@ -15,14 +15,15 @@ import socket
 import struct
 import sys
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from grader.sandbox.domains import Domains
-from grader.sandbox.modes import WORKER_LIB
 from grader.grading.remote_impl import RemoteImpl
 from grader.sandbox.client import WorkerClient
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import MODES, WORKER_LIB
 from support import WHERE, toy
 
 if str(WORKER_LIB) not in sys.path:
@@ -31,59 +32,49 @@ from kata_worker import domain, seccomp  # noqa: E402
 
 x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the filter is x86-64 only")
 EPERM, ENOSYS = 1, 38
+FILTERED = [name for name, mode in MODES.items() if mode.seccomp is not None]  # the modes with a filter
 
 # Docker's default profile: github.com/moby/profiles seccomp/default.json at 3c28324 (seccomp/v0.2.3).
 # Its first rule's "names", as the profile writes them (every architecture's):
-DOCKER_NAMES = (
-    "accept", "accept4", "access", "adjtimex", "alarm", "bind", "brk", "cachestat", "capget", "capset",
-    "chdir", "chmod", "chown", "chown32", "clock_adjtime", "clock_adjtime64", "clock_getres",
-    "clock_getres_time64", "clock_gettime", "clock_gettime64", "clock_nanosleep", "clock_nanosleep_time64",
-    "close", "close_range", "connect", "copy_file_range", "creat", "dup", "dup2", "dup3", "epoll_create",
-    "epoll_create1", "epoll_ctl", "epoll_ctl_old", "epoll_pwait", "epoll_pwait2", "epoll_wait",
-    "epoll_wait_old", "eventfd", "eventfd2", "execve", "execveat", "exit", "exit_group", "faccessat",
-    "faccessat2", "fadvise64", "fadvise64_64", "fallocate", "fanotify_mark", "fchdir", "fchmod", "fchmodat",
-    "fchmodat2", "fchown", "fchown32", "fchownat", "fcntl", "fcntl64", "fdatasync", "fgetxattr", "flistxattr",
-    "flock", "fork", "fremovexattr", "fsetxattr", "fstat", "fstat64", "fstatat64", "fstatfs", "fstatfs64",
-    "fsync", "ftruncate", "ftruncate64", "futex", "futex_requeue", "futex_time64", "futex_wait", "futex_waitv",
-    "futex_wake", "futimesat", "getcpu", "getcwd", "getdents", "getdents64", "getegid", "getegid32", "geteuid",
-    "geteuid32", "getgid", "getgid32", "getgroups", "getgroups32", "getitimer", "getpeername", "getpgid",
-    "getpgrp", "getpid", "getppid", "getpriority", "getrandom", "getresgid", "getresgid32", "getresuid",
-    "getresuid32", "getrlimit", "get_robust_list", "getrusage", "getsid", "getsockname", "getsockopt",
-    "get_thread_area", "gettid", "gettimeofday", "getuid", "getuid32", "getxattr", "getxattrat",
-    "inotify_add_watch", "inotify_init", "inotify_init1", "inotify_rm_watch", "io_cancel", "ioctl",
-    "io_destroy", "io_getevents", "io_pgetevents", "io_pgetevents_time64", "ioprio_get", "ioprio_set",
-    "io_setup", "io_submit", "ipc", "kill", "landlock_add_rule", "landlock_create_ruleset",
-    "landlock_restrict_self", "lchown", "lchown32", "lgetxattr", "link", "linkat", "listen", "listmount",
-    "listxattr", "listxattrat", "llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr", "lstat",
-    "lstat64", "madvise", "map_shadow_stack", "membarrier", "memfd_create", "memfd_secret", "mincore", "mkdir",
-    "mkdirat", "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mmap2", "mprotect", "mq_getsetattr",
-    "mq_notify", "mq_open", "mq_timedreceive", "mq_timedreceive_time64", "mq_timedsend", "mq_timedsend_time64",
-    "mq_unlink", "mremap", "mseal", "msgctl", "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall",
-    "munmap", "name_to_handle_at", "nanosleep", "newfstatat", "_newselect", "open", "openat", "openat2",
-    "pause", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2", "pkey_alloc", "pkey_free", "pkey_mprotect",
-    "poll", "ppoll", "ppoll_time64", "prctl", "pread64", "preadv", "preadv2", "prlimit64", "process_mrelease",
-    "pselect6", "pselect6_time64", "pwrite64", "pwritev", "pwritev2", "read", "readahead", "readlink",
-    "readlinkat", "readv", "recv", "recvfrom", "recvmmsg", "recvmmsg_time64", "recvmsg", "remap_file_pages",
-    "removexattr", "removexattrat", "rename", "renameat", "renameat2", "restart_syscall", "riscv_hwprobe",
-    "rmdir", "rseq", "rt_sigaction", "rt_sigpending", "rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn",
-    "rt_sigsuspend", "rt_sigtimedwait", "rt_sigtimedwait_time64", "rt_tgsigqueueinfo", "sched_getaffinity",
-    "sched_getattr", "sched_getparam", "sched_get_priority_max", "sched_get_priority_min",
-    "sched_getscheduler", "sched_rr_get_interval", "sched_rr_get_interval_time64", "sched_setaffinity",
-    "sched_setattr", "sched_setparam", "sched_setscheduler", "sched_yield", "seccomp", "select", "semctl",
-    "semget", "semop", "semtimedop", "semtimedop_time64", "send", "sendfile", "sendfile64", "sendmmsg",
-    "sendmsg", "sendto", "setfsgid", "setfsgid32", "setfsuid", "setfsuid32", "setgid", "setgid32", "setgroups",
-    "setgroups32", "setitimer", "setpgid", "setpriority", "setregid", "setregid32", "setresgid", "setresgid32",
-    "setresuid", "setresuid32", "setreuid", "setreuid32", "setrlimit", "set_robust_list", "setsid",
-    "setsockopt", "set_thread_area", "set_tid_address", "setuid", "setuid32", "setxattr", "setxattrat",
-    "shmat", "shmctl", "shmdt", "shmget", "shutdown", "sigaltstack", "signalfd", "signalfd4", "sigprocmask",
-    "sigreturn", "socketcall", "socketpair", "splice", "stat", "stat64", "statfs", "statfs64", "statmount",
-    "statx", "symlink", "symlinkat", "sync", "sync_file_range", "syncfs", "sysinfo", "tee", "tgkill", "time",
-    "timer_create", "timer_delete", "timer_getoverrun", "timer_gettime", "timer_gettime64", "timer_settime",
-    "timer_settime64", "timerfd_create", "timerfd_gettime", "timerfd_gettime64", "timerfd_settime",
-    "timerfd_settime64", "times", "tkill", "truncate", "truncate64", "ugetrlimit", "umask", "uname", "unlink",
-    "unlinkat", "uretprobe", "utime", "utimensat", "utimensat_time64", "utimes", "vfork", "vmsplice", "wait4",
-    "waitid", "waitpid", "write", "writev",
-)
+DOCKER_NAMES = tuple("""
+    accept accept4 access adjtimex alarm bind brk cachestat capget capset chdir chmod chown chown32
+    clock_adjtime clock_adjtime64 clock_getres clock_getres_time64 clock_gettime clock_gettime64 clock_nanosleep
+    clock_nanosleep_time64 close close_range connect copy_file_range creat dup dup2 dup3 epoll_create
+    epoll_create1 epoll_ctl epoll_ctl_old epoll_pwait epoll_pwait2 epoll_wait epoll_wait_old eventfd eventfd2
+    execve execveat exit exit_group faccessat faccessat2 fadvise64 fadvise64_64 fallocate fanotify_mark fchdir
+    fchmod fchmodat fchmodat2 fchown fchown32 fchownat fcntl fcntl64 fdatasync fgetxattr flistxattr flock fork
+    fremovexattr fsetxattr fstat fstat64 fstatat64 fstatfs fstatfs64 fsync ftruncate ftruncate64 futex
+    futex_requeue futex_time64 futex_wait futex_waitv futex_wake futimesat getcpu getcwd getdents getdents64
+    getegid getegid32 geteuid geteuid32 getgid getgid32 getgroups getgroups32 getitimer getpeername getpgid
+    getpgrp getpid getppid getpriority getrandom getresgid getresgid32 getresuid getresuid32 getrlimit
+    get_robust_list getrusage getsid getsockname getsockopt get_thread_area gettid gettimeofday getuid getuid32
+    getxattr getxattrat inotify_add_watch inotify_init inotify_init1 inotify_rm_watch io_cancel ioctl io_destroy
+    io_getevents io_pgetevents io_pgetevents_time64 ioprio_get ioprio_set io_setup io_submit ipc kill
+    landlock_add_rule landlock_create_ruleset landlock_restrict_self lchown lchown32 lgetxattr link linkat
+    listen listmount listxattr listxattrat llistxattr _llseek lremovexattr lseek lsetxattr lstat lstat64 madvise
+    map_shadow_stack membarrier memfd_create memfd_secret mincore mkdir mkdirat mknod mknodat mlock mlock2
+    mlockall mmap mmap2 mprotect mq_getsetattr mq_notify mq_open mq_timedreceive mq_timedreceive_time64
+    mq_timedsend mq_timedsend_time64 mq_unlink mremap mseal msgctl msgget msgrcv msgsnd msync munlock munlockall
+    munmap name_to_handle_at nanosleep newfstatat _newselect open openat openat2 pause pidfd_open
+    pidfd_send_signal pipe pipe2 pkey_alloc pkey_free pkey_mprotect poll ppoll ppoll_time64 prctl pread64 preadv
+    preadv2 prlimit64 process_mrelease pselect6 pselect6_time64 pwrite64 pwritev pwritev2 read readahead
+    readlink readlinkat readv recv recvfrom recvmmsg recvmmsg_time64 recvmsg remap_file_pages removexattr
+    removexattrat rename renameat renameat2 restart_syscall riscv_hwprobe rmdir rseq rt_sigaction rt_sigpending
+    rt_sigprocmask rt_sigqueueinfo rt_sigreturn rt_sigsuspend rt_sigtimedwait rt_sigtimedwait_time64
+    rt_tgsigqueueinfo sched_getaffinity sched_getattr sched_getparam sched_get_priority_max
+    sched_get_priority_min sched_getscheduler sched_rr_get_interval sched_rr_get_interval_time64
+    sched_setaffinity sched_setattr sched_setparam sched_setscheduler sched_yield seccomp select semctl semget
+    semop semtimedop semtimedop_time64 send sendfile sendfile64 sendmmsg sendmsg sendto setfsgid setfsgid32
+    setfsuid setfsuid32 setgid setgid32 setgroups setgroups32 setitimer setpgid setpriority setregid setregid32
+    setresgid setresgid32 setresuid setresuid32 setreuid setreuid32 setrlimit set_robust_list setsid setsockopt
+    set_thread_area set_tid_address setuid setuid32 setxattr setxattrat shmat shmctl shmdt shmget shutdown
+    sigaltstack signalfd signalfd4 sigprocmask sigreturn socketcall socketpair splice stat stat64 statfs
+    statfs64 statmount statx symlink symlinkat sync sync_file_range syncfs sysinfo tee tgkill time timer_create
+    timer_delete timer_getoverrun timer_gettime timer_gettime64 timer_settime timer_settime64 timerfd_create
+    timerfd_gettime timerfd_gettime64 timerfd_settime timerfd_settime64 times tkill truncate truncate64
+    ugetrlimit umask uname unlink unlinkat uretprobe utime utimensat utimensat_time64 utimes vfork vmsplice
+    wait4 waitid waitpid write writev
+""".split())
 # ... its rule for kernels >= 4.8, and its rules for the amd64 architecture:
 DOCKER_NEW_KERNELS = ("process_vm_readv", "process_vm_writev", "ptrace")
 DOCKER_AMD64 = ("arch_prctl", "modify_ldt")
@@ -110,7 +101,8 @@ DOCKER_WITH_CAPABILITIES = (
     "ptrace", "iopl", "ioperm", "settimeofday", "stime", "clock_settime", "clock_settime64", "vhangup",
     "get_mempolicy", "mbind", "set_mempolicy", "set_mempolicy_home_node",
 )
-# This project's deltas (seccomp.py's docstring): refused in every mode; refused in the uid mode.
+# This project's deltas (seccomp.py's docstring): refused in every mode; refused where a domain shares the
+# host's IPC namespace (the uid mode).
 OURS_DENIED = {"ptrace", "process_vm_readv", "process_vm_writev"}
 UID_MODE_DENIED = {"shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl", "msgget", "msgsnd",
                    "msgrcv", "msgctl", "mq_open", "mq_unlink"}
@@ -170,14 +162,14 @@ def _run_bpf(program: list, nr: int, args: tuple = (), arch: int = seccomp.AUDIT
     raise AssertionError("ran off the program")
 
 
-@pytest.mark.parametrize("mode", ["uid", "bwrap"])
+@pytest.mark.parametrize("mode", FILTERED)
 def test_the_program_does_what_the_tables_say(mode: str) -> None:
-    shared = mode == "uid"  # the uid mode shares the host's network and IPC namespaces
-    program = seccomp.program(ip_sockets=not shared, ipc=not shared)
+    flags = MODES[mode].seccomp  # the uid mode's domains share the host's network and IPC namespaces
+    program = seccomp.program(ip_sockets=flags.ip_sockets, ipc=flags.ipc)
     assert len(program) < 4096
     allow, eperm, enosys = seccomp.RET_ALLOW, seccomp.RET_ERRNO | EPERM, seccomp.RET_ERRNO | ENOSYS
     names = {nr: name for name, nr in seccomp.SYSCALLS.items()}
-    allowed = seccomp.allowed(ip_sockets=not shared, ipc=not shared)
+    allowed = seccomp.allowed(ip_sockets=flags.ip_sockets, ipc=flags.ipc)
     conditional = {seccomp.SYSCALLS[n] for n in seccomp.CONDITIONAL}
     for nr in range(1024):
         if nr not in conditional:
@@ -192,7 +184,7 @@ def test_the_program_does_what_the_tables_say(mode: str) -> None:
         assert _run_bpf(program, clone, (0x01200011 | flag,)) == eperm
     assert _run_bpf(program, seccomp.SYSCALLS["clone3"]) == enosys
     for family in range(64):
-        expected = allow if (family == 1 if shared else family not in (38, 40)) else eperm
+        expected = allow if (family not in (38, 40) if flags.ip_sockets else family == 1) else eperm
         assert _run_bpf(program, sock, (family,)) == expected, family
     for persona in range(0, 0x30000, 4):
         assert _run_bpf(program, pers, (persona,)) == (allow if persona in (0, 8, 0x20000, 0x20008) else eperm)
@@ -208,7 +200,7 @@ def under_filter(mode: str, script: str) -> dict:
         try:
             os.close(read_end)
             os.dup2(write_end, 1)
-            domain.deny_syscalls(ip_sockets=mode == "uid")
+            domain.deny_syscalls(asdict(MODES[mode].seccomp))
             os.execv(sys.executable, [sys.executable, "-I", "-c", script])
         finally:
             os._exit(70)
@@ -316,10 +308,8 @@ def test_the_io_uring_attack_connects_without_the_filter(listener: Listener) -> 
     assert listener.close() == [b"leaked"]
 
 
-@x86_64
-@pytest.mark.parametrize("mode", ["uid", "bwrap"])
-def test_the_filter_refuses_io_uring_namespaces_mounts_and_tracing(mode: str, listener: Listener) -> None:
-    script = IO_URING_CONNECT + r'''
+# What the refusal test runs under the filter: every call it must refuse, and IP sockets and IPC.
+REFUSALS = IO_URING_CONNECT + r'''
 import ctypes, json, os, socket
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -366,24 +356,28 @@ said["mq_open"] = errno_of(240, queue, os.O_CREAT | os.O_RDWR, 0o600, None)
 if said["mq_open"] == 0:
     errno_of(241, queue)
 print(json.dumps(said))
-'''.replace("PORT", str(listener.port))
-    said = under_filter(mode, script)
+'''
+
+
+@x86_64
+@pytest.mark.parametrize("mode", FILTERED)
+def test_the_filter_refuses_io_uring_namespaces_mounts_and_tracing(mode: str, listener: Listener) -> None:
+    said = under_filter(mode, REFUSALS.replace("PORT", str(listener.port)))
     assert said.pop("io_uring") == "io_uring_setup refused: errno 1"
     assert listener.close() == []
     assert said.pop("clone3") == ENOSYS  # as Docker: glibc then falls back to clone
     assert said.pop("socket 38") == EPERM  # AF_ALG: Docker refuses it too
-    ip_and_ipc = {k: said.pop(k) for k in ["socket 2", "socket 10", "socket 16", "shmget", "semget", "msgget",
-                                           "mq_open"]}
+    ip = {k: said.pop(k) for k in ["socket 2", "socket 10", "socket 16"]}
+    ipc = {k: said.pop(k) for k in ["shmget", "semget", "msgget", "mq_open"]}
     assert said == dict.fromkeys(said, EPERM)  # everything else: refused in every mode
-    if mode == "uid":  # no network or IPC namespace of its own: refused too
-        assert ip_and_ipc == dict.fromkeys(ip_and_ipc, EPERM)
-    else:  # the namespaces are the domain's own: allowed
-        assert ip_and_ipc == dict.fromkeys(ip_and_ipc, 0)
+    flags = MODES[mode].seccomp  # allowed where the domain's namespaces are its own, else refused too
+    assert ip == dict.fromkeys(ip, 0 if flags.ip_sockets else EPERM)
+    assert ipc == dict.fromkeys(ipc, 0 if flags.ipc else EPERM)
 
 
 @x86_64
 @pytest.mark.timeout(300)  # a fresh interpreter imports torch and runs it: 3 s here, 58 s seen under load 14 on 2 cores
-@pytest.mark.parametrize("mode", ["uid", "bwrap"])
+@pytest.mark.parametrize("mode", FILTERED)
 def test_the_filter_allows_what_the_worker_needs(mode: str, tmp_path: Path) -> None:
     script = r'''
 import json, mmap, os, socket, subprocess, sys, threading
@@ -419,18 +413,18 @@ with open(os.path.join(TMP, "written"), "w") as f:
 m = mmap.mmap(-1, 1 << 20)
 m[:2] = b"ok"
 said["mmap"] = m[:2].decode()
-if MODE == "bwrap":
+if IPC:
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     ident = libc.shmget(0, 4096, 0o1600)
     said["shmget"] = ident >= 0
     libc.shmctl(ident, 0, None)
 print(json.dumps(said))
-'''.replace("TMP", repr(str(tmp_path))).replace("MODE", repr(mode))
+'''.replace("TMP", repr(str(tmp_path))).replace("IPC", repr(MODES[mode].seccomp.ipc))
     said = under_filter(mode, script)
     assert said.pop("torch") is True and said.pop("torch threads") == 2 and said.pop("threads") >= 2
     assert said == {"python thread": [1], "fork": 7, "subprocess": "42", "socketpair": "ok", "read": True,
-                    "mmap": "ok", **({"shmget": True} if mode == "bwrap" else {})}
+                    "mmap": "ok", **({"shmget": True} if MODES[mode].seccomp.ipc else {})}
     assert (tmp_path / "written").read_text() == "x"
 
 

@@ -6,7 +6,8 @@
 - an answer too large to decode cheaply fails that one call, whether the worker's encoder refuses it
   or a hostile worker writes the frame itself;
 - a submission folder holding ``submission.zip`` (Gradescope's, when a student uploads the zip the
-  README tells them to make) is graded from the zip.
+  README tells them to make) is graded from the zip; an unreadable zip is a one-line error;
+- a CSV cell a student names cannot be a spreadsheet formula.
 """
 
 from __future__ import annotations
@@ -16,18 +17,34 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+import grader.sandbox.bundle as bundle
+from grader.classroom.grades_sheet import csv_cell, csv_columns, csv_row
+from grader.grading.grade import GradeOptions, grade
+from grader.grading.intake import SubmissionError, locate_submission
+from grader.grading.remote_impl import RemoteImpl
+from grader.grading.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
+from grader.reports.class_summary import summarize_class, to_html, to_markdown
 from grader.reports.feedback import feedback_text
 from grader.reports.report import VISIBILITIES, to_gradescope, to_json, to_text
-from grader.grading.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
-from grader.rubric import GROUPS, SOLUTIONS_DIR, load_rubric
+from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, load_rubric
 from grader.safe_text import escape_controls, escape_line
-from grader.grading.intake import SubmissionError, locate_submission, read_module_files
+from grader.sandbox.bundle import MODULE_FILE, bundle_fd, read_module_files
+from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
+from grader.sandbox.kata_worker import codec
+from grader.sandbox.modes import WORKER_LIB
+from support import WHERE, toy
+
+if str(WORKER_LIB) not in sys.path:
+    sys.path.append(str(WORKER_LIB))  # the worker package imports itself as ``kata_worker``
+from kata_worker import domain  # noqa: E402
 
 # What must never reach a report raw: C0 but newline and tab, DEL, C1, bidi overrides and isolates.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -61,13 +78,26 @@ def test_escaping_shows_controls_and_bidi_overrides_and_keeps_the_rest():
 
 # ---- names ---------------------------------------------------------------------------------------
 
-def test_the_grader_accepts_the_names_the_domain_accepts():
-    """grader/sandbox/kata_worker/domain.py refuses a bundle with any other name: the two patterns are one."""
-    from grader.grading.intake import MODULE_FILE
+def test_the_domain_accepts_the_bundle_the_grader_makes_and_nothing_else():
+    """A domain checks each entry of its bundle against the groups and the module-name rule its spawn
+    spec carries (grader/sandbox/domains.py sends the rubric's groups and bundle.MODULE_FILE); it keeps
+    no copy of its own, and refuses the whole bundle for one entry outside them."""
+    files, _ = read_module_files(SOLUTIONS_DIR)
+    assert domain.read_bundle(bundle_fd(files), list(GROUPS), MODULE_FILE) == files
+    for rel in ("01_simple_attention/x copy.py", "05_extra/x.py", "03_causal/../x.py", "03_causal/sub/x.py", "x.py"):
+        with pytest.raises(domain.DomainError, match="malformed bundle entry"):
+            domain.read_bundle(bundle_fd({**files, rel: b""}), list(GROUPS), MODULE_FILE)
 
-    domain = (Path(__file__).parents[1] / "sandbox" / "kata_worker" / "domain.py").read_text()
-    pattern = re.search(r'_MODULE_FILE = re\.compile\(r"\^?(.*?)\$?"\)', domain).group(1)
-    assert pattern == MODULE_FILE.pattern
+
+def test_private_copy_skips_symlinks_big_files_and_folders(tmp_path):
+    sub = toy(tmp_path / "sub", "X = 1\n")
+    (sub / "03_causal" / "big.py").write_bytes(b"#" * (2**20 + 1))
+    (sub / "03_causal" / "link.py").symlink_to(SOLUTIONS_DIR / "03_causal" / "causal_mask.py")
+    (sub / "03_causal" / "dir.py").mkdir()
+    (sub / "03_causal" / "notes.txt").write_text("x")
+    files, notes = read_module_files(sub)
+    assert sorted(files) == ["01_simple_attention/attention_scores.py"]
+    assert len(notes) == 3
 
 
 def test_files_that_are_not_module_names_are_left_out_with_an_escaped_note(tmp_path: Path):
@@ -85,16 +115,14 @@ def test_files_that_are_not_module_names_are_left_out_with_an_escaped_note(tmp_p
 
 
 def test_many_stray_files_leave_the_modules_in_and_few_notes(tmp_path: Path, monkeypatch):
-    import grader.grading.intake as submission
-
-    monkeypatch.setattr(submission, "MAX_BUNDLE_FILES", 14)
+    monkeypatch.setattr(bundle, "MAX_BUNDLE_FILES", 14)
     sub = solutions_copy(tmp_path / "sub")
     for i in range(30):
         (sub / "01_simple_attention" / f"aaa_{i:02d}.py").write_text("x = 1\n")  # sorted before the modules
         (sub / "01_simple_attention" / f"aaa {i:02d}.py").write_text("x = 1\n")
     files, notes = read_module_files(sub)
     assert {f"{ex.id}.py" for ex in load_rubric().exercises.values()} <= set(files) and len(files) == 14
-    assert len(notes) == submission.MAX_NOTES + 1 and notes[-1] == "... and 38 more files left out"
+    assert len(notes) == bundle.MAX_NOTES + 1 and notes[-1] == "... and 38 more files left out"
 
 
 # ---- a zip in the submission folder ----------------------------------------------------------------
@@ -143,12 +171,32 @@ def test_a_zip_in_the_folder_keeps_the_zip_limits(tmp_path: Path):
         locate_submission(linked, tmp_path / "scratch2")
 
 
+def test_unreadable_zips_are_one_line_errors(tmp_path: Path) -> None:
+    good = tmp_path / "good.zip"
+    with zipfile.ZipFile(good, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("03_causal/causal_mask.py", "x = 1\n" * 1000)
+    data = bytearray(good.read_bytes())
+    encrypted, corrupt = tmp_path / "encrypted.zip", tmp_path / "corrupt.zip"
+    flagged = bytearray(data)
+    flagged[6] |= 1  # the local header's "encrypted" flag
+    central = flagged.find(b"PK\x01\x02")
+    flagged[central + 8] |= 1  # and the central directory's
+    encrypted.write_bytes(bytes(flagged))
+    body = data.find(b"causal_mask.py") + len("causal_mask.py")
+    data[body + 5: body + 40] = b"\xff" * 35
+    corrupt.write_bytes(bytes(data))
+    for archive in (encrypted, corrupt):
+        with pytest.raises(SubmissionError, match="unreadable zip"):
+            locate_submission(archive, tmp_path / f"x-{archive.stem}")
+        proc = subprocess.run([sys.executable, "-m", "grader", "score", str(archive)], capture_output=True, text=True,
+                              cwd=REPO_ROOT)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+
+
 # ---- gradings -----------------------------------------------------------------------------------
 
 @pytest.mark.timeout(300)
 def test_stray_files_cost_nothing_in_a_folder_and_in_a_zipped_upload(tmp_path: Path, shared_domains):
-    from grader.grading.grade import GradeOptions, grade
-
     sub = solutions_copy(tmp_path / "sub")
     for rel, text in STRAYS.items():
         (sub / rel).write_text(text)
@@ -162,8 +210,6 @@ def test_stray_files_cost_nothing_in_a_folder_and_in_a_zipped_upload(tmp_path: P
 
 @pytest.mark.timeout(300)
 def test_the_report_warns_of_each_file_left_out(tmp_path: Path, shared_domains):
-    from grader.grading.grade import GradeOptions, grade
-
     upload = make_upload(tmp_path / "submission", solutions_copy(tmp_path / "exercises"),
                          {**STRAYS, NEWLINE_MEMBER: "x = 1\n"})
     report = grade(upload, GradeOptions(gpu="skip"), shared_domains)
@@ -198,12 +244,7 @@ def assert_safe(text: str, where: str) -> None:
 
 @pytest.mark.timeout(300)
 def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
-    from grader.grading.grade import GradeOptions, grade
-
-    sub = tmp_path / "sub"
-    for group in GROUPS:
-        (sub / group).mkdir(parents=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(TOY)
+    sub = toy(tmp_path / "sub", TOY)
     (sub / "01_simple_attention" / "normalization.py").write_text(TOY_DIES)
     report = grade(sub, GradeOptions(gpu="skip"), shared_domains)
     assert report.score == 0
@@ -225,9 +266,6 @@ def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
 
 def test_every_renderer_escapes_what_it_is_given(tmp_path: Path):
     """The last line of defence: a report built here, its student text never through the worker client."""
-    from grader.classroom.score_all import csv_columns, csv_row
-    from grader.reports.class_summary import summarize_class, to_html, to_markdown
-
     rubric = load_rubric()
     results = {ex_id: ExerciseResult(ex_id, ex.points, ex.points, "passed", "all 1 tests passed")
                for ex_id, ex in rubric.exercises.items()}
@@ -294,15 +332,8 @@ def attention_scores(kind):
 
 @pytest.mark.timeout(120)
 def test_student_text_is_escaped_as_it_enters_the_grader(tmp_path: Path, shared_domains):
-    from grader.grading.remote_impl import RemoteImpl
-    from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
-
-    sub = tmp_path / "sub"
-    for group in GROUPS:
-        (sub / group).mkdir(parents=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(BIG)
-    with WorkerClient(sub, domains=shared_domains) as client:
-        impl = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"})
+    with WorkerClient(toy(tmp_path / "sub", BIG), domains=shared_domains) as client:
+        impl = RemoteImpl(client, WHERE)
         with pytest.raises(StudentError) as raised:
             impl.attention_scores("raise")
         assert "Shady\\x1b[2J\\u202e" in str(raised.value) and "\\x1b[H Total" in str(raised.value)
@@ -315,17 +346,9 @@ def test_student_text_is_escaped_as_it_enters_the_grader(tmp_path: Path, shared_
 
 @pytest.mark.timeout(120)
 def test_an_answer_too_large_to_decode_fails_that_call(tmp_path: Path, shared_domains):
-    from grader.sandbox.kata_worker import codec
-    from grader.grading.remote_impl import RemoteImpl
-    from grader.sandbox.client import WorkerClient, WorkerFailure
-
-    sub = tmp_path / "sub"
-    for group in GROUPS:
-        (sub / group).mkdir(parents=True)
-    (sub / "01_simple_attention" / "attention_scores.py").write_text(BIG)
     limit = f"more than {codec.MAX_VALUES} values in one message"
-    with WorkerClient(sub, domains=shared_domains) as client:
-        impl = RemoteImpl(client, {"attention_scores": "01_simple_attention/attention_scores"})
+    with WorkerClient(toy(tmp_path / "sub", BIG), domains=shared_domains) as client:
+        impl = RemoteImpl(client, WHERE)
         for kind in ("ints", "nested"):  # the worker's encoder refuses it: the call raises, the worker lives on
             with pytest.raises(ValueError, match=re.escape(limit)):
                 impl.attention_scores(kind)
@@ -336,3 +359,9 @@ def test_an_answer_too_large_to_decode_fails_that_call(tmp_path: Path, shared_do
             impl.attention_scores("frame")
         assert time.process_time() - cpu < 1.0  # the old decoder spent about 1.5 s on this frame alone
         assert impl.attention_scores("small") == "small" and client.generation == started + 1
+
+
+def test_csv_cells_cannot_be_formulas() -> None:
+    assert csv_cell("=2+5") == "'=2+5" and csv_cell("@SUM(A1)") == "'@SUM(A1)" and csv_cell("alice") == "alice"
+    row = csv_row("=HYPERLINK(\"http://x\")", {"error": "-1+2"})
+    assert row["student"].startswith("'=") and row["message"].startswith("'-")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import pickle
 import socket
@@ -15,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.sandbox import wire
+from grader.sandbox.client import WorkerClient, WorkerFailure
 from grader.sandbox.kata_worker import codec as wire_codec
+from grader.sandbox.modes import WORKER_PACKAGE
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20),
@@ -136,24 +139,18 @@ def test_views_travel_as_their_values():
 
 
 def test_oversize_frames_are_refused_both_ways(tmp_path):
-    from grader.sandbox.client import WorkerClient, WorkerFailure
-
     a, b = socket.socketpair()
     with a, b:
         with pytest.raises(wire.ProtocolError):
             wire.send_frame(a, b"x" * (wire.MAX_FRAME + 1))
         a.sendall(struct.pack(">Q", wire.MAX_FRAME + 1))
-        proc = types.SimpleNamespace(sock=b, output_tail=lambda: "")
+        proc = types.SimpleNamespace(sock=b)
         with pytest.raises(WorkerFailure, match="limit"):
             WorkerClient(tmp_path)._receive(proc, time.monotonic() + 5, "a test")
 
 
 def test_the_worker_uses_this_codec():
     """The worker package imports nothing of the grader (it runs alone in the sandbox) and unpickles nothing."""
-    from grader.sandbox.modes import WORKER_PACKAGE
-
-    import ast
-
     for path in WORKER_PACKAGE.glob("*.py"):
         text = path.read_text()
         assert "import grader" not in text and "from grader" not in text, path

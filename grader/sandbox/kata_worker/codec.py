@@ -1,7 +1,7 @@
 """The one codec of the grader <-> worker channel: plain data to bytes and back, with no pickle.
 
-Both ends use this file: the grader imports it (``grader/sandbox/wire.py``), the worker loads it by path
-next to ``worker.py`` (it imports nothing but the standard library and torch, so the worker stays
+Both ends use this file: the grader imports it (``grader/sandbox/wire.py``), the worker as
+``kata_worker.codec`` (it imports nothing but the standard library and torch, so the worker stays
 free of the grader package). A decoder that can only build the types below cannot be made to run
 code or to construct a student's class, whatever bytes arrive: there is nothing to unpickle.
 

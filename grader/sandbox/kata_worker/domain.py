@@ -1,9 +1,13 @@
 """One isolation domain: where one grading (or one re-grade) of one student runs.
 
-The template forks, and the fork calls :func:`run`. What it builds depends on the mode the grader
-chose (``spec["mode"]``); the grader's side is ``grader/sandbox/modes.py``.
+The template forks, and the fork calls :func:`run`. What it builds is what the grader's spawn spec
+says (grader/sandbox/modes.py: ``Mode``, ``Isolation.domain_spec``; grader/sandbox/domains.py): whether
+the domain gets namespaces of its own, the student's uid (or none), the seccomp filter's flags (or
+none), the domain's folders, and the group list and module-name rule its bundle is checked against.
+This package knows no mode by name and keeps no copy of the layout or the groups.
 
-``bwrap`` (the template runs as root inside bubblewrap, with CAP_SYS_ADMIN/SETUID/SETGID):
+With ``namespaces`` (the ``bwrap`` mode: the template runs as root inside bubblewrap, with
+CAP_SYS_ADMIN/SETUID/SETGID):
 
     keeper   the fork: unshares mount, pid, network and IPC namespaces, forks the init, waits for it
     init     pid 1 of the new pid namespace, root, dies with the keeper (PR_SET_PDEATHSIG): mounts a
@@ -16,14 +20,12 @@ When the init exits (its worker ended, or the keeper was killed) the kernel kill
 left in the namespace, daemons included. Nothing of the domain outlives it; nothing it writes is
 seen by the next one.
 
-``uid`` (root without user namespaces, as in Gradescope's and most CI containers): no namespaces
-can be made, so the fork writes the copy into a fresh root-owned folder (read-only to the student),
-makes a scratch folder owned by the student's uid, then drops to that uid (a uid of this job
-alone), installs a seccomp filter (kata_worker/seccomp.py; here it also refuses IP sockets and
-SysV IPC), and serves. The grader kills every process of that uid and removes its files after the
-grading (grader/sandbox/modes.py: ``reap``).
-
-``none``: the same as ``uid`` without changing uid and without the filter (a plain process).
+Without (the ``uid`` mode: root without user namespaces, as in Gradescope's and most CI containers):
+the fork writes the copy into a fresh root-owned folder (read-only to the student), makes a scratch
+folder owned by the student's uid, then drops to that uid (a uid of this job alone), installs the
+seccomp filter (kata_worker/seccomp.py; there it also refuses IP sockets and SysV IPC), and serves.
+The grader kills every process of that uid and removes its files after the grading
+(grader/sandbox/modes.py: ``reap``). Without a uid and a filter (the ``none`` mode) that is a plain process.
 """
 
 import ctypes
@@ -32,14 +34,14 @@ import re
 import resource
 import signal
 
+import torch
+
 from kata_worker import codec, seccomp
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = (
     1, 2, 4, 8, 32, 4096, 8192, 16384, 1 << 18)
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-GROUPS = ("01_simple_attention", "02_trainable_weights", "03_causal", "04_multihead")
-_MODULE_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\.py")  # the whole name (fullmatch)
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 
@@ -59,25 +61,27 @@ def _mount(source, target, fstype, flags, data=None) -> None:
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
-def read_bundle(fd: int) -> dict:
-    """The private copy's files from the grader's memfd: ``{"<group>/<name>.py": bytes}``, checked."""
+def read_bundle(fd: int, groups, module_file) -> dict:
+    """The private copy's files from the grader's memfd: ``{"<group>/<name>.py": bytes}``, each of
+    a folder of ``groups`` and named as ``module_file`` (a pattern, the whole name) says; else none."""
     with os.fdopen(fd, "rb") as f:
         files = codec.decode(f.read(codec.MAX_FRAME + 1))
     if type(files) is not dict:
         raise DomainError("malformed bundle")
     for rel, data in files.items():
         group, _, name = str(rel).partition("/")
-        if group not in GROUPS or not _MODULE_FILE.fullmatch(name) or type(data) is not bytes:
+        if group not in groups or not module_file.fullmatch(name) or type(data) is not bytes:
             raise DomainError(f"malformed bundle entry {rel!r}")
     return files
 
 
-def write_copy(copy_dir: str, files: dict, group=None) -> None:
-    """Write the copy as root: nothing in it the student's uid may change. With ``group`` (the
-    student's gid, where no mount namespace hides the copy) only that group may read it."""
+def write_copy(copy_dir: str, files: dict, groups, group=None) -> None:
+    """Write the copy as root, a folder for each of ``groups``: nothing in it the student's uid may
+    change. With ``group`` (the student's gid, where no mount namespace hides the copy) only that
+    group may read it."""
     dir_mode, file_mode = (0o550, 0o440) if group is not None else (0o555, 0o444)
     paths = [copy_dir]
-    for group_dir in GROUPS:
+    for group_dir in groups:
         os.mkdir(os.path.join(copy_dir, group_dir), 0o700)
         paths.append(os.path.join(copy_dir, group_dir))
     for rel, data in files.items():
@@ -133,22 +137,24 @@ def drop_privileges(uid: int) -> None:
         raise DomainError("could not drop privileges")
 
 
-def deny_syscalls(ip_sockets: bool) -> None:
+def deny_syscalls(flags: dict) -> None:
     """The seccomp filter of kata_worker/seccomp.py: an allowlist, Docker's default profile (no
     io_uring, no namespaces, no mount, bpf or keyrings), less ptrace and process_vm_*; a refused call
-    fails with EPERM. ``ip_sockets`` (the uid mode, which shares the host's network and IPC
-    namespaces): socket() makes AF_UNIX sockets only and SysV IPC/POSIX message queues are refused
-    too. x86-64 only (other ABIs are refused outright; on another machine, no filter)."""
+    fails with EPERM. ``flags``: ``seccomp.install``'s (a domain that shares the host's network and
+    IPC namespaces makes AF_UNIX sockets only, and has no SysV IPC or POSIX message queues). x86-64
+    only (other ABIs are refused outright; on another machine, no filter)."""
     try:
-        seccomp.install(ip_sockets=not ip_sockets, ipc=not ip_sockets)
+        seccomp.install(**flags)
     except OSError as err:
         raise DomainError(f"seccomp: {err}") from None
 
 
-def _enter_scratch(spec: dict, scratch: str) -> None:
-    """As the student's uid: work in the scratch folder, within the worker's limits."""
-    import torch
-
+def _serve_confined(spec: dict, sock_fd: int, serve) -> None:
+    """Under the student's uid (if any): install the filter (if any), work in the scratch folder
+    within the worker's limits, and serve."""
+    if spec["seccomp"] is not None:
+        deny_syscalls(spec["seccomp"])
+    scratch = spec["scratch"]
     os.chdir(scratch)
     os.environ.update(HOME=scratch, TMPDIR=scratch)
 
@@ -157,36 +163,34 @@ def _enter_scratch(spec: dict, scratch: str) -> None:
     if not torch.cuda.is_available():
         set_limit(resource.RLIMIT_AS, _vm_size() + spec["memory_mb"] * 2**20)
     set_limit(resource.RLIMIT_NPROC, spec["nproc"])
+    # The worker's parent runs as the student's uid only without one of its own: its code could kill it.
+    serve(sock_fd, spec["copy"], spec["groups"], spec["uid"] is None)
 
 
 def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve) -> None:
-    """The fork's life: build the domain of ``spec["mode"]``, then ``serve(sock_fd, copy_dir,
-    watch_parent)`` (whether the worker's parent runs as the student's uid, so its code could kill it)."""
+    """The fork's life: build the domain ``spec`` describes, then ``serve(sock_fd, copy_dir, groups,
+    watch_parent)`` (watch_parent: whether the worker's parent runs as the student's uid)."""
     os.setsid()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     close_other_fds({sock_fd, bundle_fd})
-    files = read_bundle(bundle_fd)
-    if spec["mode"] == "bwrap":
+    files = read_bundle(bundle_fd, spec["groups"], re.compile(spec["module_file"]))
+    if spec["namespaces"]:
         _run_namespaced(spec, sock_fd, files, serve)
     else:
         _run_plain(spec, sock_fd, files, serve)
 
 
 def _run_plain(spec: dict, sock_fd: int, files: dict, serve) -> None:
-    root = spec["root"]  # a fresh folder the grader made for this domain alone (root-owned, 0711)
-    copy_dir, scratch = os.path.join(root, "copy"), os.path.join(root, "scratch")
-    uid = spec.get("uid")
+    """In the fresh folder the grader made for this domain alone (root-owned, 0711)."""
+    copy_dir, scratch, uid = spec["copy"], spec["scratch"], spec["uid"]
     os.mkdir(copy_dir, 0o700)
-    write_copy(copy_dir, files, group=uid)
+    write_copy(copy_dir, files, spec["groups"], group=uid)
     os.mkdir(scratch, 0o700)
     if uid is not None:
         os.chown(scratch, uid, uid)
-    if uid is not None:
         drop_privileges(uid)
-        deny_syscalls(ip_sockets=True)
-    _enter_scratch(spec, scratch)
-    serve(sock_fd, copy_dir, uid is None)
+    _serve_confined(spec, sock_fd, serve)
 
 
 def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
@@ -202,11 +206,11 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
         os._exit(1)
     uid, mb = spec["uid"], spec["disk_mb"]
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _fresh_tmp(mb, spec.get("tmp_binds") or [])
+    _fresh_tmp(spec["tmp"], mb, spec["tmp_binds"])
     _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={mb}m,mode=1777")
-    copy_dir, scratch = "/kata/copy", "/kata/scratch"
+    copy_dir, scratch = spec["copy"], spec["scratch"]  # empty folders the template's sandbox shows
     _mount("tmpfs", copy_dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=32m,mode=0755")
-    write_copy(copy_dir, files)
+    write_copy(copy_dir, files, spec["groups"])
     _mount(None, copy_dir, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=0700,uid={uid},gid={uid}")
     worker = os.fork()
@@ -217,15 +221,13 @@ def _run_namespaced(spec: dict, sock_fd: int, files: dict, serve) -> None:
             if pid == worker:
                 os._exit(_exit_code(status))
     drop_privileges(uid)
-    deny_syscalls(ip_sockets=False)
-    _enter_scratch(spec, scratch)
-    serve(sock_fd, copy_dir, False)
+    _serve_confined(spec, sock_fd, serve)
 
 
-def _fresh_tmp(mb: int, keep: list) -> None:
-    """A fresh, capped /tmp for this domain, in which the read-only folders the sandbox shows under
-    /tmp (a Python installed in a checkout under /tmp, as in CI) are bound again."""
-    staging = "/kata/tmp"
+def _fresh_tmp(staging: str, mb: int, keep: list) -> None:
+    """A fresh, capped /tmp for this domain (built at ``staging``, then moved), in which the read-only
+    folders the sandbox shows under /tmp (a Python installed in a checkout under /tmp, as in CI) are
+    bound again."""
     _mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode=1777")
     for path in keep:
         if not path.startswith("/tmp/") or ".." in path.split("/"):

@@ -1,8 +1,9 @@
 """Entry point: ``main(["--fd", N])`` with the template's control socket on descriptor N.
 
-Order matters: process-wide limits, then ``import torch`` and everything else of this package,
-then the template loop. A domain puts the student's group folders on ``sys.path`` only when it
-serves, after all of that (so a student's ``torch.py`` or ``channel.py`` shadows nothing).
+Order matters: every module of this package, and torch with them (the codec needs it), is imported
+first; then come the process-wide limits, the warm-up and the template loop. A domain puts the
+student's group folders (the groups its spawn spec names) on ``sys.path`` only when it serves, after
+all of that (so a student's ``torch.py`` or ``channel.py`` shadows nothing).
 """
 
 import faulthandler
@@ -12,6 +13,9 @@ import resource
 import signal
 import socket
 import sys
+import warnings
+
+import torch
 
 from kata_worker import channel, codec, domain, probes, template
 
@@ -31,12 +35,7 @@ def _prepare() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
     domain.set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
     domain.set_limit(resource.RLIMIT_NOFILE, 256)
-
-    import warnings
-
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
-    import torch
-
     probes.init(torch)
     _warm_up(torch)
 
@@ -61,17 +60,15 @@ def _warm_up_meta() -> None:
     """The GPU-run check's simulation on the meta device: its first use imports torch._dynamo (sympy
     and 800 modules, about 1.5 s of CPU). The template pays it once, after the first fork that asks for
     it (which does not wait): only gradings with a GPU-run check do."""
-    import torch
-
     on_meta = torch.nn.Linear(3, 4).to("meta")
     with torch.no_grad(), probes.mixed_device_mode(torch.device("meta")):
         on_meta(torch.rand(2, 5, 3, device="meta"))
     gc.freeze()
 
 
-def serve_worker(sock_fd: int, copy_dir: str, watch_parent: bool) -> None:
+def serve_worker(sock_fd: int, copy_dir: str, groups: list, watch_parent: bool) -> None:
     """Serve one domain: the copy's group folders go on sys.path only now."""
-    sys.path[:0] = [os.path.join(copy_dir, g) for g in domain.GROUPS]
-    worker = probes.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent, domain.GROUPS)
+    sys.path[:0] = [os.path.join(copy_dir, g) for g in groups]
+    worker = probes.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent, groups)
     worker.channel.send({"ready": {"pid": os.getpid(), "uid": os.getuid()}})
     worker.serve()

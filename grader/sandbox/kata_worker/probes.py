@@ -126,7 +126,7 @@ class Worker:
         self.refs = {}
         self.next_ref = 1
         self.watchdog = _Watchdog()
-        # Only a parent of the student's own uid can be killed by its code (the ``none`` mode).
+        # Only a parent of the student's own uid can be killed by its code (a domain without a uid of its own).
         self.parent = os.getppid() if watch_parent else None
 
     # ---- values going out ----------------------------------------------------------------
