@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from grader.cli import build_parser
 from grader.grading.intake import SubmissionError, locate_submission
 from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
 from grader.grading.scoring import dependencies, score_with_regrade
+from grader.reports.formats import FORMATS, render
 from grader.reports.gradescope import to_gradescope
 from grader.reports.json_report import dumps, to_json
 from grader.reports.text import to_text
@@ -222,6 +224,14 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
     assert "✗ causal_mask" in text and "boom" in text and f"Total: {data['score']:g} / {data['max_score']:g}" in text
     assert "\033[" not in text and "warning: graded without a sandbox" in text
     assert "\033[" in to_text(data, colour=True)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_score_offers_every_format_of_the_table(name: str) -> None:
+    """A new report format is its module and one line of grader/reports/formats.py: ``score --format``
+    offers what the table holds, and each renders the JSON report as text."""
+    assert build_parser().parse_args(["score", "--format", name]).format == name
+    assert render(name, _boom(), "messages").endswith("\n")
 
 
 def test_the_text_report_says_why_a_passing_exercise_was_regraded() -> None:
