@@ -70,7 +70,7 @@ def sections(report: dict[str, Any], visibility: str) -> list[Section]:
     """The exercises of ``report`` with something to say (a failing test, or a message that is not
     "all ... passed": a re-graded exercise keeps its section, its message says why), as students may
     see them at ``visibility``. The Markdown here and the nbgrader course's HTML
-    (grader/classroom/nbgrader_course.py) both render these."""
+    (grader/reports/nbgrader_feedback.py) both render these."""
     check_visibility(visibility)
     tests = report.get("tests", [])
     found = []

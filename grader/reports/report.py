@@ -1,6 +1,6 @@
 """Transitional: the names grader/reports/report.py had before it was split by job, for the modules
-not yet moved to the new ones (grader/cli.py, grader/classroom/score_all.py and nbgrader_course.py,
-grader/authoring/gradescope_bundle.py, and a few tests). Delete this file once none imports it.
+not yet moved to the new ones (grader/cli.py, grader/tests/test_isolation.py and
+test_untrusted_names_text_and_answers.py). Delete this file once none imports it.
 
 The new homes: grader/reports/json_report.py (to_json, dumps), grader/reports/visibility.py
 (VISIBILITIES, redact, wrap, gpu_line), grader/reports/text.py (to_text) and
