@@ -8,8 +8,9 @@ Why two outputs: the command-line kata (``exercises/`` + pytest) is the primary 
 classes work in Jupyter and collect with nbgrader; its SOURCE notebooks hold the solutions, which
 nbgrader's ``generate_assignment`` strips (grader/authoring/nbgrader_release.py builds that course: one
 assignment per group, public tests only). The student folder is built only from ``exercises/``
-(already stubbed by grader/authoring/stubs.py) and templates, never from ``solutions/`` or ``tests/``, so no
-solution text can reach it; grader/tests/test_release.py scans it to make sure.
+(already stubbed by grader/authoring/stubs.py), templates and the rubric's lists and points, never from
+a file of ``solutions/`` or ``tests/``, so no solution text can reach it; grader/tests/test_release.py
+scans it to make sure.
 """
 
 from __future__ import annotations
