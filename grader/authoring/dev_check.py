@@ -236,7 +236,7 @@ def assigned_literal(path: Path, name: str) -> object:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``dev check`` under the CLI's ``dev`` command (its sub-parsers are of the CLI's parser class)."""
-    tools = parser.add_subparsers(dest="dev_command", required=True)
+    tools = parser.add_subparsers(dest="dev_command", metavar="TOOL", required=True)
     tools.add_parser("check", help="say what each exercise of tests/rubric.json still lacks (exit 1 if anything)")
 
 
