@@ -31,7 +31,7 @@ import ast
 from pathlib import Path
 
 from grader.authoring import stubs
-from grader.rubric import REPO_ROOT, Exercise, Rubric, RubricError, load_rubric
+from grader.rubric import EXERCISES_DIR, REPO_ROOT, Exercise, Rubric, load_rubric
 
 HELP = "maintainers' tools: `dev check` says what each exercise of tests/rubric.json still lacks"
 REGION = "### BEGIN SOLUTION"
@@ -212,19 +212,19 @@ def _stub_problems(root: Path, rubric: Rubric) -> list[str]:
 def _group_problems(root: Path, rubric: Rubric) -> list[str]:
     lines = []
     for group in rubric.groups:
-        folder = root / "exercises" / group
+        folder = _at(root, EXERCISES_DIR / group)
         lines += [f"{group}: no {_shown(root, folder / name)}" for name in ("README.md", "hints.md")
                   if not (folder / name).is_file()]
         lines += [f"{group}: {doc} does not name `exercises/{group}`" for doc in GROUP_DOCUMENTS
-                  if f"`exercises/{group}`" not in (root / doc).read_text(encoding="utf-8")]
+                  if not (root / doc).is_file() or f"`exercises/{group}`" not in (root / doc).read_text(encoding="utf-8")]
     for copy in GROUP_LIST_COPIES:
-        listed = assigned_literal(root / copy, "GROUPS")
+        listed = _assigned_literal(root / copy, "GROUPS") if (root / copy).is_file() else None
         if listed != tuple(rubric.groups):
             lines.append(f"{copy}: GROUPS is {listed}, the rubric's groups are {tuple(rubric.groups)}")
     return lines
 
 
-def assigned_literal(path: Path, name: str) -> object:
+def _assigned_literal(path: Path, name: str) -> object:
     """The literal a module assigns to ``name`` at top level (a list as a tuple), read without importing
     the module; None when it assigns none."""
     for node in ast.parse(path.read_text(encoding="utf-8")).body:

@@ -12,7 +12,6 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
 import yaml
 
 from support import broken_paths
