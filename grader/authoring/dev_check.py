@@ -216,12 +216,16 @@ def _group_problems(root: Path, rubric: Rubric) -> list[str]:
         lines += [f"{group}: no {_shown(root, folder / name)}" for name in ("README.md", "hints.md")
                   if not (folder / name).is_file()]
         lines += [f"{group}: {doc} does not name `exercises/{group}`" for doc in GROUP_DOCUMENTS
-                  if not (root / doc).is_file() or f"`exercises/{group}`" not in (root / doc).read_text(encoding="utf-8")]
+                  if f"`exercises/{group}`" not in _text(root / doc)]
     for copy in GROUP_LIST_COPIES:
         listed = _assigned_literal(root / copy, "GROUPS") if (root / copy).is_file() else None
         if listed != tuple(rubric.groups):
             lines.append(f"{copy}: GROUPS is {listed}, the rubric's groups are {tuple(rubric.groups)}")
     return lines
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def _assigned_literal(path: Path, name: str) -> object:

@@ -61,8 +61,8 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
           "def scaled_dot_product_renamed(")
     _edit(copy / "tests" / "03_causal" / "test_attention_dropout.py", "@pytest.mark.edge\n", "")
     _edit(copy / "exercises" / "03_causal" / "hints.md", "## causal_attention\n", "## causal attention\n")
-    _edit(copy / "exercises" / "03_causal" / "test_attention_dropout.py", 'assert_does_its_own_work("attention_dropout")',
-          "pass")
+    _edit(copy / "exercises" / "03_causal" / "test_attention_dropout.py",
+          'assert_does_its_own_work("attention_dropout")', "pass")
     _edit(copy / "exercises" / "conftest.py", '"03_causal", ', "")
     _edit(copy / "docs" / "students.md", "`exercises/04_multihead`", "`exercises/04`")
     lines = dev_check.problems(copy)
@@ -94,7 +94,8 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
 def test_a_rubric_the_grader_refuses_is_the_one_line(copy: Path) -> None:
     (copy / "tests" / "standins" / "causal_attention.py").unlink()
     assert dev_check.problems(copy) == [
-        "tests/rubric.json: exercises built on (depends_on) without a stand-in in tests/standins/: 03_causal/causal_attention"]
+        "tests/rubric.json: exercises built on (depends_on) without a stand-in in tests/standins/: "
+        "03_causal/causal_attention"]
 
 
 def test_a_new_exercise_in_the_rubric_is_told_every_file_it_needs(copy: Path) -> None:
