@@ -12,17 +12,12 @@ such a result is compared at atol 1e-5; attention_score_matrix keeps the dtype (
 import pytest
 import torch
 
+from against_reference import float32_loop_tolerance
 from diagnose import assert_close, assert_unchanged
 from reference import printed, ref
 
 P = printed()
 REF = ref("attention_scores")
-
-def _tolerance(got, dtype) -> dict:
-    """float32 tolerance for a float32 result, even of a float64 input (the documents' torch.empty loop is float32)."""
-    if dtype == torch.float64 and not (isinstance(got, torch.Tensor) and got.dtype == torch.float32):
-        return {"atol": 1e-10}
-    return {"atol": 1e-5, "check_dtype": False}
 
 
 PRINTED_SCORES = {
@@ -74,7 +69,7 @@ def test_attention_scores_random_against_reference(impl, dtype):
         call = f"attention_scores(inputs of shape ({t}, {d}), query of shape ({d},)) [{dtype}]"
         got, after = impl.call_and_inputs(impl.attention_scores, inputs.clone(), query.clone())
         assert_unchanged([inputs, query], after, call=call, names=["inputs", "query"])
-        assert_close(got, REF.attention_scores(inputs, query), call=call, **_tolerance(got, dtype),
+        assert_close(got, REF.attention_scores(inputs, query), call=call, **float32_loop_tolerance(got, dtype),
                      diagnoses=[(inputs @ inputs[0], "used a row of inputs as the query instead of the query argument")])
 
 

@@ -13,17 +13,12 @@ such a result is compared at atol 1e-5; context_vectors keeps the dtype (matrix 
 import pytest
 import torch
 
+from against_reference import float32_loop_tolerance
 from diagnose import NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, assert_close, assert_unchanged
 from reference import printed, ref
 
 P = printed()
 REF = ref("context_vectors")
-
-def _tolerance(got, dtype) -> dict:
-    """float32 tolerance for a float32 result, even of a float64 input (the documents' torch.zeros loop is float32)."""
-    if dtype == torch.float64 and not (isinstance(got, torch.Tensor) and got.dtype == torch.float32):
-        return {"atol": 1e-10}
-    return {"atol": 1e-5, "check_dtype": False}
 
 
 PRINTED_ONE = {
@@ -81,7 +76,7 @@ def test_context_vector_random_against_reference(impl, dtype):
         call = f"context_vector(inputs of shape ({t}, {d}), attn_weights of shape ({t},)) [{dtype}]"
         got, after = impl.call_and_inputs(impl.context_vector, inputs.clone(), weights.clone())
         assert_unchanged([inputs, weights], after, call=call, names=["inputs", "attn_weights"])
-        assert_close(got, REF.context_vector(inputs, weights), call=call, **_tolerance(got, dtype))
+        assert_close(got, REF.context_vector(inputs, weights), call=call, **float32_loop_tolerance(got, dtype))
 
 
 @pytest.mark.core

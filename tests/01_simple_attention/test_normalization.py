@@ -18,30 +18,31 @@ P = printed()
 REF = ref("normalization")
 
 
-def _scores(key):
-    return P.value(key)
+def _assert_printed(got, call: str, key: str, diagnosis) -> None:
+    """``got``, returned by ``call``, is the printed ``key``; ``diagnosis`` is (the result of a known mistake, its message)."""
+    assert_close(got, P.value(key), atol=P.atol(key), call=f"{call}  [{P.PRINTED[key]['doc']}]", diagnoses=[diagnosis])
+
+
+def _assert_printed_per_query(impl, name: str, keys: tuple[str, str], mistake) -> None:
+    """``name`` of the printed scores of 000's query "journey" and of 003's 3rd token are the printed ``keys``;
+    ``mistake(scores)`` is (the result of a known mistake, its message)."""
+    for scores_key, key in zip(("000/3.3.1/scores_query2", "003/In4/scores_query3"), keys):
+        scores = P.value(scores_key)
+        _assert_printed(getattr(impl, name)(scores), f"{name}({scores.tolist()})", key, mistake(scores))
 
 
 @pytest.mark.printed
 def test_normalize_by_sum_printed(impl):
     """000 tip [0.1455, ...] and 003 In[5] [0.1452, ...]; atol 1e-4."""
-    for scores_key, key in [("000/3.3.1/scores_query2", "000/3.3.1/sum_normalized_query2"),
-                            ("003/In4/scores_query3", "003/In5/sum_normalized_query3")]:
-        scores = _scores(scores_key)
-        assert_close(impl.normalize_by_sum(scores), P.value(key), atol=P.atol(key),
-                     call=f"normalize_by_sum({scores.tolist()})  [{P.PRINTED[key]['doc']}]",
-                     diagnoses=[(torch.softmax(scores, -1), "computed a softmax: divide by the plain sum instead")])
+    _assert_printed_per_query(impl, "normalize_by_sum", ("000/3.3.1/sum_normalized_query2", "003/In5/sum_normalized_query3"),
+                              lambda s: (torch.softmax(s, -1), "computed a softmax: divide by the plain sum instead"))
 
 
 @pytest.mark.printed
 def test_softmax_naive_printed(impl):
     """000 [0.1385, ...], 003 In[6] [0.1509, ...] and 000 3.3.2's 6x6 weights (dim=-1 of inputs @ inputs.T); atol 1e-4."""
-    for scores_key, key in [("000/3.3.1/scores_query2", "000/3.3.1/softmax_query2"),
-                            ("003/In4/scores_query3", "003/In6/softmax_query3")]:
-        scores = _scores(scores_key)
-        assert_close(impl.softmax_naive(scores), P.value(key), atol=P.atol(key),
-                     call=f"softmax_naive({scores.tolist()})  [{P.PRINTED[key]['doc']}]",
-                     diagnoses=[(scores / scores.sum(), "divided by the sum of the scores: exponentiate first")])
+    _assert_printed_per_query(impl, "softmax_naive", ("000/3.3.1/softmax_query2", "003/In6/softmax_query3"),
+                              lambda s: (s / s.sum(), "divided by the sum of the scores: exponentiate first"))
     scores = P.journey() @ P.journey().T
     assert_close(impl.softmax_naive(scores, -1), P.value("000/3.3.2/weight_matrix"), atol=1e-4,
                  call="softmax_naive(inputs @ inputs.T, dim=-1)  [000 3.3.2]",
@@ -53,10 +54,9 @@ def test_softmax_stable_printed(impl):
     """004 sharpening example (plain and ×8), 003 In[6] and 003 In[9]'s 6x6 weights; atol 1e-4."""
     sharpen = torch.tensor(P.SHARPEN)
     for scores, key in [(sharpen, "004/In31/softmax_plain"), (sharpen * 8, "004/In31/softmax_times8"),
-                        (_scores("003/In4/scores_query3"), "003/In6/softmax_query3")]:
-        assert_close(impl.softmax_stable(scores), P.value(key), atol=P.atol(key),
-                     call=f"softmax_stable({[round(v, 4) for v in scores.tolist()]})  [{P.PRINTED[key]['doc']}]",
-                     diagnoses=[(torch.exp(scores - scores.max()), "forgot to divide by the sum after subtracting the max")])
+                        (P.value("003/In4/scores_query3"), "003/In6/softmax_query3")]:
+        _assert_printed(impl.softmax_stable(scores), f"softmax_stable({[round(v, 4) for v in scores.tolist()]})", key,
+                        (torch.exp(scores - scores.max()), "forgot to divide by the sum after subtracting the max"))
     inputs = torch.tensor(P.RANDOM_WORDS)
     scores = inputs @ inputs.T
     assert_close(impl.softmax_stable(scores, 1), P.value("003/In9/weight_matrix"), atol=1e-4,

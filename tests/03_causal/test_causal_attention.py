@@ -16,25 +16,17 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, NO_GRADIENT, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED,
-                      assert_close, assert_mask_buffer, assert_qkv_biases, assert_raises, assert_unchanged, call_checked, fail,
-                      load_reference_parameters, scale_diagnoses)
-from kata_seam import backward_with
-from reference import printed, ref, seed_reference
+from against_reference import (MASK_NOT_CUT_ERRORS, assert_dropout_as_reference, assert_forward_matches,
+                               assert_gradients_match, assert_printed_seed123, pair)
+from diagnose import (TOO_MANY_TOKENS, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
+                      call_checked, scale_diagnoses)
+from reference import ref
 
-P = printed()
 REF = ref("causal_attention")
-# float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
-# torch.sqrt(torch.tensor(keys.shape[-1])), √d_out rounded to float32; a result that is not float64 fails the dtype check.
-TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
 
 
 def _pair(impl, *args, seed=0, **kwargs):
-    seed_reference(seed)
-    reference = REF.CausalAttention(*args, **kwargs)
-    student = impl.CausalAttention(*args, **kwargs)
-    load_reference_parameters(student, reference, call=f"CausalAttention{args}")
-    return student, reference
+    return pair(impl, REF, "CausalAttention", *args, seed=seed, **kwargs)
 
 
 def _diagnoses(reference, x):
@@ -47,24 +39,12 @@ def _diagnoses(reference, x):
     return diag + scale_diagnoses(lambda s: torch.softmax(masked * s, -1) @ v, k.shape[-1], "d_out")
 
 
-def _forward(student, x, call):
-    """student(x); PyTorch's size-mismatch error of a mask not cut to T x T is named."""
-    return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
-
-
 @pytest.mark.printed
 def test_printed_seed123(impl):
     """torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch): both rows as 001 In[832]; atol 1e-4."""
-    impl.manual_seed(123)
-    m = impl.CausalAttention(3, 2, 6, 0.0)
-    expected = P.value("001/In832/causal_attention_seed123")
-    call = "torch.manual_seed(123); CausalAttention(3, 2, context_length=6, dropout=0.0)(batch)  [001 In[832]]"
-    got = _forward(m, P.journey_batch(), call)
-    seed_reference(123)
-    reference = REF.CausalAttention(3, 2, 6, 0.0)
-    with torch.no_grad():
-        diag = _diagnoses(reference, P.journey_batch())
-    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
+    assert_printed_seed123(impl, REF, lambda m: m.CausalAttention(3, 2, 6, 0.0), "001/In832/causal_attention_seed123",
+                           "torch.manual_seed(123); CausalAttention(3, 2, context_length=6, dropout=0.0)(batch)  [001 In[832]]",
+                           _diagnoses)
 
 
 CASES = {  # id: (d_in, d_out, context_length, T, qkv_bias, dtype)
@@ -83,11 +63,8 @@ def test_random_against_reference(impl, case):
     if dtype != torch.float32:
         student, reference = student.to(dtype), reference.to(dtype)
     x = torch.randn(3, t, d_in, generator=torch.Generator().manual_seed(102), dtype=dtype)
-    with torch.no_grad():
-        expected = reference(x)
-        diag = _diagnoses(reference, x)
     call = f"CausalAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, qkv_bias={bias})(x of shape (3, {t}, {d_in})) [{dtype}]"
-    assert_close(_forward(student, x, call), expected, **TOLERANCE[dtype], diagnoses=diag, call=call)
+    assert_forward_matches(student, reference, x, call, _diagnoses, dtype)
 
 
 @pytest.mark.core
@@ -95,17 +72,9 @@ def test_qkv_bias_against_reference(impl):
     """qkv_bias=True (a test of its own: a module that ignores the keyword loses this test only): W_query, W_key
     and W_value have biases, and with the reference's parameters loaded the output is the reference's."""
     build = "CausalAttention(3, 6, context_length=8, dropout=0.0, qkv_bias=True)"
-    student = impl.CausalAttention(3, 6, 8, 0.0, qkv_bias=True)
-    assert_qkv_biases(student, True, call=build + ".named_parameters()")
-    seed_reference(112)
-    reference = REF.CausalAttention(3, 6, 8, 0.0, qkv_bias=True)
-    load_reference_parameters(student, reference, call=build)
+    student, reference = _pair(impl, 3, 6, 8, 0.0, seed=112, call=build, qkv_bias=True)
     x = torch.randn(3, 7, 3, generator=torch.Generator().manual_seed(113))
-    with torch.no_grad():
-        expected = reference(x)
-        diag = _diagnoses(reference, x)
-    call = build + "(x of shape (3, 7, 3))"
-    assert_close(_forward(student, x, call), expected, **TOLERANCE[torch.float32], diagnoses=diag, call=call)
+    assert_forward_matches(student, reference, x, build + "(x of shape (3, 7, 3))", _diagnoses)
 
 
 @pytest.mark.edge
@@ -139,15 +108,8 @@ def test_too_many_tokens_raises(impl):
 def test_gradients_reach_every_parameter(impl):
     """forward + backward: every parameter gets the reference's gradient; atol 1e-5."""
     student, reference = _pair(impl, 4, 3, 6, 0.0, seed=104)
-    g = torch.Generator().manual_seed(105)
-    x, grad_out = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 3, generator=g)
-    backward_with(reference(x), grad_out)
-    _, grads = impl.forward_backward(student, x, grad_out)
-    call = "CausalAttention(4, 3, 6, 0.0): forward_backward(x (2, 6, 4), grad_output (2, 6, 3))"
-    for name, p in reference.named_parameters():
-        if grads.get(name) is None:
-            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
-        assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
+    assert_gradients_match(impl, student, reference, (2, 6, 4), 105,
+                           "CausalAttention(4, 3, 6, 0.0): forward_backward(x (2, 6, 4), grad_output (2, 6, 3))")
 
 
 @pytest.mark.core
@@ -155,15 +117,10 @@ def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference (dropout applied once, to the attention weights)."""
     student, reference = _pair(impl, 4, 3, 6, 0.5, seed=106)
     x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(107))
-    seed_reference(108)
-    with torch.no_grad():
-        expected = reference(x)
-        without_dropout = reference.eval()(x)
-    reference.train()
-    impl.manual_seed(108)
-    assert_close(student(x), expected, atol=1e-5, diagnoses=[(without_dropout, DROPOUT_NOT_APPLIED)],
-                 call="CausalAttention(4, 3, 6, dropout=0.5) in training mode, torch.manual_seed(108) before the forward",
-                 note="apply self.dropout (nn.Dropout) to the attention weights after the softmax, before @ values")
+    assert_dropout_as_reference(
+        impl, student, reference, x, 108,
+        "CausalAttention(4, 3, 6, dropout=0.5) in training mode, torch.manual_seed(108) before the forward",
+        "apply self.dropout (nn.Dropout) to the attention weights after the softmax, before @ values")
 
 
 @pytest.mark.core
@@ -185,5 +142,5 @@ def test_input_not_modified(impl):
     m = impl.CausalAttention(3, 2, 6, 0.0)
     x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(111))
     _, after = call_checked(impl.call_and_inputs, m, x.clone(), call="CausalAttention(3, 2, 6, 0.0)(x of shape (2, 4, 3))",
-                            errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
+                            errors=MASK_NOT_CUT_ERRORS)
     assert_unchanged([x], after, call="CausalAttention(3, 2, 6, 0.0)(x)", names=["x"])

@@ -15,25 +15,18 @@ grads atol 1e-5.
 import pytest
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_GRADIENT, NO_OUT_PROJ,
-                      NOT_DIVISIBLE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, assert_close, assert_mask_buffer,
-                      assert_qkv_biases, assert_raises, call_checked, fail, load_reference_parameters, no_scale, scaled_by_d_out)
-from kata_seam import backward_with
-from reference import printed, ref, seed_reference
+from against_reference import (assert_dropout_as_reference, assert_forward_matches, assert_gradients_match,
+                               assert_printed_seed123, pair)
+from diagnose import (MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED,
+                      assert_close, assert_mask_buffer, assert_raises, fail, no_scale, scaled_by_d_out)
+from reference import printed, ref
 
 P = printed()
 REF = ref("multihead_attention")
-# float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
-# torch.sqrt(torch.tensor(d_k)), √d_k rounded to float32; a result that is not float64 fails the dtype check.
-TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
 
 
 def _pair(impl, *args, seed=0, **kwargs):
-    seed_reference(seed)
-    reference = REF.MultiHeadAttention(*args, **kwargs)
-    student = impl.MultiHeadAttention(*args, **kwargs)
-    load_reference_parameters(student, reference, call=f"MultiHeadAttention{args}")
-    return student, reference
+    return pair(impl, REF, "MultiHeadAttention", *args, seed=seed, **kwargs)
 
 
 def _diagnoses(reference, x):
@@ -65,25 +58,13 @@ def _diagnoses(reference, x):
     ]
 
 
-def _forward(student, x, call):
-    """student(x); PyTorch's size-mismatch error of a mask not cut to T x T is named."""
-    return call_checked(student, x, call=call, errors=[(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)])
-
-
 @pytest.mark.printed
 def test_printed_seed123(impl):
     """torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch) starts [[0.3190, 0.4858], ...]; atol 1e-4."""
-    impl.manual_seed(123)
-    m = impl.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
-    expected = P.value("README/mha_seed123")
-    call = "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]"
-    got = _forward(m, P.journey_batch(), call)
-    seed_reference(123)
-    reference = REF.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
-    with torch.no_grad():
-        diag = _diagnoses(reference, P.journey_batch())
     # head_dim is 1 here: a missing scale is invisible, a wrong 1/√d_out is not (diagnosed before creation order)
-    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
+    assert_printed_seed123(impl, REF, lambda m: m.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), "README/mha_seed123",
+                           "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)  [000 3.6.2 / docs README]",
+                           _diagnoses)
 
 
 CASES = {  # id: (d_in, d_out, context_length, num_heads, T, qkv_bias, dtype)
@@ -104,12 +85,9 @@ def test_random_against_reference(impl, case):
     if dtype != torch.float32:
         student, reference = student.to(dtype), reference.to(dtype)
     x = torch.randn(3, t, d_in, generator=torch.Generator().manual_seed(142), dtype=dtype)
-    with torch.no_grad():
-        expected = reference(x)
-        diag = _diagnoses(reference, x)
     call = (f"MultiHeadAttention({d_in}, {d_out}, context_length={cl}, dropout=0.0, num_heads={h}, qkv_bias={bias})"
             f"(x of shape (3, {t}, {d_in})) [{dtype}]")
-    assert_close(_forward(student, x, call), expected, **TOLERANCE[dtype], diagnoses=diag, call=call)
+    assert_forward_matches(student, reference, x, call, _diagnoses, dtype)
 
 
 @pytest.mark.core
@@ -117,17 +95,9 @@ def test_qkv_bias_against_reference(impl):
     """qkv_bias=True (a test of its own: a module that ignores the keyword loses this test only): W_query, W_key
     and W_value have biases, and with the reference's parameters loaded the output is the reference's."""
     build = "MultiHeadAttention(3, 8, context_length=6, dropout=0.0, num_heads=4, qkv_bias=True)"
-    student = impl.MultiHeadAttention(3, 8, 6, 0.0, num_heads=4, qkv_bias=True)
-    assert_qkv_biases(student, True, call=build + ".named_parameters()")
-    seed_reference(149)
-    reference = REF.MultiHeadAttention(3, 8, 6, 0.0, num_heads=4, qkv_bias=True)
-    load_reference_parameters(student, reference, call=build)
+    student, reference = _pair(impl, 3, 8, 6, 0.0, num_heads=4, seed=149, call=build, qkv_bias=True)
     x = torch.randn(3, 6, 3, generator=torch.Generator().manual_seed(150))
-    with torch.no_grad():
-        expected = reference(x)
-        diag = _diagnoses(reference, x)
-    call = build + "(x of shape (3, 6, 3))"
-    assert_close(_forward(student, x, call), expected, **TOLERANCE[torch.float32], diagnoses=diag, call=call)
+    assert_forward_matches(student, reference, x, build + "(x of shape (3, 6, 3))", _diagnoses)
 
 
 @pytest.mark.edge
@@ -172,15 +142,8 @@ def test_mask_is_a_registered_buffer(impl):
 def test_gradients_reach_every_parameter(impl):
     """forward + backward: W_query/W_key/W_value/out_proj get the reference's gradients; atol 1e-5."""
     student, reference = _pair(impl, 4, 6, 5, 0.0, num_heads=3, seed=144)
-    g = torch.Generator().manual_seed(145)
-    x, grad_out = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
-    backward_with(reference(x), grad_out)
-    _, grads = impl.forward_backward(student, x, grad_out)
-    call = "MultiHeadAttention(4, 6, 5, 0.0, num_heads=3): forward_backward(x (2, 5, 4), grad_output (2, 5, 6))"
-    for name, p in reference.named_parameters():
-        if grads.get(name) is None:
-            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
-        assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
+    assert_gradients_match(impl, student, reference, (2, 5, 4), 145,
+                           "MultiHeadAttention(4, 6, 5, 0.0, num_heads=3): forward_backward(x (2, 5, 4), grad_output (2, 5, 6))")
 
 
 @pytest.mark.core
@@ -188,15 +151,10 @@ def test_dropout_on_weights_in_training_mode(impl):
     """dropout=0.5, training: same seed, same output as the reference; after .eval(): no dropout at all."""
     student, reference = _pair(impl, 4, 6, 5, 0.5, num_heads=3, seed=146)
     x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(147))
-    seed_reference(148)
-    with torch.no_grad():
-        expected = reference(x)
-        without_dropout = reference.eval()(x)
-    reference.train()
-    impl.manual_seed(148)
-    assert_close(student(x), expected, atol=1e-5, diagnoses=[(without_dropout, DROPOUT_NOT_APPLIED)],
-                 call="MultiHeadAttention(4, 6, 5, dropout=0.5, num_heads=3) in training mode, torch.manual_seed(148) before the forward",
-                 note="apply self.dropout to the attention weights (b, num_heads, T, T) after the softmax, before @ values")
+    assert_dropout_as_reference(
+        impl, student, reference, x, 148,
+        "MultiHeadAttention(4, 6, 5, dropout=0.5, num_heads=3) in training mode, torch.manual_seed(148) before the forward",
+        "apply self.dropout to the attention weights (b, num_heads, T, T) after the softmax, before @ values")
     student, reference = student.eval(), reference.eval()
     with torch.no_grad():
         expected = reference(x)

@@ -17,13 +17,11 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
+from against_reference import TOLERANCE
 from diagnose import QKV_BIAS_IGNORED, assert_close, check_tensor, fail, load_reference_parameters
 from reference import printed, seed_reference
 
 P = printed()
-# float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
-# torch.sqrt(torch.tensor(d_k)), √d_k rounded to float32; a result that is not float64 fails the dtype check.
-TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
 
 
 def _printed_or_over_standins(reference, key: str, build, x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,109 @@
+"""What the hidden tests share when they compare a student's result with the reference's.
+
+For the attention modules (CausalAttention, MultiHeadAttention, the wrapper): the student's module
+built next to the reference's with the reference's parameters loaded (``pair``), a forward pass that
+names a mask not cut to T x T (``forward``), the tolerances of those comparisons (``TOLERANCE``), the
+documents' seed-123 output, the gradients and the dropout compared with the reference's. For the
+simple-attention functions: the tolerance of a result the documents' own loops compute in float32.
+
+Like ``kata_seam`` and ``reference``, imported by its bare name from the hidden tests (pytest puts
+``tests/`` on ``sys.path``); it runs in the test process only, never in a student's.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, NO_GRADIENT,
+                      SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail, load_reference_parameters)
+from kata_seam import backward_with
+from reference import printed, seed_reference
+
+# float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
+# torch.sqrt(torch.tensor(d_k)), √d_k rounded to float32; a result that is not float64 fails the dtype check.
+TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
+# PyTorch's errors when a (context_length, context_length) mask meets fewer tokens, as call_checked's errors.
+MASK_NOT_CUT_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)]
+Diagnoses = Callable[[torch.nn.Module, torch.Tensor], list]  # (reference, x) -> [(alternative, message), ...]
+
+
+def float32_loop_tolerance(got, dtype) -> dict:
+    """float32 tolerance for a float32 result, even of a float64 input: the documents' loops fill a
+    ``torch.empty`` / ``torch.zeros``, float32 whatever the input; a float64 result is held to 1e-10."""
+    if dtype == torch.float64 and not (isinstance(got, torch.Tensor) and got.dtype == torch.float32):
+        return {"atol": 1e-10}
+    return {"atol": 1e-5, "check_dtype": False}
+
+
+def pair(impl, ref_module, name: str, *args, seed: int = 0, call: str = "", **kwargs):
+    """(student, reference): ``name(*args, **kwargs)`` built by the implementation and, after
+    ``seed_reference(seed)``, by the reference, whose parameters are loaded into the student's module
+    (buffers stay the student's: the mask is judged by its own test). With ``qkv_bias=True`` the
+    student's biases are checked first, so that a module ignoring the keyword is named as such."""
+    call = call or f"{name}{args}"
+    student = getattr(impl, name)(*args, **kwargs)
+    if kwargs.get("qkv_bias"):
+        assert_qkv_biases(student, True, call=call + ".named_parameters()")
+    seed_reference(seed)
+    reference = getattr(ref_module, name)(*args, **kwargs)
+    load_reference_parameters(student, reference, call=call)
+    return student, reference
+
+
+def forward(student, x: torch.Tensor, call: str):
+    """student(x); PyTorch's size-mismatch error of a mask not cut to T x T is named."""
+    return call_checked(student, x, call=call, errors=MASK_NOT_CUT_ERRORS)
+
+
+def assert_forward_matches(student, reference, x: torch.Tensor, call: str, diagnoses: Diagnoses,
+                           dtype: torch.dtype = torch.float32) -> None:
+    """student(x) is reference(x) at ``TOLERANCE[dtype]``; the mistakes ``diagnoses`` recomputes are named."""
+    with torch.no_grad():
+        expected = reference(x)
+        diag = diagnoses(reference, x)
+    assert_close(forward(student, x, call), expected, **TOLERANCE[dtype], diagnoses=diag, call=call)
+
+
+def assert_printed_seed123(impl, ref_module, build: Callable, key: str, call: str, diagnoses: Diagnoses) -> None:
+    """``torch.manual_seed(123); build(...)(batch)``: each batch row is the printed ``key`` (atol 1e-4).
+    The mistakes ``diagnoses`` recomputes from the reference built the same way are named; else the
+    order in which the weights are created."""
+    P = printed()
+    impl.manual_seed(123)
+    expected = P.value(key)
+    got = forward(build(impl), P.journey_batch(), call)
+    seed_reference(123)
+    reference = build(ref_module)
+    with torch.no_grad():
+        diag = diagnoses(reference, P.journey_batch())
+    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
+
+
+def assert_gradients_match(impl, student, reference, shape: tuple[int, ...], seed: int, call: str) -> None:
+    """forward + backward of both modules on an input of ``shape`` and a gradient of the output's shape, both
+    drawn from ``seed``: every parameter of the student's gets the reference's gradient (atol 1e-5)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g)
+    out = reference(x)
+    grad_out = torch.randn(*out.shape, generator=g)
+    backward_with(out, grad_out)
+    _, grads = impl.forward_backward(student, x, grad_out)
+    for name, p in reference.named_parameters():
+        if grads.get(name) is None:
+            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
+        assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
+
+
+def assert_dropout_as_reference(impl, student, reference, x: torch.Tensor, seed: int, call: str, note: str) -> None:
+    """In training mode, with ``seed`` set before the forward pass, the student's output is the reference's
+    (dropout applied once, to the attention weights); the output without dropout is named."""
+    seed_reference(seed)
+    with torch.no_grad():
+        expected = reference(x)
+        without_dropout = reference.eval()(x)
+    reference.train()
+    impl.manual_seed(seed)
+    assert_close(student(x), expected, atol=1e-5, diagnoses=[(without_dropout, DROPOUT_NOT_APPLIED)], call=call,
+                 note=note)
