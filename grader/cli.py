@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from grader import attention_view, progress
+from grader.authoring.gradescope_bundle import build_bundle
+from grader.authoring.release import ReleaseError, build_release
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.grades_sheet import unescaped
 from grader.classroom.merge import MergeError, merge
@@ -30,7 +32,7 @@ from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.grading.gpu_check import GPU_CHOICES
 from grader.grading.grade import GradeOptions
 from grader.reports.visibility import VISIBILITIES
-from grader.rubric import GROUPS
+from grader.rubric import GROUPS, SOLUTIONS_DIR, load_rubric
 from grader.sandbox.modes import SANDBOX_CHOICES
 
 PROG = "attention-kata"
@@ -301,8 +303,6 @@ def cmd_isolation(args: argparse.Namespace) -> int:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from grader.authoring.release import ReleaseError, build_release
-
     if not args.out.resolve().parent.is_dir():
         raise UsageError(f"release {args.out}: directory {args.out.parent} does not exist")
     try:
@@ -314,8 +314,6 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 
 def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
-    from grader.authoring.gradescope_bundle import build_bundle
-
     if args.out.suffix != ".zip":
         raise UsageError(f"{args.out}: the bundle must be a .zip file")
     _check_writable(args.out, "gradescope-bundle")
@@ -325,8 +323,6 @@ def cmd_gradescope_bundle(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from grader.rubric import load_rubric
-
     modules = progress.load_modules([(ex.group, ex.module) for ex in load_rubric().exercises.values()])
     try:
         return progress.run_command(args, modules)
@@ -335,8 +331,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_view(args: argparse.Namespace) -> int:
-    from grader.rubric import SOLUTIONS_DIR
-
     try:
         return attention_view.run_command(args, reference=SOLUTIONS_DIR)
     except attention_view.ViewError as err:
