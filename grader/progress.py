@@ -1,26 +1,22 @@
-"""Where am I in the kata? Run the public tests of all twelve modules once and show, in the order of
-the chapter, which modules are done, failing or not started, and what to do next.
+"""Where am I in the kata? Run the public tests of every module once and show, in the order of the
+chapter, which modules are done, failing or not started, and what to do next.
 
     python -m grader check [--watch]          (also: attention-kata check) in the full repository
     python check_progress.py [--watch]        in the students' repository (the release)
 
 One source: the student release ships this very file as ``check_progress.py`` (grader/authoring/release.py
-copies it), so it uses the standard library only and nothing else of the grader. The order of the
-modules comes from the rubric (``grader.rubric.load_rubric``) when the command line passes it in,
-else from ``kata_modules.json`` beside this file, which grader/authoring/release.py writes from the rubric.
+copies it, and writes ``kata_modules.json`` beside it from the rubric), so it uses the standard library only.
+The modules, in chapter order: the rubric's, passed in by the command line, else ``kata_modules.json``'s.
 
-How it stays cheap (about what ``pytest exercises`` costs, torch's import included): pytest runs once,
-in one subprocess, over the whole ``exercises/`` folder, with this module as a plugin (``-p``) that
-writes every test's outcome to a JSON file. Each test is then given to a module: by its file's name
-when that is ``test_<module>.py``; else by the module its name starts with (``test_causal_mask_...``),
-checked against the exercise modules that the test's body uses (through the file's
-``from <module> import ...`` lines), which also decide alone when the name says nothing.
+How it stays cheap (about what ``pytest exercises`` costs): pytest runs once, in one subprocess, over
+the whole ``exercises/`` folder, with this module as a plugin (``-p``) that writes every test's outcome
+to a JSON file. Each test is then given to a module: by its file's name, ``test_<module>.py``; else by
+the module its name starts with (``test_causal_mask_...``), checked against the exercise modules its
+body uses (the file's ``from <module> import`` lines), which also decide alone when the name says nothing.
 
 A module is *not started* while its tests fail only with its own ``NotImplementedError: ... not
-written yet``, *done* when they all pass, *failing* otherwise.
-
-Exit status: 0 when the tests ran (whatever they say), 1 when pytest could not run any (its output is
-shown), 2 for unusable input (one line on stderr).
+written yet``, *done* when they all pass, *failing* otherwise. Exit status: 0 when the tests ran
+(whatever they say), 1 when pytest could not run any (its output is shown), 2 for unusable input.
 """
 
 from __future__ import annotations
@@ -36,13 +32,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 MODULES_FILE = "kata_modules.json"
 OUT_ENV = "KATA_PROGRESS_OUT"
 NOT_WRITTEN = "not written yet"
-# Plugins of a developer's environment that the public tests do not need (hypothesis alone costs
-# about 0.4 s of import); blocking a plugin that is not installed does nothing.
+# Plugins of a developer's environment the public tests do not need (hypothesis: 0.4 s of import); blocking
+# one that is not installed does nothing.
 _BLOCKED_PLUGINS = ("no:cacheprovider", "no:hypothesispytest", "no:anyio")
 _IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".hypothesis"}
 
@@ -52,7 +48,6 @@ class ProgressError(Exception):
 
 
 # --- the pytest plugin: runs inside the pytest subprocess --------------------------------------------
-
 _records: list[dict] = []
 
 
@@ -70,8 +65,7 @@ def _message(report) -> str:
 
 def pytest_collectreport(report) -> None:
     if report.failed:
-        _records.append({"nodeid": report.nodeid, "when": "collect", "outcome": "failed",
-                         "message": _message(report)})
+        _records.append({"nodeid": report.nodeid, "when": "collect", "outcome": "failed", "message": _message(report)})
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -81,15 +75,12 @@ def pytest_runtest_logreport(report) -> None:
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
-    out = os.environ.get(OUT_ENV)
-    if out:
+    if out := os.environ.get(OUT_ENV):
         Path(out).write_text(json.dumps({"rootdir": str(session.config.rootpath),
                                          "exitstatus": int(exitstatus), "records": _records}))
 
 
 # --- running the tests ---------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Module:
     group: str  # "03_causal"
@@ -114,24 +105,18 @@ class Run:
     seconds: float
 
 
-def _plugin() -> tuple[str, Path]:
-    """The name under which the pytest subprocess can import this module, and the folder it needs on sys.path."""
-    name = __name__ if __name__ != "__main__" else Path(__file__).stem
-    return name, Path(__file__).resolve().parents[name.count(".")]
-
-
 def run_tests(exercises: Path) -> Run:
     """Run pytest once over ``exercises`` in a subprocess; every test's outcome."""
-    name, root = _plugin()
+    # The name under which the pytest subprocess imports this module as a plugin, and the folder it needs on sys.path.
+    name = __name__ if __name__ != "__main__" else Path(__file__).stem
+    root = Path(__file__).resolve().parents[name.count(".")]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kata-progress-") as tmp:
         out = Path(tmp) / "outcomes.json"
-        env = dict(os.environ)
-        env[OUT_ENV] = str(out)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-        command = [sys.executable, "-m", "pytest", str(exercises), "-q", "-p", name, "--continue-on-collection-errors"]
-        for blocked in _BLOCKED_PLUGINS:
-            command += ["-p", blocked]
+        env = {**os.environ, OUT_ENV: str(out),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+        command = [sys.executable, "-m", "pytest", str(exercises), "-q", "-p", name, "--continue-on-collection-errors",
+                   *(arg for blocked in _BLOCKED_PLUGINS for arg in ("-p", blocked))]
         proc = subprocess.run(command, cwd=exercises.parent, env=env, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL)
         data = json.loads(out.read_text()) if out.is_file() else {"rootdir": str(exercises.parent),
@@ -155,6 +140,7 @@ def run_tests(exercises: Path) -> Run:
 
 
 # --- which module a test belongs to -------------------------------------------------------------------
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _TestFile:
@@ -162,32 +148,23 @@ class _TestFile:
 
     def __init__(self, path: Path, modules: set[str]):
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, UnicodeDecodeError):
+            tree = ast.parse(_read(path))
+        except (SyntaxError, ValueError):  # ValueError: a null byte, before Python 3.12
             tree = ast.Module(body=[], type_ignores=[])
         self.imported: dict[str, str] = {}  # local name -> exercise module
-        self.functions: dict[str, ast.AST] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in modules and node.level == 0:
-                for alias in node.names:
-                    self.imported[alias.asname or alias.name] = node.module
+                self.imported.update({alias.asname or alias.name: node.module for alias in node.names})
             elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name in modules:
-                        self.imported[alias.asname or alias.name] = alias.name
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        self.functions.setdefault(item.name, item)
+                self.imported.update({alias.asname or alias.name: alias.name for alias in node.names if alias.name in modules})
+        # the module's functions, and its classes' methods (the first of a name) where no function has that name
+        functions = [node for node in tree.body if isinstance(node, _FUNCTIONS)]
+        methods = [item for node in tree.body if isinstance(node, ast.ClassDef) for item in node.body if isinstance(item, _FUNCTIONS)]
+        self.functions: dict[str, ast.AST] = {**{m.name: m for m in reversed(methods)}, **{f.name: f for f in functions}}
 
     def modules_used(self, function: str) -> set[str]:
         """Exercise modules that ``function`` uses, directly or through helpers/fixtures of this file."""
-        used: set[str] = set()
-        seen: set[str] = set()
-        todo = [function]
+        used, seen, todo = set(), set(), [function]
         while todo:
             name = todo.pop()
             if name in seen or name not in self.functions:
@@ -204,7 +181,7 @@ class _TestFile:
         return used
 
 
-def assign_tests(tests: Iterable[TestResult], modules: Sequence[Module]) -> tuple[dict[str, list[TestResult]], list[TestResult]]:
+def assign_tests(tests: Sequence[TestResult], modules: Sequence[Module]) -> tuple[dict[str, list[TestResult]], list[TestResult]]:
     """({module: its tests}, tests that belong to no module)."""
     order = {m.name: i for i, m in enumerate(modules)}
     by_module: dict[str, list[TestResult]] = {m.name: [] for m in modules}
@@ -238,15 +215,11 @@ def _modules_of_file(path: Path, modules: Sequence[Module]) -> list[str]:
     names = [m.name for m in modules]
     if path.stem.startswith("test_") and path.stem[5:] in names:
         return [path.stem[5:]]
-    parsed = _TestFile(path, set(names))
-    found = set(parsed.imported.values())
-    group = path.parent.name
-    return [m.name for m in modules if m.name in found or (not found and m.group == group)]
+    found = set(_TestFile(path, set(names)).imported.values())
+    return [m.name for m in modules if m.name in found or (not found and m.group == path.parent.name)]
 
 
 # --- the verdict per module ---------------------------------------------------------------------------
-
-
 @dataclass
 class Status:
     module: Module
@@ -270,12 +243,7 @@ def _not_written_by(message: str) -> str | None:
 
 def _still_a_stub(exercises: Path | None, module: Module) -> bool:
     """Does the module's file still raise its own 'not written yet' somewhere?"""
-    if exercises is None:
-        return False
-    try:
-        text = (exercises / module.group / f"{module.name}.py").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
+    text = _read(exercises / module.group / f"{module.name}.py") if exercises is not None else ""
     return NOT_WRITTEN in text and f"section '{module.name}'" in text
 
 
@@ -317,38 +285,30 @@ def judge(modules: Sequence[Module], run: Run, exercises: Path | None = None) ->
 
 
 # --- showing it ----------------------------------------------------------------------------------------
-
-
 def readme_section(exercises: Path, module: Module) -> str:
     """The text of ``## <module>`` in the group's README (empty if there is none)."""
-    readme = exercises / module.group / "README.md"
-    try:
-        text = readme.read_text(encoding="utf-8")
-    except OSError:
-        return ""
+    text = _read(exercises / module.group / "README.md")
     found = re.search(rf"^## {re.escape(module.name)}[ \t]*\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     return found.group(1).strip() if found else ""
 
 
-_COLOURS = {"done": "32", "failing": "31", "not started": "2", "no tests": "33"}
-_MARKS = {"done": "✔", "failing": "✘", "not started": "·", "no tests": "?"}
+_LOOKS = {"done": ("32", "✔"), "failing": ("31", "✘"), "not started": ("2", "·"), "no tests": ("33", "?")}  # colour, mark
 
 
 def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path, run: Run, colour: bool = False) -> str:
     def paint(text: str, state: str) -> str:
-        return f"\033[{_COLOURS[state]}m{text}\033[0m" if colour else text
+        return f"\033[{_LOOKS[state][0]}m{text}\033[0m" if colour else text
 
     shown = _display_path(exercises)
     if not run.tests and not run.collect_errors:  # pytest itself could not run (not installed, bad config)
         return "\n".join([f"attention kata: pytest ran no test (exit status {run.exitstatus}); its output ends with:",
                           *run.output.strip().splitlines()[-15:], ""])
-    done = sum(s.state == "done" for s in statuses)
-    lines = [f"attention kata: {done}/{len(statuses)} modules done", ""]
+    lines = [f"attention kata: {sum(s.state == 'done' for s in statuses)}/{len(statuses)} modules done", ""]
     width = max(len(f"{s.module.group}/{s.module.name}") for s in statuses)
     for number, s in enumerate(statuses, start=1):
         name = f"{s.module.group}/{s.module.name}".ljust(width)
         tests = f"{s.passed}/{s.total} tests pass" if s.total else ""
-        lines.append(f"{number:>3}  {name}  {paint(f'{_MARKS[s.state]} {s.state:<11}', s.state)}  {tests}")
+        lines.append(f"{number:>3}  {name}  {paint(f'{_LOOKS[s.state][1]} {s.state:<11}', s.state)}  {tests}")
         if s.detail:
             lines.append(f"     {' ' * width}    {_shorten(s.detail, 100)}")
     if unassigned:
@@ -366,12 +326,19 @@ def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path
             lines += ["", *("    " + line if line else "" for line in section.splitlines()), ""]
         own_file = exercises / m.group / f"test_{m.name}.py"
         target = f"{shown}/{m.group}/{own_file.name}" if own_file.is_file() else f"{shown}/{m.group}"
-        for failure in todo.failures[:3]:
-            if todo.state == "failing":
-                lines.append(f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(failure.message, 110)}")
+        lines += [f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(failure.message, 110)}"
+                  for failure in todo.failures[:3] if todo.state == "failing"]
         lines.append(f"Run its tests: pytest {target}    Hints: {shown}/{m.group}/hints.md, section '## {m.name}'")
     lines.append(f"(checked {time.strftime('%H:%M:%S')}, {run.seconds:.1f} s)")
     return "\n".join(lines) + "\n"
+
+
+def _read(path: Path) -> str:
+    """A file of the exercises folder as text; empty when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _display_path(path: Path) -> str:
@@ -387,8 +354,6 @@ def _shorten(text: str, limit: int) -> str:
 
 
 # --- the command ---------------------------------------------------------------------------------------
-
-
 def load_modules(modules: Sequence[tuple[str, str]] | None = None) -> list[Module]:
     """The modules in chapter order: the given (group, module) pairs, else ``kata_modules.json`` beside this file."""
     if modules is None:
@@ -400,7 +365,7 @@ def load_modules(modules: Sequence[tuple[str, str]] | None = None) -> list[Modul
     return [Module(group, name) for group, name in modules]
 
 
-HELP = ("your progress: run the public tests of all twelve modules once and show which are done, "
+HELP = ("your progress: run the public tests of every module once and show which are done, "
         "failing or not started, and what to do next")
 
 
@@ -418,8 +383,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_once(exercises: Path, modules: list[Module], colour: bool) -> tuple[str, bool]:
     """(the report, whether pytest ran any test at all)."""
     run = run_tests(exercises)
-    statuses, unassigned = judge(modules, run, exercises)
-    return render(statuses, unassigned, exercises, run, colour), bool(run.tests or run.collect_errors)
+    return render(*judge(modules, run, exercises), exercises, run, colour), bool(run.tests or run.collect_errors)
 
 
 def snapshot(exercises: Path) -> dict[str, float]:
@@ -428,9 +392,8 @@ def snapshot(exercises: Path) -> dict[str, float]:
     for folder, dirs, files in os.walk(exercises):
         dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS]
         for name in files:
-            path = os.path.join(folder, name)
             try:
-                stat = os.stat(path)
+                stat = os.stat(path := os.path.join(folder, name))
             except OSError:
                 continue
             found[path] = (stat.st_mtime_ns, stat.st_size)
@@ -442,8 +405,7 @@ def run_command(args: argparse.Namespace, modules: list[Module], out=None) -> in
     exercises: Path = args.exercises
     if not exercises.is_dir():
         raise ProgressError(f"{exercises}: no such folder (run this from the folder that holds exercises/, or pass --exercises DIR)")
-    missing = [f"{m.group}/" for m in modules if not (exercises / m.group).is_dir()]
-    if missing:
+    if missing := [f"{m.group}/" for m in modules if not (exercises / m.group).is_dir()]:
         raise ProgressError(f"{exercises} is not the exercises folder: it has no {', '.join(sorted(set(missing)))}")
     if not 0.05 <= args.interval <= 60:
         raise ProgressError(f"--interval must be between 0.05 and 60 seconds, got {args.interval}")
