@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 from grader.files import is_real_dir, is_regular_file
 from grader.rubric import GROUPS, load_rubric
 from grader.safe_text import escape_line
-from grader.sandbox.bundle import MAX_FILE_BYTES, left_out_notes, read_module_file
+from grader.sandbox.bundle import left_out_notes, read_module_file
+from grader.sandbox.bundle import MAX_FILE_BYTES  # noqa: F401 (notebook_intake reads it here: to import from bundle)
 
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_BYTES = 100 * 2**20

@@ -61,7 +61,7 @@ class GradeReport:
     submission: str
     exercises: dict[str, ExerciseResult]
     gpu_check: GpuCheckResult
-    isolation: str  # the isolation mode it ran under: bwrap | uid | none (grader/sandbox/modes.py)
+    isolation: str  # the name of the isolation mode it ran under (grader/sandbox/modes.py: MODES)
     execution_time: float
     warnings: list[str] = field(default_factory=list)
 

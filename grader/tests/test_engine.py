@@ -332,11 +332,10 @@ def test_stopped_worker_times_out_even_while_sending(tmp_path, shared_domains):
            "    threading.Thread(target=lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))).start()\n"
            "    return 1\n")
     with toy_worker(tmp_path, src, shared_domains, call_timeout=1.0) as (_, impl):
-        fn = impl.attention_scores
-        assert fn() == 1
+        assert impl.attention_scores() == 1
         time.sleep(0.5)
         with pytest.raises(WorkerFailure, match="timed out after 1 s"):
-            fn(torch.zeros(2**23))  # 32 MB: more than the socket buffer holds
+            impl.attention_scores(torch.zeros(2**23))  # 32 MB: more than the socket buffer holds
 
 
 @pytest.mark.timeout(120)
@@ -376,10 +375,7 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path, shared_domain
 @pytest.mark.timeout(120)
 def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains):
     """A starved call is not timed out early; one that sleeps is stopped at 3x the timeout."""
-    src = ("import time\n\n"
-           "def attention_scores(seconds):\n"
-           "    time.sleep(seconds)\n"
-           "    return seconds\n")
+    src = "import time\n\ndef attention_scores(seconds):\n    time.sleep(seconds)\n    return seconds\n"
     with toy_worker(tmp_path, src, shared_domains, call_timeout=0.4) as (_, impl):
         fn = impl.attention_scores
         assert fn(0.6) == 0.6  # over the timeout in wall clock, far under it in CPU

@@ -12,7 +12,10 @@ import pytest
 
 from grader.grading.gpu_check import GpuUnavailable
 from grader.grading.remote_impl import RemoteImpl
-from support import build_submission, run_check
+from grader.sandbox.client import WorkerClient
+from grader.sandbox.domains import Domains
+from grader.sandbox.modes import choose_isolation
+from support import WHERE, build_submission, run_check, toy
 
 pytestmark = pytest.mark.timeout(120)
 CAUSAL = Path("03_causal") / "causal_attention.py"
@@ -160,11 +163,6 @@ def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> No
 def test_the_template_readies_the_simulation_only_for_a_grading_with_a_gpu_check(tmp_path: Path):
     """The simulation's first use costs the template 1.5 s of CPU (torch._dynamo): a grading under
     ``--gpu skip`` must not pay it, and the forks after one that asked for it find it ready."""
-    from grader.sandbox.domains import Domains
-    from grader.sandbox.modes import choose_isolation
-    from grader.sandbox.client import WorkerClient
-    from support import WHERE, toy
-
     sub = toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
     with Domains(choose_isolation("none")) as domains:  # a template of its own: nothing has asked it yet
         seen = []

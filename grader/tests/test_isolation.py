@@ -184,8 +184,10 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
     uid = UID_BASE - 1 - os.getpid() % 4096
     code = LEFTOVERS + ("\nif __name__ == '__main__':\n    print(attention_scores())\n    import subprocess\n"
                         "    subprocess.Popen(['sleep', '60'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
-    (Path("/tmp") / f"kata-leftovers-{uid}").mkdir(mode=0o755)
-    module = Path("/tmp") / f"kata-leftovers-{uid}" / "attention_scores.py"
+    copy = Path("/tmp") / f"kata-leftovers-{uid}"  # laid out as a domain's copy: what "copied copy" copies
+    (copy / "01_simple_attention").mkdir(mode=0o755, parents=True)
+    copy.chmod(0o755)
+    module = copy / "01_simple_attention" / "attention_scores.py"
     module.write_text(code)
     try:
         out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True, timeout=30,
@@ -195,7 +197,7 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
         reap(uid)
         assert not _owned_by(uid) and not running_as(uid)
     finally:
-        shutil.rmtree(module.parent)
+        shutil.rmtree(copy)
 
 
 def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, monkeypatch) -> None:
