@@ -3,7 +3,7 @@
 * Exercises build on one another (``04_multihead/multihead_wrapper.py`` does
   ``from causal_attention import CausalAttention``) and the public tests load the module under test
   by its bare name (``load("causal_mask")`` in ``kata_checks.py``). This file puts ``exercises/`` and
-  its four group folders on ``sys.path``, so ``pytest exercises/03_causal``, ``pytest exercises`` and
+  its group folders on ``sys.path``, so ``pytest exercises/03_causal``, ``pytest exercises`` and
   ``pytest exercises/03_causal/test_causal_mask.py`` all work from the repository root. The grader's
   worker sets up the same path for your code.
 * One public test file per module, every test named after its module:

@@ -4,7 +4,7 @@ arguments and the code that turns them into a call of the grader and one line pe
 Instructors: ``score`` (one submission), ``score-all`` (a class, into a CSV), ``merge`` (the CSVs of
 ``score-all --shard`` runs), ``nbgrader`` (an nbgrader course's notebooks), ``release`` (the students'
 repository and the nbgrader course), ``gradescope-bundle``, ``isolation`` (which isolation grading gets
-here). Students: ``check`` (their progress) and ``view`` (their attention weights), the standard library
+here). Maintainers: ``dev check`` (what an exercise of the rubric still lacks). Students: ``check`` (their progress) and ``view`` (their attention weights), the standard library
 only at import (grader/progress.py, grader/attention_view.py).
 
 Exit codes: 0 grading completed (whatever the score); 2 unusable command-line input (one line on
@@ -29,11 +29,18 @@ from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, find_course, grade_course, prepare_work_dir
 from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
-from grader.grading.gpu_check import GPU_CHOICES
-from grader.grading.grade import GradeOptions
+from grader.files import private_files
+from grader.grading.gpu_check import GPU_CHOICES, GpuUnavailable
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
+from grader.grading.intake import SubmissionError
+from grader.reports.feedback import write_feedback
+from grader.reports.formats import FORMATS, render
+from grader.reports.json_report import dumps, to_json
 from grader.reports.visibility import VISIBILITIES
 from grader.rubric import GROUPS, SOLUTIONS_DIR, load_rubric
-from grader.sandbox.modes import SANDBOX_CHOICES
+from grader.authoring import dev_check
+from grader.sandbox.modes import SANDBOX_CHOICES, SANDBOX_HELP, SandboxUnavailable, choose_isolation
 
 PROG = "attention-kata"
 NBGRADER_HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
@@ -56,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("submission", nargs="?", default="exercises",
                        help="a directory laid out like exercises/, a repository root holding exercises/, or a .zip of either")
     score.add_argument("--json", metavar="OUT", type=Path, help="also write the JSON report to OUT")
-    score.add_argument("--format", choices=("text", "json", "gradescope"), default="text",
+    score.add_argument("--format", choices=tuple(FORMATS), default="text",
                        help="what to print on stdout (default: text)")
     add_grading_options(score, for_class=False)
     add_feedback_options(score, "also write the student's feedback (Markdown) to DIR/<submission name>.md")
@@ -96,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     progress.add_arguments(commands.add_parser("check", help=progress.HELP))
     attention_view.add_arguments(commands.add_parser("view", help=attention_view.HELP))
+    dev_check.add_arguments(commands.add_parser("dev", help=dev_check.HELP))  # maintainers: docs/maintainers.md
 
     nbgrader = commands.add_parser("nbgrader", help=NBGRADER_HELP)  # Jupyter classes: docs/nbgrader.md
     nbgrader.add_argument("course", type=Path, metavar="COURSE_DIR",
@@ -107,14 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SANDBOX_HELP = ("how to isolate the student's code: bwrap, uid (root without user namespaces), isolated (the best of "
-                "those, or exit 2), auto (as isolated, else none with a warning), none (a plain process)")
 VISIBILITY_HELP = ("what students see of the hidden tests in feedback and Gradescope results: full messages, messages "
                    "without the tests' inputs and values, or scores only (default: full; docs/instructor-reports.md)")
 
 
 def add_grading_options(parser: argparse.ArgumentParser, *, for_class: bool) -> None:
-    """The flags of :class:`grader.grading.grade.GradeOptions`, for every command that grades; read them back
+    """The flags of :class:`grader.grading.options.GradeOptions`, for every command that grades; read them back
     with :func:`grade_options`. ``for_class``: other people's work (score-all, nbgrader) runs in
     parallel jobs and is never run without isolation unless ``--sandbox none`` says so."""
     defaults = GradeOptions()
@@ -168,12 +174,6 @@ def _check_writable(path: Path | None, flag: str) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from grader.grading.grade import grade
-    from grader.reports.report import dumps, to_gradescope, to_json, to_text
-    from grader.grading.gpu_check import GpuUnavailable
-    from grader.sandbox.modes import SandboxUnavailable
-    from grader.grading.intake import SubmissionError
-
     _check_writable(args.json, "--json")
     if args.feedback_dir is not None and not args.feedback_dir.is_dir():
         raise UsageError(f"--feedback-dir {args.feedback_dir}: not a directory")
@@ -181,25 +181,17 @@ def cmd_score(args: argparse.Namespace) -> int:
         report = grade(Path(args.submission), grade_options(args))
     except (SubmissionError, SandboxUnavailable, GpuUnavailable) as err:
         raise UsageError(str(err)) from None
-    from grader.files import private_files
-
+    report_json = to_json(report)
     with private_files():  # a student's report and feedback: readable by this user alone, as score-all's
         if args.json is not None:
-            args.json.write_text(dumps(to_json(report)))
+            args.json.write_text(dumps(report_json))
         if args.feedback_dir is not None:
-            from grader.reports.feedback import write_feedback
-
             submission = Path(args.submission).resolve()
             name = submission.stem if submission.suffix.lower() == ".zip" else submission.name
-            written = write_feedback(name, to_json(report), args.feedback_dir, args.visibility)
+            written = write_feedback(name, report_json, args.feedback_dir, args.visibility)
             print(f"feedback: {written}", file=sys.stderr)
-    if args.format == "json":
-        sys.stdout.write(dumps(to_json(report)))
-    elif args.format == "gradescope":
-        sys.stdout.write(dumps(to_gradescope(report, args.visibility)))
-    else:
-        colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        sys.stdout.write(to_text(report, colour=colour))
+    colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    sys.stdout.write(render(args.format, report_json, args.visibility, colour))
     return 0
 
 
@@ -234,13 +226,11 @@ def cmd_score_all(args: argparse.Namespace) -> int:
 def check_class_isolation(sandbox: str, folder: Path) -> None:
     """Refuse (UsageError) to grade a class in ``folder`` without the isolation ``sandbox`` asks for,
     or under uid isolation when other users can read the folder."""
-    from grader.sandbox.modes import SandboxUnavailable, choose_isolation
-
     try:
         isolation = choose_isolation(sandbox, for_class=True)
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
-    if isolation.mode == "uid" and folder.resolve().stat().st_mode & 0o005:
+    if isolation.mode.shares_the_machine and folder.resolve().stat().st_mode & 0o005:
         # Without a mount namespace, every student's code could read the others' submissions.
         raise UsageError(f"{folder}: readable by other users, so by the students' code under uid "
                          f"isolation; run chmod o-rwx {folder} first")
@@ -290,13 +280,11 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_isolation(args: argparse.Namespace) -> int:
-    from grader.sandbox.modes import SandboxUnavailable, choose_isolation
-
     try:
         isolation = choose_isolation(args.sandbox, for_class=True, protect=False)  # a question: nothing changes
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
-    print(isolation.mode)
+    print(isolation.mode.name)
     for warning in isolation.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
@@ -367,7 +355,7 @@ def cmd_nbgrader(args: argparse.Namespace) -> int:
 
 COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "release": cmd_release,
             "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view,
-            "nbgrader": cmd_nbgrader}
+            "nbgrader": cmd_nbgrader, "dev": dev_check.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

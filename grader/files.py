@@ -90,13 +90,17 @@ def caller_umask() -> int:
 
 
 def _mode_for(path: Path) -> int:
-    """The permissions a file rewritten at ``path`` keeps: the old file's, else what umask gives."""
+    """The permissions a file rewritten at ``path`` keeps: the old regular file's; else (no file, or a
+    link planted there) what the umask gives a new file (under private_files: this user's alone)."""
     try:
-        return os.stat(path, follow_symlinks=False).st_mode & 0o777 if not os.path.islink(path) else 0o644
+        st = os.stat(path, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return st.st_mode & 0o777
     except OSError:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        return 0o666 & ~umask
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_atomically(path: Path, data: str, new_mode: int | None = None) -> None:

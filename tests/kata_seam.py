@@ -100,7 +100,7 @@ def type_name(obj: Any) -> str:
 class LocalImpl:
     """An implementation directory imported into this process (trusted code only).
 
-    The four group folders go on ``sys.path`` so that exercises can import each other by bare
+    The group folders go on ``sys.path`` so that exercises can import each other by bare
     module name (``from causal_attention import CausalAttention``), as they do under pytest and in
     the grader's worker. One process holds one implementation.
     """

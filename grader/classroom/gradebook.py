@@ -17,7 +17,7 @@ Two layouts, chosen by what the assignment already holds:
   and in ``04_multihead`` a grade cell ``gpu_check``. Each of the assignment's exercises gets its score
   in its cell (a row's other exercises are not this assignment's and are left out), the GPU-run check
   its points in ``gpu_check`` where the assignment has that cell; nothing is added to the course and no
-  max score is changed. (An older course with all four group notebooks in one assignment is the same
+  max score is changed. (An older course with every group's notebook in one assignment is the same
   case with every exercise; without a ``gpu_check`` cell the check's points stay in the CSV, with a
   warning.) ``python -m grader nbgrader`` (grader/classroom/nbgrader_course.py) records its grades this way,
   and so does ``score-all --gradebook OUT/nbgrader/gradebook.db --assignment 03_causal``.

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from grader.classroom.roster import printable
 from grader.files import write_atomically
-from grader.grading.grade import GradeOptions
+from grader.grading.options import GradeOptions
 from grader.rubric import load_rubric
 
 HASH_COLUMN = "submission_sha256"

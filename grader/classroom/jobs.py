@@ -26,7 +26,8 @@ from typing import Any
 
 from grader.files import caller_umask
 from grader.grading.gpu_check import GpuUnavailable
-from grader.grading.grade import GradeOptions, grade
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
 from grader.grading.intake import SubmissionError
 from grader.reports.json_report import to_json
 from grader.sandbox.domains import Domains, TemplateError

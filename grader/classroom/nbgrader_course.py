@@ -40,7 +40,7 @@ from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
 from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
-from grader.grading.grade import GradeOptions
+from grader.grading.options import GradeOptions
 from grader.reports.nbgrader_feedback import feedback_html
 from grader.rubric import GROUPS, load_rubric
 

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from grader.attention_view import INPUTS
 from grader.files import UnreadableFile, read_regular
-from grader.grading.intake import MAX_FILE_BYTES, _one_line
+from grader.grading.intake import one_line
+from grader.sandbox.bundle import MAX_FILE_BYTES
 from grader.rubric import load_rubric
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -59,7 +60,7 @@ def read_notebook(path: Path) -> dict:
     try:
         nb = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise NotebookError(f"{path.name}: not a notebook (unreadable JSON: {_one_line(err)})") from None
+        raise NotebookError(f"{path.name}: not a notebook (unreadable JSON: {one_line(err)})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError(f"{path.name}: not a notebook (no list of cells)")
     return nb

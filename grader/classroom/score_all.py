@@ -41,7 +41,7 @@ from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, 
 from grader.classroom.jobs import Job
 from grader.classroom.roster import in_shard, list_students, printable, submission_hash
 from grader.files import private_files, write_atomically
-from grader.grading.grade import GradeOptions
+from grader.grading.options import GradeOptions
 from grader.reports import class_summary
 from grader.reports.feedback import write_feedback
 

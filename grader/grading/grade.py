@@ -14,48 +14,24 @@ the next starts; a report is returned only after that.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.grading import engine
 from grader.grading.gpu_check import run_gpu_check
 from grader.grading.intake import locate_submission
+from grader.grading.options import GradeOptions
 from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
 from grader.grading.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
                                     score_with_regrade)
 from grader.rubric import Rubric, load_rubric
-from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, WorkerFailure
+from grader.sandbox.client import WorkerFailure
 from grader.sandbox.domains import Domains
 from grader.sandbox.modes import choose_isolation
 
 
-@dataclass(frozen=True)
-class GradeOptions:
-    """How each student is graded: the one object ``score``, ``score-all``'s jobs and the nbgrader path
-    pass down (the command line's flags are declared once, in grader/cli.py's add_grading_options)."""
-
-    call_timeout: float = CALL_TIMEOUT  # seconds per call into the student's code
-    memory_mb: int = MEMORY_MB  # address-space allowance of the worker beyond torch itself
-    sandbox: str = "auto"  # one of grader.sandbox.modes.SANDBOX_CHOICES
-    gpu: str = "auto"  # one of grader.grading.gpu_check.GPU_CHOICES
-    # The exercises graded (None: the whole rubric), e.g. one nbgrader assignment's. The tests of the
-    # exercises they build on run too, to decide re-grades (grader/grading/scoring.py), and score nothing.
-    exercises: tuple[str, ...] | None = None
-
-    def to_json(self) -> str:
-        """For a job process (grader/classroom/score_all.py), read back by :meth:`from_json`."""
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> GradeOptions:
-        fields = json.loads(text)
-        if fields.get("exercises") is not None:
-            fields["exercises"] = tuple(fields["exercises"])
-        return cls(**fields)
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),

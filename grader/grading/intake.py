@@ -1,4 +1,4 @@
-"""Submission intake: turn what the instructor points at into a directory of the four group folders.
+"""Submission intake: turn what the instructor points at into a directory of the group folders.
 
 Accepted: a directory laid out like ``exercises/``, a repository root that contains ``exercises/``,
 a flat folder of the module files (``causal_mask.py``, ... with no group folders: how Gradescope
@@ -26,7 +26,6 @@ from grader.files import is_real_dir, is_regular_file
 from grader.rubric import GROUPS, load_rubric
 from grader.safe_text import escape_line
 from grader.sandbox.bundle import left_out_notes, read_module_file
-from grader.sandbox.bundle import MAX_FILE_BYTES  # noqa: F401 (notebook_intake reads it here: to import from bundle)
 
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_BYTES = 100 * 2**20
@@ -97,7 +96,7 @@ def _shown(path: Path) -> str:
 
 
 def find_flat_root(path: Path) -> Path | None:
-    """The shallowest directory under ``path`` holding at least one of the twelve module files
+    """The shallowest directory under ``path`` holding at least one of the kata's module files
     (``<module>.py``, a regular file) directly, or None."""
     modules = load_rubric().module_groups
     frontier = [path]
@@ -168,11 +167,11 @@ def extract_zip(archive: Path, dest: Path) -> Path:
                     out.write(src.read(MAX_ZIP_BYTES + 1))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, OSError, EOFError, ValueError,
             RuntimeError, zlib.error, UnicodeError) as err:  # RuntimeError: encrypted; zlib.error: corrupt deflate
-        raise SubmissionError(f"{_shown(archive)}: unreadable zip ({escape_line(_one_line(err))})") from None
+        raise SubmissionError(f"{_shown(archive)}: unreadable zip ({escape_line(one_line(err))})") from None
     return dest
 
 
-def _one_line(err: BaseException) -> str:
+def one_line(err: BaseException) -> str:
     return " ".join(str(err).split())[:200] or type(err).__name__
 
 

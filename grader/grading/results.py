@@ -3,7 +3,8 @@ check, the whole report.
 
 They live apart from the code that produces them (grader/grading/engine.py runs the tests, grader/grading/scoring.py
 scores them, grader/grading/gpu_check.py runs the check) so that reading or formatting a report
-(grader/reports/report.py, grader/reports/feedback.py) never imports the worker client or torch.
+(grader/reports/: the JSON report and every format rendered from it) never imports the worker client
+or torch.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from grader.sandbox.limits import CALL_TIMEOUT, MEMORY_MB, STARTUP_TIMEOUT, WALL_FACTOR
 from grader.rubric import STANDINS_DIR
 from grader.safe_text import escape_controls
 from grader.sandbox.bundle import bundle_fd, read_module_files
@@ -39,15 +40,6 @@ from grader.sandbox.process import RunningDomain
 # the modules that import this one. grader.sandbox.wire imports torch (its codec builds tensors): the
 # functions that need it import it when first called.
 
-# The limits of a grading unless it says otherwise (``--timeout``; GradeOptions, the engine and
-# this client take these): CPU seconds per call into the student's code, and the worker's address
-# space beyond what the template already maps (torch).
-CALL_TIMEOUT = 5.0
-MEMORY_MB = 2048
-STARTUP_TIMEOUT = 120.0
-# A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
-# clock (a sleeping or starved worker): a busy grading machine does not fail correct code.
-WALL_FACTOR = 3.0
 
 # Builtin exception types re-raised by name in the grader; others become StudentError.
 _NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",

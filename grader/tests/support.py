@@ -16,16 +16,15 @@ import pytest
 
 from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import gpu_check_worker, start_worker
-from grader.grading.grade import GradeOptions
+from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
 from grader.grading.remote_impl import RemoteImpl
-from grader.reports import class_summary
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
-from grader.sandbox.modes import bwrap_problem, uid_problem
+from grader.sandbox.modes import MODES as ALL_MODES
 
 REPO = Path(__file__).resolve().parents[2]
 # Which isolation modes this machine can run, and why not where it cannot.
-PROBLEMS = {"bwrap": bwrap_problem(), "uid": uid_problem(), "none": None}
+PROBLEMS = {name: mode.problem() for name, mode in ALL_MODES.items()}
 MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
          for mode, problem in PROBLEMS.items()]
 ISOLATING = [m for m in MODES if m.values[0] != "none"]
@@ -282,14 +281,6 @@ def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
         if fraction is not None:
             (root / name / "score.txt").write_text(str(fraction))
     return root
-
-
-@pytest.fixture
-def no_class_summary(monkeypatch):
-    """score_all in this process without its class summary page (matplotlib plots, about 0.5 s a run):
-    for the tests of the batch's bookkeeping, which run it again and again (a test module imports it);
-    test_summary.py tests the page."""
-    monkeypatch.setattr(class_summary, "write_summary", lambda csv_path, reports: [])
 
 
 # ---- a JSON report without a grading -----------------------------------------------------------------

@@ -18,12 +18,12 @@ import pytest
 from grader.classroom.grades_sheet import HASH_COLUMN, csv_columns, csv_row, read_grades
 from grader.classroom.roster import in_shard, parse_shard, shard_of, submission_hash
 from grader.classroom.score_all import BatchError, score_all
-from grader.grading.grade import GradeOptions, grade
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
 from grader.reports.json_report import to_json
 from grader.rubric import REPO_ROOT
 from support import (FAKE_JOB_CLI, PROBLEMS, build_submission, fake_class, fake_job, fake_options, graded_log,
                      run_grader, venv_env)
-from support import no_class_summary  # noqa: F401  (the fixture pytestmark names)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 

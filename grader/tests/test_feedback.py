@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.files import private_files
 from grader.reports.feedback import feedback_filename, feedback_text, write_feedback
 from grader.reports.gradescope import to_gradescope
 from grader.reports.visibility import redact, wrap
@@ -115,8 +116,10 @@ def test_a_planted_symlink_is_replaced_not_followed(tmp_path: Path):
     out.mkdir()
     victim.write_text("keep me")
     os.symlink(victim, out / "alice.md")
-    write_feedback("alice", report(), out, "full")
+    with private_files():  # the file replacing the link is as private as a new one
+        write_feedback("alice", report(), out, "full")
     assert victim.read_text() == "keep me" and not (out / "alice.md").is_symlink()
+    assert (out / "alice.md").stat().st_mode & 0o077 == 0, oct((out / "alice.md").stat().st_mode)
 
 
 def _cli(*args: str, cwd: Path | None = None):

@@ -28,10 +28,12 @@ import pytest
 import grader.sandbox.client as worker_client
 import grader.sandbox.modes as modes
 from grader.grading.engine import run_hidden_tests, start_worker
-from grader.grading.grade import GradeOptions, grade
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
 from grader.grading.remote_impl import RemoteImpl
 from grader.grading.scoring import summarize_each
-from grader.reports.report import to_gradescope, to_json
+from grader.reports.gradescope import to_gradescope
+from grader.reports.json_report import to_json
 from grader.rubric import REPO_ROOT, load_rubric
 from grader.sandbox.client import WorkerClient
 from grader.sandbox.domains import Domains
@@ -217,7 +219,7 @@ def test_the_reference_never_enters_a_domain(domains: Domains, tmp_path: Path, m
                         lambda *args: bundles.append(read(*args)[0]) or read(*args))
     dependents = ("02_trainable_weights/weight_transfer", "04_multihead/multihead_wrapper")  # both re-graded
     report = grade(sub, GradeOptions(gpu="skip", exercises=dependents), domains)
-    text = json.dumps(to_json(report)) + json.dumps(to_gradescope(report))
+    text = json.dumps(to_json(report)) + json.dumps(to_gradescope(to_json(report)))
     assert REFERENCE_LINE not in text and "LEAK:" not in text
     wrapper = report.exercises["04_multihead/multihead_wrapper"]
     assert wrapper.regraded_with == ("03_causal/causal_attention",), wrapper.message  # the re-grade's results count

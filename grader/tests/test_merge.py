@@ -13,7 +13,6 @@ from grader.classroom.roster import shard_of
 from grader.classroom.score_all import score_all
 from grader.cli import main
 from support import fake_class, fake_options, fake_report, graded_log, run_grader
-from support import no_class_summary  # noqa: F401  (the fixture pytestmark names)
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
 

@@ -29,7 +29,8 @@ from grader.authoring.release import build_release
 from grader.classroom.gradebook import ensure_alembic_on_path, stamp_new_gradebook
 from grader.classroom.nbgrader_course import CourseError, find_course
 from grader.classroom.notebook_intake import JOURNEY
-from grader.grading.grade import GradeOptions, grade
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
 from grader.reports.json_report import to_json
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 from grader.sandbox.modes import uid_problem

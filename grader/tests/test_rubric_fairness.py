@@ -28,7 +28,8 @@ import pytest
 from grader.authoring import mutation
 from grader.grading.results import TestOutcome
 from grader.grading.gpu_check import MODULES_CHECKED
-from grader.grading.grade import GradeOptions, grade
+from grader.grading.grade import grade
+from grader.grading.options import GradeOptions
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.grading.scoring import summarize
 from support import build_submission
@@ -137,9 +138,9 @@ def test_edge_tests_count_in_proportion_to_the_core_points_earned():
 
 # ---- whole gradings --------------------------------------------------------------------------------
 
-def test_solutions_score_100(graded):
+def test_solutions_score_full_marks(graded):
     report = graded(SOLUTIONS_DIR)
-    assert report.score == TOTAL == 100, _lost(report)
+    assert report.score == TOTAL, _lost(report)
     assert report.gpu_check.score == RUBRIC.gpu_points, report.gpu_check.message
     tests_sum = sum(o.max_points for r in report.exercises.values() for o in r.outcomes)
     assert tests_sum == pytest.approx(TOTAL - RUBRIC.gpu_points)
@@ -193,8 +194,8 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
 # ---- one mistake, one charge: a stub and a deleted file are the same ------------------------------
 
 # The modules whose absence could cost points outside their own exercise: those others build on, those
-# built on another, those the GPU-run check runs. Every other module is covered by "all" (all twelve
-# stubbed against all twelve deleted): nothing builds on it, so its exercise is scored on its own.
+# built on another, those the GPU-run check runs. Every other module is covered by "all" (every module
+# stubbed against every one deleted): nothing builds on it, so its exercise is scored on its own.
 AT_STAKE = sorted({m for _, m, _, _ in MODULES_CHECKED} | {ex.module for ex in RUBRIC.exercises.values() if ex.depends_on}
                   | {RUBRIC.exercises[d].module for ex in RUBRIC.exercises.values() for d in ex.depends_on})
 

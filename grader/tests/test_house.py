@@ -1,0 +1,155 @@
+"""The house rules a newcomer can rely on (docs/maintainers.md): modules of one job, short functions, no
+import loops. Checked on the source as text (ast), so a rule broken anywhere fails here with where.
+
+- no module over MAX_MODULE_LINES lines, no function over MAX_FUNCTION_LINES (the CLI's argument parser
+  builder is the one exception: a table of options reads best in one place);
+- no module imports another in a loop, late (function-level) imports included: a late import may defer a
+  costly library, never hide a loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+from grader.rubric import REPO_ROOT
+
+MAX_MODULE_LINES = 450
+MAX_FUNCTION_LINES = 60
+LONG_FUNCTIONS_ALLOWED = {("grader/cli.py", "build_parser"), ("grader/cli/parser.py", "build_parser")}
+# Not the project's code: the documents' own notebooks, hostile submissions kept as test data.
+NOT_OURS = ("exercises/documents/", "grader/tests/submissions/")
+
+
+def project_files() -> dict[str, ast.Module]:
+    """Every tracked or new Python file of the project (as git sees it), parsed."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, check=True).stdout.split()
+    files = {}
+    for rel in listed:
+        path = REPO_ROOT / rel
+        if rel.startswith(NOT_OURS) or not path.is_file():
+            continue
+        files[rel] = ast.parse(path.read_text(encoding="utf-8"), rel)
+    return files
+
+
+def test_no_module_over_the_limit_and_no_long_function() -> None:
+    files = project_files()
+    long_modules = [f"{rel}: {n} lines" for rel in files
+                    if (n := (REPO_ROOT / rel).read_text(encoding="utf-8").count("\n")) > MAX_MODULE_LINES]
+    long_functions = [f"{rel}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"
+                      for rel, tree in files.items() for node in ast.walk(tree)
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+                      and (rel, node.name) not in LONG_FUNCTIONS_ALLOWED]
+    assert not long_modules, f"modules over {MAX_MODULE_LINES} lines: {long_modules}"
+    assert not long_functions, f"functions over {MAX_FUNCTION_LINES} lines: {long_functions}"
+
+
+def _module_name(rel: str) -> str:
+    """The name an import uses: dotted inside the grader package, the file's stem elsewhere (tests/,
+    exercises/, solutions/ and grader/tests/ put their folders on sys.path)."""
+    path = Path(rel)
+    if rel.startswith("grader/") and not rel.startswith("grader/tests/"):
+        parts = path.with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return path.stem
+
+
+def _tree(rel: str) -> str:
+    """Which files a bare import can reach: its own top folder (grader/tests is one of its own)."""
+    return "grader/tests" if rel.startswith("grader/tests/") else rel.split("/", 1)[0]
+
+
+def _imported(rel: str, tree: ast.Module) -> set[str]:
+    """The names of the modules ``rel`` imports anywhere in it (relative imports resolved)."""
+    package = _module_name(rel).rpartition(".")[0] if rel.startswith("grader/") else ""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[:len(package.split(".")) - (node.level - 1)] if package else []
+                base = ".".join([*up, base] if base else up)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph(files: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """{file: the project files it imports}; a bare name resolves in its own folder first, then its tree."""
+    by_name: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for rel in files:
+        by_name[(_tree(rel), _module_name(rel))].append(rel)
+        if rel.startswith("grader/") and not rel.startswith("grader/tests/"):
+            by_name[("grader", _module_name(rel))].append(rel)
+    graph: dict[str, set[str]] = {}
+    for rel, tree in files.items():
+        targets = set()
+        for name in _imported(rel, tree):
+            tree_key = "grader" if name.startswith("grader.") or name == "grader" else _tree(rel)
+            found = by_name.get((tree_key, name), [])
+            same_folder = [f for f in found if Path(f).parent == Path(rel).parent]
+            targets.update(same_folder or found[:1])
+        targets.discard(rel)
+        # a package's __init__ is run by importing any of its modules: that edge is not a loop of ours
+        graph[rel] = {t for t in targets if not (t.endswith("__init__.py") and rel.startswith(t[:-len("__init__.py")]))}
+    return graph
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one file (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next((e for e in edges if e in graph), None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_module_imports_another_in_a_loop() -> None:
+    assert loops(import_graph(project_files())) == []
+
+
+def test_the_loop_finder_finds_a_loop_through_a_late_import() -> None:
+    """The check above can fail: two modules that import each other, one of them inside a function."""
+    a = ast.parse("import grader.b\n")
+    b = ast.parse("def f():\n    from grader import a\n")
+    assert loops(import_graph({"grader/a.py": a, "grader/b.py": b})) == [["grader/a.py", "grader/b.py"]]
