@@ -16,7 +16,8 @@ alone::
 
 ``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause:
 message`` when ``got`` matches an alternative, i.e. a known wrong computation. The messages of the
-known mistakes are the constants below (``WRONG_DIM``, ``NO_KEEPDIM``, ...): each is written once.
+known mistakes (``WRONG_DIM``, ``NO_KEEPDIM``, ...) are written once, in ``kata_mistakes.py``, and
+re-exported here.
 
 (For the instructors: ``tests/diagnose.py``, which the hidden tests import, is a symbolic link to
 this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exercises/``, carries it.)
@@ -30,77 +31,21 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+import kata_shortcuts
+from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: the tests import them from here
+    BATCH_DOT_T, BATCH_SIZE_MISMATCH, BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED,
+    COPY_REPLACES, CREATION_ORDER, DEVICE_MIX, DIM_IGNORED, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, GLOBAL_MAX,
+    KEEP_PROB_SWAPPED, MASK_NOT_A_BUFFER, MASK_NOT_CUT, MASK_NOT_PERSISTENT, MERGE_BARE_RESHAPE, NAN_AT_P1,
+    NOT_DIVISIBLE, NOT_RESCALED, NO_GRADIENT, NO_KEEPDIM, NO_MAX_SHIFT, NO_OUT_PROJ, NO_SOFTMAX, PARTIAL_COPY,
+    P_NOT_CHECKED, QKV_BIAS_IGNORED, QKV_BIAS_NOT_USED, SAME_DEVICE, SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED,
+    SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR, WRONG_DEVICE, WRONG_DIM, no_scale,
+    scale_diagnoses, scaled_by_d_out)
+
 MAX_SHOWN = 36  # values shown per tensor in a message
 
 
 class KataCheckFailed(AssertionError):
     """A check failed; the message says what was called, what came back, what was expected."""
-
-
-# --- the known mistakes: one message each --------------------------------------------------------
-
-WRONG_DIM = "softmax over the wrong dim (columns instead of rows): normalize along the last dim"
-DIM_IGNORED = "the dim argument is ignored: normalize along dim, not always along the last dim"
-WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=True), not over every element"
-NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
-              "(sum(dim=dim, keepdim=True) keeps it aligned)")
-NO_SOFTMAX = "no softmax: the raw scores were used as weights"
-GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own: a row whose scores are far below it "
-              "underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract scores.amax(dim=dim, keepdim=True)")
-NO_MAX_SHIFT = "subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN"
-SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
-BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
-               "swap only the last two with .transpose(-2, -1)")
-UNMASKED = "output matches the unmasked attention: apply the causal mask"
-MASK_NOT_CUT = ("the mask was not cut to T × T: with fewer tokens than context_length, "
-                "index the (context_length, context_length) mask with [:T, :T] (T = x.shape[1])")
-DEVICE_MIX = ("a tensor created on the CPU (no device=) was mixed with an input on another device: create masks "
-              "with device=<the input>.device, or keep them in a buffer (self.register_buffer) so that .to() moves them")
-MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): a plain attribute is not saved "
-                     "in state_dict and does not follow .to(device)")
-MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
-                       "drop persistent=False (the documents save it with the model)")
-CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "
-                  "W_query, W_key, W_value (then out_proj) in that order, right after super().__init__()")
-DROPOUT_NOT_APPLIED = ("dropout was never applied: with dropout=0.5 in training mode the output equals the output "
-                       "without dropout; apply self.dropout to the attention weights after the softmax, before @ values")
-DROPOUT_IN_EVAL = "dropout still acts after .eval(): use nn.Dropout (the identity in eval mode), not a hand-made one"
-NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every element is dropped: return zeros")
-P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
-TOO_MANY_TOKENS = "more tokens than context_length: raise ValueError naming both numbers"
-NOT_DIVISIBLE = "d_out must be divisible by num_heads: raise ValueError (not assert: an assert raises AssertionError)"
-NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
-KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
-                     "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
-COPY_ALIASES = ("the two modules share storage (aliases): assigning .data = or a view of the other module's tensor links "
-                "them; copy the values with param.copy_(...) under torch.no_grad()")
-COPY_REPLACES = ("the nn.Parameter was replaced by a new object: copy the values into the existing one "
-                 "(param.copy_(...) under torch.no_grad()), so optimizers and hooks holding it still see it")
-COPY_NOT_TRANSPOSED = ("copied without transposing: nn.Linear stores its weight as (d_out, d_in), SelfAttention_v1 "
-                       "as (d_in, d_out): copy the transpose (.T), not a reshape/view of the same numbers")
-BIAS_NOT_ZEROED = "v1 has no bias: set v2's biases to zero so that both compute the same output"
-BIAS_NOT_REFUSED = "SelfAttention_v1 has nowhere to put v2's biases: raise ValueError instead of dropping them"
-NO_GRADIENT = ("keep the forward differentiable: no torch.no_grad(), .detach() or .data in it; the weights are "
-               "nn.Parameter / nn.Linear")
-SHAPES_NOT_REFUSED = "the shapes do not match: raise ValueError naming them"
-PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError half-way leaves the target "
-                "half-copied")
-QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
-                     "nn.Linear(d_in, d_out, bias=qkv_bias), so that qkv_bias=True gives each a bias")
-QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
-NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
-SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
-                   "then transpose(1, 2)")
-MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
-                      "then reshape to (b, T, d_out)")
-
-
-def no_scale(d: int, name: str = "d_k") -> str:
-    return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"
-
-
-def scaled_by_d_out(d_out: int, head_dim: int) -> str:
-    return f"scaled by 1/√d_out = 1/√{d_out}: the scale is 1/√head_dim = 1/√{head_dim}"
 
 
 # --- the documents' input ---------------------------------------------------------------------------
@@ -146,10 +91,10 @@ def assert_does_its_own_work(module: str) -> None:
     """The module's functions and classes call none of the library functions that would do their work
     for them (``exercises/shortcuts.json``; found in the source by ``kata_shortcuts``, never run)."""
     __tracebackhide__ = True
-    import kata_shortcuts
-
     forbidden = kata_shortcuts.table().get(module, {})
-    source = _source_of(load(module), forbidden)
+    source = kata_shortcuts.source_of(load(module), forbidden)
+    if source is None:
+        raise KataCheckFailed(f"cannot read the code of {', '.join(forbidden)} here: run the notebook in Jupyter")
     unwritten = kata_shortcuts.not_written(source, list(forbidden))
     if unwritten:  # checked once written (a stub takes no shortcut, and has not done the work either)
         raise NotImplementedError(f"{', '.join(unwritten)}: not written yet (then this test checks it takes no "
@@ -159,26 +104,6 @@ def assert_does_its_own_work(module: str) -> None:
         fail(f"reading {module}'s code", f"{kata_shortcuts.describe(found)}: that call does the work this exercise "
              "asks you to write yourself (the grader counts nothing for the tests that reach it)",
              "write it with plain tensor operations; exercises/shortcuts.json lists the calls each name must not use")
-
-
-def _source_of(module: Any, names: Iterable[str]) -> str:
-    """The source the names of ``module`` are defined in: its file, or in a notebook the cells that define
-    them, after the setup cell's imports (``torch``, ``nn``)."""
-    import inspect
-    import linecache
-    import types
-
-    if isinstance(module, types.ModuleType):
-        return Path(module.__file__).read_text()
-    def cell(obj: Any) -> str:  # a class's cell is its methods' (inspect.getfile asks its module for a file)
-        functions = [v for v in vars(obj).values() if inspect.isfunction(v)] if isinstance(obj, type) else [obj]
-        return functions[0].__code__.co_filename if functions and hasattr(functions[0], "__code__") else ""
-
-    cells = dict.fromkeys(cell(getattr(module, name)) for name in names)
-    code = "".join("".join(linecache.getlines(cell)) for cell in cells)
-    if not code:
-        raise KataCheckFailed(f"cannot read the code of {', '.join(names)} here: run the notebook in Jupyter")
-    return "import torch\nimport torch.nn as nn\n" + code
 
 
 # --- formatting -------------------------------------------------------------------------------------
@@ -259,18 +184,9 @@ def check_tensor(got: Any, *, call: str, shape: Sequence[int] | None = None, dty
         fail(call, f"returned a {got.dtype} tensor; expected {dtype} (keep the input's dtype: no hard-coded float32)")
 
 
-def assert_close(
-    got: Any,
-    expected: torch.Tensor,
-    *,
-    call: str,
-    atol: float,
-    rtol: float = 0.0,
-    diagnoses: Iterable[tuple[torch.Tensor, str]] = (),
-    check_dtype: bool = True,
-    note: str = "",
-    otherwise: str = "",
-) -> None:
+def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rtol: float = 0.0,
+                 diagnoses: Iterable[tuple[torch.Tensor, str]] = (), check_dtype: bool = True, note: str = "",
+                 otherwise: str = "") -> None:
     """``got`` equals ``expected`` within ``atol + rtol * |expected|``, else a teaching message.
 
     diagnoses: ``(alternative, message)``; the message is shown if ``got`` matches ``alternative``
@@ -345,12 +261,9 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
     made_on_cpu: dict[int, Any] = {}  # id -> the tensor (kept alive so that ids are not reused)
     mixed: list[str] = []
 
-    def flat(obj: Any):
-        if isinstance(obj, (list, tuple)):
-            for item in obj:
-                yield from flat(item)
-        elif isinstance(obj, dict):
-            for item in obj.values():
+    def flat(obj: Any):  # the leaves of nested lists, tuples and dicts (torch calls' arguments)
+        if isinstance(obj, (list, tuple, dict)):
+            for item in obj.values() if isinstance(obj, dict) else obj:
                 yield from flat(item)
         else:
             yield obj
@@ -379,13 +292,6 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
     if mixed:
         fail(call, f"on a GPU this fails: {mixed[0]}", f"likely cause: {DEVICE_MIX}")
     return got
-
-
-# Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
-SIZE_MISMATCH = "must match the size of tensor"
-BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"
-WRONG_DEVICE = "on the expected device"
-SAME_DEVICE = "on the same device"
 
 
 # --- properties ---------------------------------------------------------------------------------------
@@ -488,16 +394,13 @@ def assert_mask_buffer(module: Any, expected: torch.Tensor | None, *, call: str,
     ``named_parameters`` and ``.to`` are used)."""
     __tracebackhide__ = True
     sd = module.state_dict()
-    if "mask" not in sd:
-        buffers = dict(module.named_buffers())
-        if "mask" in buffers:
-            fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)}), but named_buffers() has one",
-                 f"likely cause: {MASK_NOT_PERSISTENT}")
-        if "mask" in dict(module.named_parameters()):
-            fail(call, "mask is an nn.Parameter: it is not trained; register it with self.register_buffer('mask', ...)")
-        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})", f"likely cause: {MASK_NOT_A_BUFFER}")
     if "mask" in dict(module.named_parameters()):
         fail(call, "mask is an nn.Parameter: it is not trained; register it with self.register_buffer('mask', ...)")
+    if "mask" not in sd:
+        if "mask" in dict(module.named_buffers()):
+            fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)}), but named_buffers() has one",
+                 f"likely cause: {MASK_NOT_PERSISTENT}")
+        fail(call, f"state_dict has no 'mask' (keys: {sorted(sd)})", f"likely cause: {MASK_NOT_A_BUFFER}")
     if expected is not None:
         assert_close(sd["mask"], expected, atol=0, check_dtype=False, call=call + ".state_dict()['mask']",
                      diagnoses=diagnoses)
@@ -516,17 +419,6 @@ def assert_qkv_biases(module: Any, qkv_bias: bool, *, call: str) -> None:
     if wrong:
         fail(call, f"returned {names}", f"expected {'a bias' if qkv_bias else 'no bias'} for W_query, W_key and W_value "
              f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}")
-
-
-def scale_diagnoses(fn: Callable[[float], torch.Tensor], d_k: int, name: str = "d_k") -> list[tuple[torch.Tensor, str]]:
-    """Alternatives for a wrong 1/√d_k: ``fn(s)`` recomputes the result with the scores multiplied by s
-    (the right s is 1/√d_k)."""
-    root = d_k**0.5
-    out = [(fn(1.0), no_scale(d_k, name))]
-    if d_k > 1:
-        out.append((fn(1.0 / d_k), f"divided by {name} = {d_k} instead of √{name}"))
-        out.append((fn(root), f"multiplied by √{name} instead of dividing"))
-    return out
 
 
 def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:

@@ -11,7 +11,8 @@ How calls are found (Python's ``ast``, never by running the code): the imports g
 dotted path (``import torch.nn.functional as F`` makes ``F.softmax`` ``torch.nn.functional.softmax``);
 every reference inside the function or class, and inside the module's own helper functions it
 calls, is resolved that way; a method call on a tensor (``x.softmax(dim=-1)``) matches a table entry
-``torch.Tensor.softmax``.
+``torch.Tensor.softmax``. The source read (``source_of``) is the module's file, or in a notebook the
+cells that define the names (IPython keeps them in ``linecache``).
 
 (For the instructors: ``tests/kata_shortcuts.py`` is a symbolic link to this file, and the table is
 generated from ``tests/rubric.json``'s ``shortcuts`` by ``python -m grader.authoring.stubs``.)
@@ -20,8 +21,12 @@ generated from ``tests/rubric.json``'s ``shortcuts`` by ``python -m grader.autho
 from __future__ import annotations
 
 import ast
+import inspect
 import json
+import linecache
+import types
 from pathlib import Path
+from typing import Any, Iterable
 
 TABLE = Path(__file__).with_name("shortcuts.json")
 TENSOR = "torch.Tensor."
@@ -50,6 +55,21 @@ def find(source: str | bytes, forbidden: dict[str, list[str]]) -> dict[str, list
         if hits:
             found[name] = hits
     return found
+
+
+def source_of(module: Any, names: Iterable[str]) -> str | None:
+    """The source the ``names`` of ``module`` are defined in: its file, or in a notebook the cells that
+    define them, after the setup cell's imports (``torch``, ``nn``); None when the cells cannot be read."""
+    if isinstance(module, types.ModuleType):
+        return Path(module.__file__).read_text()
+
+    def cell(obj: Any) -> str:  # a class's cell is its methods' (inspect.getfile asks its module for a file)
+        functions = [v for v in vars(obj).values() if inspect.isfunction(v)] if isinstance(obj, type) else [obj]
+        return functions[0].__code__.co_filename if functions and hasattr(functions[0], "__code__") else ""
+
+    cells = dict.fromkeys(cell(getattr(module, name)) for name in names)
+    code = "".join("".join(linecache.getlines(cell)) for cell in cells)
+    return "import torch\nimport torch.nn as nn\n" + code if code else None
 
 
 def not_written(source: str | bytes, names: list[str]) -> list[str]:

@@ -4,7 +4,7 @@
   format of grader/authoring/mutation.py) fails the public test it names, with a message that names the mistake;
 * one public test file per exercise module, every test named after its module, so that
   ``pytest exercises -k <module>`` selects exactly that module's tests;
-* the shared checks (``exercises/kata_checks.py``) and the public tests quote no solution line;
+* the shared checks (``exercises/kata_*.py``) and the public tests quote no solution line;
 * the ``>>>`` examples in the solutions' docstrings run (``pytest --doctest-modules solutions``, with the
   documents' tensors from ``solutions/conftest.py``).
 
@@ -103,7 +103,7 @@ def _solution_lines() -> dict[str, str]:
 def test_shared_checks_and_public_tests_quote_no_solution_line():
     forbidden = _solution_lines()
     assert len(forbidden) > 40
-    files = [REPO_ROOT / "exercises" / "kata_checks.py", REPO_ROOT / "exercises" / "conftest.py",
+    files = [*sorted((REPO_ROOT / "exercises").glob("kata_*.py")), REPO_ROOT / "exercises" / "conftest.py",
              *sorted((REPO_ROOT / "exercises").glob("*/test_*.py"))]
     leaks = [f"{p.relative_to(REPO_ROOT)}: {line!r} ({ex_id})" for p in files for line, ex_id in forbidden.items()
              if line in p.read_text()]

@@ -1,0 +1,95 @@
+"""The mistakes the kata's checks recognise, and what a failed check says about each: one message each.
+
+A check (``kata_checks.py``) names a likely cause when a wrong result equals one of these mistakes
+recomputed (``assert_close(got, expected, diagnoses=[(alternative, MESSAGE), ...])``), or when PyTorch's
+error text contains one of the patterns at the end (``call_checked(..., errors=[(PATTERN, MESSAGE)])``).
+``kata_checks`` re-exports every name of this module: the tests import them from there.
+
+(For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``diagnose.py`` imports, is a
+symbolic link to this file, as ``tests/diagnose.py`` is to ``kata_checks.py``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+WRONG_DIM = "softmax over the wrong dim (columns instead of rows): normalize along the last dim"
+DIM_IGNORED = "the dim argument is ignored: normalize along dim, not always along the last dim"
+WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=True), not over every element"
+NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
+              "(sum(dim=dim, keepdim=True) keeps it aligned)")
+NO_SOFTMAX = "no softmax: the raw scores were used as weights"
+GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own: a row whose scores are far below it "
+              "underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract scores.amax(dim=dim, keepdim=True)")
+NO_MAX_SHIFT = "subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN"
+SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
+BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
+               "swap only the last two with .transpose(-2, -1)")
+UNMASKED = "output matches the unmasked attention: apply the causal mask"
+MASK_NOT_CUT = ("the mask was not cut to T × T: with fewer tokens than context_length, "
+                "index the (context_length, context_length) mask with [:T, :T] (T = x.shape[1])")
+DEVICE_MIX = ("a tensor created on the CPU (no device=) was mixed with an input on another device: create masks "
+              "with device=<the input>.device, or keep them in a buffer (self.register_buffer) so that .to() moves them")
+MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): a plain attribute is not saved "
+                     "in state_dict and does not follow .to(device)")
+MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
+                       "drop persistent=False (the documents save it with the model)")
+CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "
+                  "W_query, W_key, W_value (then out_proj) in that order, right after super().__init__()")
+DROPOUT_NOT_APPLIED = ("dropout was never applied: with dropout=0.5 in training mode the output equals the output "
+                       "without dropout; apply self.dropout to the attention weights after the softmax, before @ values")
+DROPOUT_IN_EVAL = "dropout still acts after .eval(): use nn.Dropout (the identity in eval mode), not a hand-made one"
+NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every element is dropped: return zeros")
+P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
+TOO_MANY_TOKENS = "more tokens than context_length: raise ValueError naming both numbers"
+NOT_DIVISIBLE = "d_out must be divisible by num_heads: raise ValueError (not assert: an assert raises AssertionError)"
+NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
+KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
+                     "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
+COPY_ALIASES = ("the two modules share storage (aliases): assigning .data = or a view of the other module's tensor links "
+                "them; copy the values with param.copy_(...) under torch.no_grad()")
+COPY_REPLACES = ("the nn.Parameter was replaced by a new object: copy the values into the existing one "
+                 "(param.copy_(...) under torch.no_grad()), so optimizers and hooks holding it still see it")
+COPY_NOT_TRANSPOSED = ("copied without transposing: nn.Linear stores its weight as (d_out, d_in), SelfAttention_v1 "
+                       "as (d_in, d_out): copy the transpose (.T), not a reshape/view of the same numbers")
+BIAS_NOT_ZEROED = "v1 has no bias: set v2's biases to zero so that both compute the same output"
+BIAS_NOT_REFUSED = "SelfAttention_v1 has nowhere to put v2's biases: raise ValueError instead of dropping them"
+NO_GRADIENT = ("keep the forward differentiable: no torch.no_grad(), .detach() or .data in it; the weights are "
+               "nn.Parameter / nn.Linear")
+SHAPES_NOT_REFUSED = "the shapes do not match: raise ValueError naming them"
+PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError half-way leaves the target "
+                "half-copied")
+QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
+                     "nn.Linear(d_in, d_out, bias=qkv_bias), so that qkv_bias=True gives each a bias")
+QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
+NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
+SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
+                   "then transpose(1, 2)")
+MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
+                      "then reshape to (b, T, d_out)")
+
+
+def no_scale(d: int, name: str = "d_k") -> str:
+    return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"
+
+
+def scaled_by_d_out(d_out: int, head_dim: int) -> str:
+    return f"scaled by 1/√d_out = 1/√{d_out}: the scale is 1/√head_dim = 1/√{head_dim}"
+
+
+def scale_diagnoses(fn: Callable[[float], Any], d_k: int, name: str = "d_k") -> list[tuple[Any, str]]:
+    """Alternatives for a wrong 1/√d_k: ``fn(s)`` recomputes the result with the scores multiplied by s
+    (the right s is 1/√d_k)."""
+    root = d_k**0.5
+    out = [(fn(1.0), no_scale(d_k, name))]
+    if d_k > 1:
+        out.append((fn(1.0 / d_k), f"divided by {name} = {d_k} instead of √{name}"))
+        out.append((fn(root), f"multiplied by √{name} instead of dividing"))
+    return out
+
+
+# Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
+SIZE_MISMATCH = "must match the size of tensor"
+BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"
+WRONG_DEVICE = "on the expected device"
+SAME_DEVICE = "on the same device"

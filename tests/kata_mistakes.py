@@ -1,0 +1,1 @@
+../exercises/kata_mistakes.py
