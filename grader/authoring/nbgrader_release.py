@@ -40,9 +40,10 @@ if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): impo
     from nbformat.notebooknode import NotebookNode
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-# The public tests' helpers, shipped beside each notebook: the checks, and the library shortcuts' finder
-# with its table (exercises/kata_shortcuts.py, exercises/shortcuts.json).
-CHECKS_FILES = ("kata_checks.py", "kata_shortcuts.py", "shortcuts.json")
+# The public tests' helpers, shipped beside each notebook: the checks, the mistakes they name
+# (exercises/kata_mistakes.py), and the library shortcuts' finder with its table
+# (exercises/kata_shortcuts.py, exercises/shortcuts.json).
+CHECKS_FILES = ("kata_checks.py", "kata_mistakes.py", "kata_shortcuts.py", "shortcuts.json")
 GPU_CELL = "gpu_check"
 SETUP_CELL = "setup"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")

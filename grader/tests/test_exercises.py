@@ -20,6 +20,7 @@ from pathlib import Path
 import nbgrader.preprocessors  # noqa: F401
 import pytest
 
+from grader.authoring.nbgrader_release import CHECKS_FILES
 from grader.authoring import stubs
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 
@@ -56,7 +57,7 @@ def test_every_group_has_its_readme_hints_and_one_public_test_file_per_module():
             assert (REPO_ROOT / "exercises" / group / name).is_file(), f"missing exercises/{group}/{name}"
     for test_file in PUBLIC_TESTS.values():
         assert test_file.is_file(), f"missing {test_file.relative_to(REPO_ROOT)}"
-    for name in ("conftest.py", "kata_checks.py"):
+    for name in ("conftest.py", *CHECKS_FILES):  # what the release ships beside the public tests
         assert (REPO_ROOT / "exercises" / name).is_file(), f"missing exercises/{name}"
 
 
