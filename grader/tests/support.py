@@ -87,6 +87,26 @@ def build_submission(name: str, root: Path) -> Path:
     return dest
 
 
+def at_stake(name: str, targets: set[str]) -> list[str] | None:
+    """The exercises an attack's grading runs (None: all): those it attacks, those whose files it writes,
+    every exercise of a group folder it drops another file into (a conftest.py, a torch.py), all of them
+    when it writes at the top of the submission, and a witness from a group it does not touch, which
+    must still pass. The uninvolved rest would only repeat the witness, at a grading's cost each."""
+    rubric = load_rubric()
+    overlay = SUBMISSIONS / name
+    written = [p.relative_to(overlay) for p in overlay.rglob("*") if p.is_file()] if overlay.is_dir() else []
+    if any(len(rel.parts) == 1 for rel in written):
+        return None
+    stake = set(targets)
+    for rel in written:
+        module = rel.name.split(".")[0]
+        ex_id = f"{rel.parts[0]}/{module}"
+        stake |= {ex_id} if ex_id in rubric.exercises else {e for e in rubric.exercises if e.startswith(rel.parts[0] + "/")}
+    groups = {ex_id.split("/")[0] for ex_id in stake}
+    witness = next(e for e in rubric.exercises if e.split("/")[0] not in groups)
+    return sorted(stake | {witness})
+
+
 def toy(tmp_path: Path, source: str, module: str = "attention_scores", group: str = "01_simple_attention") -> Path:
     for g in GROUPS:
         (tmp_path / g).mkdir(parents=True, exist_ok=True)
@@ -318,3 +338,9 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
             "max_score": round(sum(e["max_score"] for e in exercises.values()) + check["max_score"], 2),
             "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "tests": entries,
             "exercises": exercises, "gpu_check": check}
+
+
+def cpu_points() -> float:
+    """The most a grading without the GPU-run check (``--gpu skip``, the fake job) can give: the rubric's."""
+    rubric = load_rubric()
+    return rubric.max_score - rubric.gpu_points

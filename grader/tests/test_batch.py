@@ -21,8 +21,8 @@ from grader.classroom.score_all import BatchError, score_all
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.reports.json_report import to_json
-from grader.rubric import REPO_ROOT
-from support import (FAKE_JOB_CLI, PROBLEMS, build_submission, fake_class, fake_job, fake_options, graded_log,
+from grader.rubric import REPO_ROOT, load_rubric
+from support import (FAKE_JOB_CLI, cpu_points, build_submission, fake_class, fake_job, fake_options, graded_log,
                      run_grader, venv_env)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.usefixtures("no_class_summary")]
@@ -45,9 +45,15 @@ def classroom(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def graded(classroom: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """One real score-all of the class, with every output: the tests below read what it wrote. Started with
+    umask 022, as an instructor's shell is, so that its outputs' modes are score-all's own doing."""
     out = tmp_path_factory.mktemp("out")
-    proc = run_grader("score-all", str(classroom), "--csv", str(out / "grades.csv"), "--json-dir", str(out),
-               "--jobs", "2", "--gradebook", str(out / "gradebook.db"), "--assignment", "hw3")
+    args = ["score-all", str(classroom), "--csv", str(out / "grades.csv"), "--json-dir", str(out),
+            "--feedback-dir", str(out / "feedback"), "--jobs", "2", "--gradebook", str(out / "gradebook.db"),
+            "--assignment", "hw3"]
+    proc = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from grader.cli import main; "
+                           "sys.exit(main(sys.argv[1:]))", *args], cwd=REPO_ROOT, env=venv_env(), capture_output=True,
+                          text=True)
     return proc, out / "grades.csv", out
 
 
@@ -62,14 +68,16 @@ def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
     assert "warning: ignoring notes.txt: not a folder or a .zip" in proc.stderr
     table = rows(csv_path)
     assert set(table) == {"alice", "bob", "carol", "dave", "kill_parent", "exit_at_import"}
-    assert (table["alice"]["score"], table["dave"]["score"], table["bob"]["score"]) == ("100.0", "100.0", "0.0")
+    full_marks = str(float(load_rubric().max_score))
+    assert (table["alice"]["score"], table["dave"]["score"], table["bob"]["score"]) == (full_marks, full_marks, "0.0")
     assert table["carol"]["status"] == "error" and "nothing that looks like a submission" in table["carol"]["message"]
     # Its worker killed its parent (the template) at import: the batch went on, the attacking exercise
     # scored 0 (that worker stops every time) and the others were graded in full.
     assert table["kill_parent"]["status"] == "graded"
     assert float(table["kill_parent"]["04_multihead/multihead_attention"]) == 0.0
-    full = {"03_causal/causal_attention": 10.0, "04_multihead/multihead_wrapper": 6.0, "01_simple_attention/normalization": 8.0}
-    assert all(float(table["kill_parent"][ex]) == points for ex, points in full.items())
+    exercises = load_rubric().exercises
+    assert all(float(table["kill_parent"][ex]) == exercises[ex].points
+               for ex in ("03_causal/causal_attention", "04_multihead/multihead_wrapper", "01_simple_attention/normalization"))
 
 
 def test_rows_equal_single_runs(graded, classroom: Path, shared_domains) -> None:
@@ -89,7 +97,7 @@ def test_gradebook_holds_the_batch(graded) -> None:
 
     _, csv_path, out = graded
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gb:
-        assert gb.find_submission("hw3", "alice").score == pytest.approx(100.0)
+        assert gb.find_submission("hw3", "alice").score == pytest.approx(load_rubric().max_score)
         assert gb.find_submission("hw3", "bob").score == pytest.approx(0.0)
 
 
@@ -172,8 +180,9 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
                                                       assignment="hw3"))
     assert csv_path.read_text() == (one / "grades.csv").read_text()
     assert list(rows(csv_path)) == ["alice", "bob", "carol", "dave"]
-    carol = rows(csv_path)["carol"]  # the whole rubric but the GPU check (90 points), and the hash
-    assert (carol["status"], carol["max_score"], carol["submission_sha256"]) == ("error", "90.0", submission_hash(klass / "carol"))
+    carol = rows(csv_path)["carol"]  # the whole rubric but the GPU check (skipped), and the hash
+    assert (carol["status"], carol["max_score"], carol["submission_sha256"]) == ("error", str(float(cpu_points())),
+                                                                                 submission_hash(klass / "carol"))
     assert sorted(p.name for p in json_dir.iterdir()) == ["alice.json", "bob.json", "dave.json"]
     for report in json_dir.iterdir():
         assert report.read_text() == (one / "json" / report.name).read_text(), report.name
@@ -181,7 +190,7 @@ def test_a_run_stopped_then_killed_resumes_to_what_one_run_writes(tmp_path: Path
     resumed_scores = _exported(db, tmp_path / "resumed.csv")
     assert resumed_scores == _exported(one / "gradebook.db", tmp_path / "one.csv")
     assert [student for student, _ in resumed_scores] == ["alice", "bob", "carol", "dave"]
-    assert dict(resumed_scores)["alice"] in ("90", "90.0") and dict(resumed_scores)["carol"] in ("0", "0.0")
+    assert float(dict(resumed_scores)["alice"]) == cpu_points() and float(dict(resumed_scores)["carol"]) == 0
 
 
 def _exported(db: Path, out: Path) -> list[tuple[str, str]]:
@@ -211,8 +220,8 @@ def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> 
     summary = score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
     assert graded_log(tmp_path) == ["ben", "cy"] and summary.skipped == ["ann"]
     table = rows(csv_path)
-    assert list(table) == ["ann", "ben", "cy"] and float(table["ben"]["score"]) == pytest.approx(22.5)
-    assert json.loads((json_dir / "cy.json").read_text())["score"] == pytest.approx(90.0)
+    assert list(table) == ["ann", "ben", "cy"] and float(table["ben"]["score"]) == pytest.approx(cpu_points() * 0.25)
+    assert json.loads((json_dir / "cy.json").read_text())["score"] == pytest.approx(cpu_points())
 
     (klass / "cy" / "score.txt").unlink()  # an error now: the earlier report must not stay beside it
     score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
@@ -341,28 +350,15 @@ def test_score_all_input_errors_exit_2(tmp_path: Path) -> None:
 # --- outputs for the instructor alone ------------------------------------------------------------------
 
 
-@pytest.mark.skipif(PROBLEMS["uid"] is not None, reason="uid isolation unusable here")
-def test_outputs_are_readable_by_no_other_user(tmp_path: Path) -> None:
+def test_outputs_are_readable_by_no_other_user(graded) -> None:
     """Under uid isolation the students' code runs on this machine under other uids (and anyone can read
     score-all's command line): the CSV, JSON reports, feedback, gradebook and class summary are created
-    0600, whatever the umask (grader.files.private_files); a rewrite keeps the file's own mode."""
-    klass = fake_class(tmp_path / "class", {})
-    (klass / "alice" / "01_simple_attention").mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "solutions" / "01_simple_attention" / "normalization.py", klass / "alice" / "01_simple_attention")
-    (klass / "carol").mkdir()  # an error row
-    out = tmp_path / "out"
-    out.mkdir()
-    args = ["score-all", str(klass), "--csv", str(out / "grades.csv"), "--json-dir", str(out / "json"),
-            "--feedback-dir", str(out / "feedback"), "--gradebook", str(out / "gradebook.db"), "--assignment", "hw3",
-            "--sandbox", "uid", "--gpu", "skip", "--jobs", "1"]
-    proc = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from grader.cli import main; "
-                           "sys.exit(main(sys.argv[1:]))", *args], cwd=REPO_ROOT, env=venv_env(), capture_output=True,
-                          text=True)
+    0600, their folders 0700, whatever the umask (grader.files.private_files)."""
+    proc, _, out = graded
     assert proc.returncode == 0, proc.stderr
     files = sorted(p for p in out.rglob("*") if p.is_file())
     names = {p.relative_to(out).as_posix() for p in files}
-    assert {"grades.csv", "gradebook.db", "json/alice.json", "feedback/alice.md", "grades-summary.html"} <= names, names
-    readable = [f"{p.relative_to(out)}: {p.stat().st_mode & 0o777:o}" for p in [*files, out / "json", out / "feedback"]
+    assert {"grades.csv", "gradebook.db", "alice.json", "feedback/alice.md", "grades-summary.html"} <= names, names
+    readable = [f"{p.relative_to(out)}: {p.stat().st_mode & 0o777:o}" for p in [*files, out / "feedback"]
                 if p.stat().st_mode & 0o077]
     assert not readable, readable
-    assert rows(out / "grades.csv")["alice"]["status"] == "graded"

@@ -27,7 +27,7 @@ from grader.grading.remote_impl import RemoteImpl
 from grader.grading.scoring import summarize_each
 from grader.rubric import GROUPS, TESTS_DIR, load_rubric
 from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
-from support import SOLUTIONS, WHERE, build_submission, toy
+from support import SOLUTIONS, WHERE, at_stake, build_submission, toy
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_HIDDEN_TESTS = any((TESTS_DIR / g).glob("test_*.py") for g in GROUPS)
@@ -109,7 +109,7 @@ def test_hostile_submission(name, domains, tmp_path, capfd):
     results_before = {p: p.exists() for p in results_files}
 
     t0 = time.perf_counter()
-    outcomes = run_hidden_tests(start_worker(sub, domains=domains, **HOSTILE_LIMITS))
+    outcomes = run_hidden_tests(start_worker(sub, domains=domains, **HOSTILE_LIMITS), exercises=at_stake(name, targets))
     elapsed = time.perf_counter() - t0
 
     assert outcomes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import subprocess
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 from grader.rubric import REPO_ROOT
@@ -23,8 +24,9 @@ LONG_FUNCTIONS_ALLOWED = {("grader/cli.py", "build_parser"), ("grader/cli/parser
 NOT_OURS = ("exercises/documents/", "grader/tests/submissions/")
 
 
+@cache
 def project_files() -> dict[str, ast.Module]:
-    """Every tracked or new Python file of the project (as git sees it), parsed."""
+    """Every tracked or new Python file of the project (as git sees it), parsed (once for this module)."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.py"], cwd=REPO_ROOT,
                             capture_output=True, text=True, check=True).stdout.split()
     files = {}

@@ -44,7 +44,7 @@ from grader.sandbox.bundle import MODULE_FILE, bundle_fd, read_module_files
 from grader.sandbox.client import StudentError, WorkerClient, WorkerFailure
 from grader.sandbox.kata_worker import codec
 from grader.sandbox.modes import WORKER_LIB
-from support import WHERE, toy
+from support import WHERE, cpu_points, toy
 
 if str(WORKER_LIB) not in sys.path:
     sys.path.append(str(WORKER_LIB))  # the worker package imports itself as ``kata_worker``
@@ -248,12 +248,6 @@ def assert_safe(text: str, where: str) -> None:
     assert not RAW.search(text), (where, RAW.search(text), text[:3000])
 
 
-def _graded_points() -> float:
-    """A grading's maximum without the GPU-run check (skipped here)."""
-    rubric = load_rubric()
-    return rubric.max_score - rubric.gpu_points
-
-
 @pytest.mark.timeout(300)
 def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
     sub = toy(tmp_path / "sub", TOY)
@@ -264,7 +258,7 @@ def test_escape_sequences_reach_no_report_raw(tmp_path: Path, shared_domains):
     text = to_text(to_json(report), colour=False)
     assert_safe(text, "text report")
     assert_safe(re.sub(r"\033\[(?:0|1|3[123])m", "", to_text(to_json(report), colour=True)), "coloured text report")
-    assert "\\x1b[2J\\x1b[H Total: 100 / 100 \\u202e" in text and f"Total: 0 / {_graded_points():g}" in text
+    assert "\\x1b[2J\\x1b[H Total: 100 / 100 \\u202e" in text and f"Total: 0 / {cpu_points():g}" in text
     data = json.loads(json.dumps(to_json(report)))
     messages = [t["output"] for t in data["tests"]] + [e["message"] for e in data["exercises"].values()]
     assert any("ValueError: \\x1b[2J" in m or "\\x1b[2J\\x1b[H Total" in m for m in messages)
