@@ -42,6 +42,7 @@ ONE_WORKER = {
     "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"] + " test_isolation.py",  # its uid
     "test_gradebook.py": "gradebook",
 }
+HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("mode ")}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,6 +71,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             name, _, params = test.partition("[")
             mode = next((f"{MODE_SCOPES[p]} {module}" for p in params.rstrip("]").split("-") if p in MODE_SCOPES), None)
             return ONE_WORKER.get(f"{module}::{name}") or ONE_WORKER.get(module) or mode or nodeid
+
+        def _assign_work_unit(self, node) -> None:
+            # xdist hands out the scopes with the most tests first; ONE_WORKER's scopes hold the costly module
+            # fixtures (a class graded, the nbgrader course, 60 forked runs) in few tests: started last, one of
+            # them is the run's tail while the other worker idles. Start them first.
+            heavy = next((scope for scope in self.workqueue if scope in HEAVY_SCOPES), None)
+            if heavy is not None:
+                self.workqueue.move_to_end(heavy, last=False)
+            super()._assign_work_unit(node)
 
     return OneWorkerModules(config, log)
 
