@@ -38,3 +38,10 @@ def escape_controls(text: str) -> str:
 def escape_line(text: str) -> str:
     """``text`` as one line: the same as :func:`escape_controls`, newlines and tabs escaped as well."""
     return _CONTROLS_AND_BREAKS.sub(_escaped, text)
+
+
+def printable(text: str) -> str:
+    """A progress or warning line of score-all on the instructor's terminal: every character Python
+    calls unprintable (controls, and also invisible ones such as zero-width spaces) shown escaped, so a
+    student's folder name cannot hide itself or look like another's."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from grader.classroom.roster import printable
 from grader.files import write_atomically
 from grader.grading.options import GradeOptions
 from grader.rubric import load_rubric
+from grader.safe_text import printable
 
 HASH_COLUMN = "submission_sha256"
 STATUSES = ("graded", "error")

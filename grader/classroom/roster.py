@@ -5,7 +5,7 @@
   name alone, so the slices do not depend on who else is in the class and several machines agree;
 - :func:`submission_hash`: what a resume compares to know whether a student handed in something new.
 
-Student names are untrusted (a folder's name): :func:`printable` shows one on a terminal line.
+Student names are untrusted (a folder's name): :func:`grader.safe_text.printable` shows one on a terminal line.
 """
 
 from __future__ import annotations
@@ -16,13 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from grader.safe_text import printable
+
 # Folders and files a submission's hash leaves out: tools' caches and version control, not the work.
 HASH_SKIPPED_DIRS = frozenset({".git", "__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".mypy_cache"})
-
-
-def printable(text: str) -> str:
-    """One line of a terminal: control characters of an untrusted name or message shown escaped."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def list_students(folder: Path) -> tuple[dict[str, Path], list[str]]:

@@ -39,11 +39,12 @@ from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, csv_columns, csv_row, json_path,
                                            read_grades, unescaped, write_grades)
 from grader.classroom.jobs import Job
-from grader.classroom.roster import in_shard, list_students, printable, submission_hash
+from grader.classroom.roster import in_shard, list_students, submission_hash
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports import class_summary
 from grader.reports.feedback import write_feedback
+from grader.safe_text import printable
 
 STUDENT_TIME_LIMIT = 600.0  # seconds for one student, whatever happens inside
 

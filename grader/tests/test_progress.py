@@ -25,7 +25,8 @@ from grader.rubric import REPO_ROOT
 NOT_WRITTEN = "raise NotImplementedError(\"{f}: not written yet -- see exercises/{g}/README.md, section '{m}'\")"
 
 
-def venv_env() -> dict[str, str]:
+def colour_env() -> dict[str, str]:
+    """This environment less this run's PYTEST_ADDOPTS and any NO_COLOR."""
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     env.pop("NO_COLOR", None)
     return env
@@ -164,7 +165,7 @@ WATCH_WAIT = 60.0
 @pytest.mark.timeout(2 * WATCH_WAIT + 30)
 def test_watch_checks_again_when_a_file_changes(tree: Path, tmp_path: Path):
     """--watch: a first table, then a second one after beta.py is saved with a body."""
-    env = venv_env()
+    env = colour_env()
     env["PYTHONPATH"] = str(REPO_ROOT)
     script = (f"import sys; from grader import progress; "
               f"sys.exit(progress.run_command(progress.argparse.Namespace(exercises=progress.Path({str(tree)!r}), "
@@ -207,7 +208,7 @@ def test_when_pytest_cannot_run_its_output_is_shown_and_the_exit_status_is_1(tre
 
 
 def _cli(*args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=venv_env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, env=colour_env(), capture_output=True,
                           text=True, timeout=120)
 
 
@@ -229,6 +230,6 @@ def test_student_commands_do_not_import_nbgrader():
             "    sys.modules[name] = None  # importing it would raise ImportError\n"
             "import grader.cli, grader.progress, grader.attention_view, grader.authoring.release\n"
             "sys.exit(grader.cli.main(['check', '--help']))\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=venv_env(), capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=colour_env(), capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 0 and "--watch" in result.stdout, result.stderr[-2000:]
