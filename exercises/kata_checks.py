@@ -241,56 +241,41 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
         fail(call, f"raised {text.strip()[:400]}", *[f"likely cause: {c}" for c in causes])
 
 
-# Tensor factories: what they make stays on the CPU unless given device=.
-_FACTORIES = {"ones", "zeros", "full", "empty", "rand", "randn", "randint", "arange", "eye", "tensor", "as_tensor",
-              "linspace"}
-
-
 def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Sequence[tuple[str, str]] = ()) -> Any:
-    """``fn(*args)`` on the CPU, failing where the same code would fail with its input on a GPU: a
-    tensor made by a factory without ``device=`` (``torch.ones(T, T)``) and used with the input.
-
-    Cheaper than running on PyTorch's ``meta`` device (its first use imports torch._dynamo, more
-    than a second): every torch call is watched, and what a device-less factory made (and what is
-    computed from it alone) is followed until it meets the input's tensors, or is moved with
-    ``.to(device)``. 0-dim tensors mix with any device, as on a GPU.
+    """``fn(*args)`` on the CPU, then again on a GPU, simulated (``kata_gpu.py``: tensors that say
+    ``cuda:0``, hold real values and follow CUDA's rules on devices), with ``fn`` (when it is a module) and
+    the tensors among ``args`` moved there. Fails where the GPU run raises, or where its result is not on
+    the GPU or differs from the CPU's; the message names the tensor that stayed on the CPU and the line
+    that made it. Returns the CPU's result.
     """
     __tracebackhide__ = True
-    from torch.overrides import TorchFunctionMode
+    import kata_gpu  # the grader's simulated GPU (grader/sandbox/kata_worker/simulated_gpu.py)
 
-    made_on_cpu: dict[int, Any] = {}  # id -> the tensor (kept alive so that ids are not reused)
-    mixed: list[str] = []
-
-    def flat(obj: Any):  # the leaves of nested lists, tuples and dicts (torch calls' arguments)
-        if isinstance(obj, (list, tuple, dict)):
-            for item in obj.values() if isinstance(obj, dict) else obj:
-                yield from flat(item)
-        else:
-            yield obj
-
-    class Follow(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            name = getattr(func, "__name__", "")
-            given = list(flat((args, kwargs)))
-            tensors = [t for t in given if isinstance(t, torch.Tensor) and t.dim() > 0]
-            from_cpu = [t for t in tensors if id(t) in made_on_cpu]
-            moved = name in ("to", "cuda", "type_as") and any(
-                isinstance(a, (torch.device, str)) or (isinstance(a, torch.Tensor) and a is not given[0]) for a in given[1:])
-            follows = (name in _FACTORIES and "device" not in kwargs) or (from_cpu and len(from_cpu) == len(tensors) and not moved)
-            if from_cpu and len(from_cpu) < len(tensors) and not mixed:
-                mixed.append(f"{name} got a tensor made without device= together with the input's")
-            if follows:
-                for t in flat(out):
-                    if isinstance(t, torch.Tensor) and t.dim() > 0:
-                        made_on_cpu[id(t)] = t
-            return out
-
-    with Follow():
-        got = call_checked(fn, *args, call=call, errors=errors)
-    if mixed:
-        fail(call, f"on a GPU this fails: {mixed[0]}", f"likely cause: {DEVICE_MIX}")
+    got = call_checked(fn, *args, call=call, errors=errors)
+    where = f"{call} on a GPU (simulated)"
+    with torch.no_grad(), kata_gpu.simulated_gpu() as gpu:
+        module = fn if isinstance(fn, torch.nn.Module) else None
+        if module is not None:
+            for prefix, sub in module.named_modules():
+                for name, value in vars(sub).items():
+                    if isinstance(value, torch.Tensor):
+                        gpu.name(value, f"self.{prefix + '.' if prefix else ''}{name}, a plain attribute (not a buffer)")
+            module.to(kata_gpu.DEVICE)
+        try:
+            out = fn(*[a.to(kata_gpu.DEVICE) if isinstance(a, torch.Tensor) else a for a in args])
+        except Exception as err:  # noqa: BLE001 - explained below
+            text = f"{type(err).__name__}: {err}"
+            cause = (MASK_NOT_A_BUFFER if "a plain attribute" in text else DEVICE_MIX if "same device" in text else "")
+            fail(where, f"raised {text.strip()[:600]}", *([f"likely cause: {cause}"] if cause else []))
+        finally:
+            if module is not None:
+                module.to("cpu")
+        device = out.device if isinstance(out, torch.Tensor) else None
+        out = kata_gpu.plain(out)
+    if device is not None and device.type != "cuda":
+        fail(where, f"returned a tensor on {device}; expected it on cuda:0, where its input is")
+    if isinstance(got, torch.Tensor):  # the same kernels compute both: equal, but for the order of sums
+        assert_close(out, got, atol=1e-6, call=where + ", compared with the CPU's result")
     return got
 
 
@@ -405,7 +390,7 @@ def assert_mask_buffer(module: Any, expected: torch.Tensor | None, *, call: str,
         assert_close(sd["mask"], expected, atol=0, check_dtype=False, call=call + ".state_dict()['mask']",
                      diagnoses=diagnoses)
     moved = module.to(torch.float64)
-    if moved.mask.dtype != torch.float64:
+    if moved.mask.is_floating_point() and moved.mask.dtype != torch.float64:  # .to(dtype) leaves a bool mask bool
         fail(call + ".to(torch.float64).mask.dtype", f"is {moved.mask.dtype}; a registered buffer follows .to()",
              f"likely cause: {MASK_NOT_A_BUFFER}")
 

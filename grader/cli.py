@@ -129,8 +129,8 @@ def add_grading_options(parser: argparse.ArgumentParser, *, for_class: bool) -> 
     parser.add_argument("--sandbox", choices=SANDBOX_CHOICES, default="isolated" if for_class else defaults.sandbox,
                         help=SANDBOX_HELP + (" (default: isolated)" if for_class else f" (default: {defaults.sandbox})"))
     parser.add_argument("--gpu", choices=GPU_CHOICES, default=defaults.gpu,
-                        help="the GPU-run check: on CUDA when available, else simulated on the meta device (auto); "
-                             "require CUDA (or exit 2); skip it")
+                        help="the GPU-run check: on CUDA when available, else on a simulated GPU (auto); "
+                             "require CUDA (or exit 2); simulate even with CUDA; skip it")
     if for_class:
         parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1,
                             help="parallel jobs (default: the number of cores)")

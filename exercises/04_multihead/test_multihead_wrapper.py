@@ -9,7 +9,8 @@ in the kata are relative to the repository root). The wrapper builds on your
 
 import torch
 
-from kata_checks import assert_does_its_own_work, CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64, fail, journey_batch, load
+from kata_checks import (assert_does_its_own_work, CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64,
+                         call_on_any_device, check_tensor, fail, journey_batch, load)
 
 
 def test_multihead_wrapper_seed_123_matches_the_document():
@@ -36,6 +37,16 @@ def test_multihead_wrapper_holds_its_heads_in_a_module_list():
         if type(head).__name__ != "CausalAttention":
             fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=3).heads[{i}]",
                  f"is a {type(head).__module__}.{type(head).__qualname__}; expected your CausalAttention")
+
+
+def test_multihead_wrapper_runs_on_any_device():
+    """Moved to a GPU (simulated: kata_checks.call_on_any_device), the wrapper and its heads compute what
+    they compute on the CPU: a head whose mask stays on the CPU fails here, as it would on a GPU."""
+    m = load("multihead_wrapper")
+    mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    call = "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(x of shape (2, 5, 3))"
+    got = call_on_any_device(mha, torch.rand(2, 5, 3), call=call)
+    check_tensor(got, call=call, shape=(2, 5, 4))
 
 
 def test_multihead_wrapper_passes_qkv_bias_to_every_head():

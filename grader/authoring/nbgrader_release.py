@@ -43,7 +43,7 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 # The public tests' helpers, shipped beside each notebook: the checks, the mistakes they name
 # (exercises/kata_mistakes.py), and the library shortcuts' finder with its table
 # (exercises/kata_shortcuts.py, exercises/shortcuts.json).
-CHECKS_FILES = ("kata_checks.py", "kata_mistakes.py", "kata_shortcuts.py", "shortcuts.json")
+CHECKS_FILES = ("kata_checks.py", "kata_gpu.py", "kata_mistakes.py", "kata_shortcuts.py", "shortcuts.json")
 GPU_CELL = "gpu_check"
 SETUP_CELL = "setup"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")
@@ -130,9 +130,10 @@ def group_notebook(group: str) -> NotebookNode:
         points = _int_points("the GPU-run check", rubric.gpu_points)
         cells.append(v4.new_markdown_cell(
             f"## The GPU-run check ({points} points)\n\n"
-            f"The grader moves your {', '.join(f'`{m}`' for m in _gpu_modules())} modules to a GPU (or simulates "
-            "one) and runs them there: every parameter and buffer must follow `.to(device)` (register the mask "
-            "with `register_buffer`), and no operation may mix the device with CPU tensors."))
+            f"The grader moves your {', '.join(f'`{m}`' for m in _gpu_modules())} modules to a GPU (or a simulated "
+            "one, `kata_gpu.py`) and runs them there: they must compute what they compute on the CPU, with every "
+            "tensor forward uses on the input's device (register the mask with `register_buffer`; give a tensor "
+            "made in forward `device=x.device`). The `..._runs_on_any_device` tests above check it."))
         gpu = v4.new_code_cell("# Nothing to do here: the grader records the GPU-run check in this cell.")
         gpu.metadata["nbgrader"] = _nbgrader_meta(GPU_CELL, grade=True, locked=True, points=points)
         cells.append(gpu)

@@ -40,28 +40,16 @@ MESSAGE_LIMIT = 2000
 
 def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True, prepare_gpu_check: bool = False) -> WorkerClient:
+                 start: bool = True) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
     ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
-    imported torch would wait for it here. ``prepare_gpu_check``: a GPU-run check follows (see
-    grader.sandbox.domains.Domains.spawn).
+    imported torch would wait for it here.
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS,
-                          prepare_gpu_check=prepare_gpu_check)
+                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
     return client.start() if start else client
-
-
-def gpu_check_worker(tests_worker: WorkerClient, submission_dir: Path, **limits: Any) -> WorkerClient:
-    """The worker the GPU-run check runs in: the tests' own when its domain was forked from a template
-    that had readied the simulation (every grading of a class but the first); else that one is closed
-    and a new one is forked (``start_worker(submission_dir, **limits)``), by when the template has it."""
-    if tests_worker.meta_warm:
-        return tests_worker
-    tests_worker.close()
-    return start_worker(submission_dir, start=False, **limits)
 
 
 class _Guard:

@@ -22,20 +22,20 @@ and input, and the student's outputs are compared with it.
   points are split over the modules that are, and its own exercise charges it. With none there the
   check earns nothing. A module that is there but does nothing (a stub, an identity, one that
   raises, one whose import fails when run) fails and earns none.
-* With CUDA (``--gpu auto`` or ``require``, the grader's own torch decides): the output must be on
-  the device and match the reference output (for the wrapper judged on its own heads: that output).
-* Without CUDA (``auto``): simulated on PyTorch's ``meta`` device, which follows every device rule but
-  holds no data. Every parameter and buffer must follow ``.to(device)``, no tensor may be kept in a
-  plain attribute, and no op in forward may mix a ``meta`` tensor with a CPU one (a tensor created
-  without ``device=x.device``). Errors only the meta device raises (data-dependent ops: ``.item()``,
-  boolean indexing) make the result inconclusive, not failed, and only for a module whose CPU run
-  matched the reference (the wrapper on a broken CausalAttention: its own heads' outputs). The simulation's observations come from the worker's ``device_run`` probe:
-  code that rewrites the worker could forge them, which is why it is called simulated; on CUDA the
-  output itself is compared.
+* The device run: the module and the input move to the device, and the module's output there must be
+  on the device and equal the output the CPU run gave on that input (to 1e-4): what only a device run
+  shows (a mask kept in a plain attribute, a tensor made in forward without ``device=x.device``).
+  Verdicts are passed or failed, never inconclusive; a failure names the tensor that stayed on the
+  CPU and the line that made it, where the run shows them.
+* The device: CUDA when the grader's own torch and the sandbox have it (``--gpu auto`` or ``require``);
+  else, or with ``--gpu simulate``, the simulated GPU of grader/sandbox/kata_worker/simulated_gpu.py: tensors
+  that report ``cuda:0`` and hold real values, with CUDA's rules on devices (the same file runs the
+  public tests' device checks). It runs in the student's process, so code that rewrites the worker
+  could forge it, which is why the report calls it simulated.
 
 The probe ``device_run`` runs inside the worker (grader/sandbox/kata_worker/probes.py) and sends back plain
-data only, so the device is a parameter that the tests of the grader exercise with ``meta`` and
-``cpu``, and with a faked CUDA.
+data only (the output as a CPU tensor, an error as text): the comparison is made here. The tests of the
+grader exercise it on the simulated GPU, and on a faked CUDA (the real branch on the CPU).
 """
 
 from __future__ import annotations
@@ -57,15 +57,6 @@ MODULES_CHECKED = (
     ("MultiHeadAttentionWrapper", "multihead_wrapper", (3, 2, 8, 0.0), {"num_heads": 2}),
     ("MultiHeadAttention", "multihead_attention", (3, 4, 8, 0.0), {"num_heads": 2}),
 )
-# Messages of errors that only the meta device raises (it holds no data to decide with).
-META_ONLY_ERRORS = (
-    "cannot be called on meta tensors",
-    "data-dependent",
-    "meta tensor",
-    "aten::nonzero",
-    "aten::_local_scalar_dense",
-    "because it has no data",
-)
 
 
 if TYPE_CHECKING:
@@ -76,7 +67,9 @@ class GpuUnavailable(Exception):
     """``--gpu require`` on a machine without CUDA."""
 
 
-GPU_CHOICES = ("auto", "require", "skip")  # --gpu: CUDA when there, else simulated; CUDA or exit 2; no check
+# --gpu: CUDA when there, else the simulated GPU; CUDA or exit 2; the simulated GPU even with CUDA; no check
+GPU_CHOICES = ("auto", "require", "simulate", "skip")
+SIMULATED = "simulated"  # the device_run probe's name for the simulated GPU
 TOKENS_TRIED = (5, None)  # None: T = context_length
 _MAX_SOURCE_BYTES = 2**20
 WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
@@ -85,7 +78,7 @@ WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
 @dataclass(frozen=True)
 class PartResult:
     name: str
-    verdict: str  # passed | failed | inconclusive | absent (not there) | left out (fails on the CPU)
+    verdict: str  # passed | failed | absent (not there) | left out (fails on the CPU)
     message: str
     cpu_matched: bool = False  # its CPU run matched: a failure is the device's
 
@@ -137,7 +130,8 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
                 if out is None:
                     continue
                 own = torch.cat([head(x) for head in student.heads], dim=-1)
-                if own.shape == want.shape and _matches(out, own):
+                # Heads that return zeros compute nothing (a real one never does, with these weights): no part to judge.
+                if own.shape == want.shape and bool(own.abs().sum() > 0) and _matches(out, own):
                     return _device_verdict(impl, name, student, x, own, device)
         except WorkerFailure as err:
             return PartResult(name, "failed", f"{name} on the CPU: {err}")
@@ -207,40 +201,35 @@ def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor")
     """The verdict from the worker's ``device_run`` report (plain data only) and the expected output.
 
     Called only for a module whose CPU run matched the reference on this input (or, for the wrapper on a
-    broken CausalAttention, its own heads' outputs concatenated), and ``expected`` is that output."""
+    broken CausalAttention, its own heads' outputs concatenated); ``expected`` is that CPU output."""
     plain = run.get("plain_tensor_attributes") or []
-    plain_hint = (
-        f" Plain tensor attribute(s) {', '.join(map(repr, plain))} stay on the CPU when the module moves: "
-        "register them with self.register_buffer(...)."
-        if plain
-        else ""
-    )
-    error = run.get("error")
-    simulated = device == "meta"
     strays = run.get("stray_tensors") or []
-    if plain or strays:  # judged before any error: an error must not hide a mask that stays behind
-        left = ", ".join(map(str, (strays or plain)[:5]))
-        return PartResult(name, "failed", f"{name}: after .to({device!r}) these stay behind: {left}.{plain_hint}")
+    shown = "the GPU (simulated)" if device == SIMULATED else device
+    error = run.get("error")
     if error:
-        text = f"{error.get('type')}: {error.get('message')}"
-        if simulated and any(marker in text for marker in META_ONLY_ERRORS):
-            return PartResult(name, "inconclusive", f"{name}: inconclusive, the meta device cannot run {text[:200]}")
-        hint = plain_hint or (" Create tensors with device=x.device or register them as buffers."
-                              if "device" in text else "")
-        return PartResult(name, "failed", f"{name} fails on {device}: {text[:300]}.{hint}")
-    mixed = run.get("mixed_device_ops") or []
-    if mixed:
-        return PartResult(
-            name, "failed",
-            f"{name}: forward mixes devices, which fails on a GPU: {'; '.join(mixed[:3])}.{plain_hint}"
-            + ("" if plain else " Create tensors with device=x.device or register them as buffers."),
-        )
+        text = " ".join(f"{error.get('type')}: {error.get('message')}".split())[:600]
+        where = error.get("where")
+        return PartResult(name, "failed", f"{name} fails on {shown}: {text}" + (f" [raised at {where}]" if where else "")
+                          + _hint(text, plain, strays))
     out_device = str(run.get("output_device"))
-    if out_device.split(":")[0] != device.split(":")[0]:
-        return PartResult(name, "failed", f"{name}: the output is on {out_device}, expected {device}")
-    if not simulated and not _matches(run.get("output"), expected):
-        return PartResult(name, "failed", f"{name}: the output on {device} differs from the reference output")
-    return PartResult(name, "passed", f"{name}: runs on {device}")
+    if not out_device.startswith("cuda"):
+        return PartResult(name, "failed", f"{name}: its output on {shown} is on {out_device}, expected cuda:0")
+    if not _matches(run.get("output"), expected):
+        return PartResult(name, "failed", f"{name}: its output on {shown} differs from its output on the CPU "
+                                          "for the same weights and input")
+    return PartResult(name, "passed", f"{name}: runs on {shown}")
+
+
+def _hint(error: str, plain: list[str], strays: list[str]) -> str:
+    """What to do about a device error, from what the run showed."""
+    if "device" not in error:
+        return ""
+    if plain:
+        return (f" Plain tensor attribute(s) {', '.join(map(repr, plain[:5]))} stay on the CPU when the module "
+                "moves: register them with self.register_buffer(...).")
+    if strays:
+        return f" These stayed on the CPU after .to(device): {', '.join(strays[:5])}."
+    return " Create tensors in forward with device=x.device, or register them as buffers."
 
 
 def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str, bool] | None = None,
@@ -259,14 +248,16 @@ def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str
         return GpuCheckResult.skipped("skipped (--gpu skip)")
     import torch  # costly (see check_module)
 
-    if not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
+    if mode == "simulate":
+        device, label = SIMULATED, "cuda:0 (simulated: --gpu simulate)"
+    elif not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
         if mode == "require":
             raise GpuUnavailable("--gpu require: CUDA is not available on this machine")
-        device, label = "meta", "meta (simulated: no CUDA here)"
+        device, label = SIMULATED, "cuda:0 (simulated: no CUDA here)"
     elif not impl.cuda_info().get("available"):
         if mode == "require":
             raise GpuUnavailable("--gpu require: CUDA is available here but not inside the sandbox")
-        device, label = "meta", "meta (simulated: the sandbox cannot reach the GPU)"
+        device, label = SIMULATED, "cuda:0 (simulated: the sandbox cannot reach the GPU)"
     else:
         device, label = "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
     works = dict(works_on_cpu or {})
@@ -275,14 +266,10 @@ def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str
         parts[name] = _check_part(impl, name, module, args, kwargs, device, works, parts)
     counted = [p for name, p in parts.items() if scope is None or name in scope]
     there = [p for p in counted if p.verdict not in ("absent", "left out")]
-    good = [p for p in there if p.verdict in ("passed", "inconclusive")]
+    good = [p for p in there if p.verdict == "passed"]
     score = round(points * len(good) / len(there), 2) if there else 0.0
     failed = len(good) < len(there) or not there
-    if device == "meta":
-        status = "simulated_failed" if failed else (
-            "inconclusive" if any(p.verdict == "inconclusive" for p in counted) else "simulated_passed")
-    else:
-        status = "failed" if failed else "passed"
+    status = ("simulated_" if device == SIMULATED else "") + ("failed" if failed else "passed")
     # One line per module: an error's own line breaks (where it was raised) are folded into it.
     message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed") or (
         "all three modules run on the device" if len(counted) == 3 else f"all {len(counted)} modules run on the device")
@@ -299,7 +286,7 @@ LEFT_OUT = ("{name}: left out here, it fails its own exercise's core tests on th
 
 def _check_part(impl: Any, name: str, module: str, args: tuple, kwargs: dict, device: str,
                 works: Mapping[str, bool], parts: Mapping[str, PartResult]) -> PartResult:
-    """One module's verdict: passed | failed | inconclusive | absent | left out (see run_gpu_check)."""
+    """One module's verdict: passed | failed | absent | left out (see run_gpu_check)."""
     wrapped = parts.get(WRAPPED)
     if name == WRAPPER and wrapped is not None and (wrapped.verdict in ("absent", "left out") or (
             wrapped.verdict == "failed" and not wrapped.cpu_matched)):

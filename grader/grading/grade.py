@@ -3,10 +3,7 @@
 Every worker runs in an isolation domain forked from a template that imported torch once
 (grader/sandbox/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
-request. The GPU-run check comes next (under ``--gpu skip`` it runs nothing): in the tests' domain
-when the template had readied the meta device the check simulates on before forking it (an earlier
-grading's tests' domain asked it to), else in a domain forked once the template has (this grading's
-tests' domain asked it to). A re-grade (grader/grading/scoring.py) gets a domain of
+request. The GPU-run check comes next, in the same domain (under ``--gpu skip`` it runs nothing). A re-grade (grader/grading/scoring.py) gets a domain of
 its own, with stand-ins, never reference code, in place of the modules it builds on. Each domain is
 ended (and, where the student's uid shares the machine, its processes killed and files removed) before
 the next starts; a report is returned only after that.
@@ -58,14 +55,13 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         run = None
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
             run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
-        # Once the tests' domain is forked, the template readies the GPU-run check (unless --gpu skip).
-        tests_worker = engine.start_worker(root, start=False, prepare_gpu_check=options.gpu != "skip", **limits)
-        outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
-        gpu_worker = engine.gpu_check_worker(tests_worker, root, **limits)
+        tests_worker = engine.start_worker(root, start=False, **limits)  # the GPU-run check runs in it too
         try:
-            gpu_check = _gpu_check(gpu_worker, rubric, options.gpu, outcomes, options.exercises)
+            outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
+                                                                              keep_open=True))
+            gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises)
         finally:
-            gpu_worker.close()
+            tests_worker.close()
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)

@@ -48,7 +48,7 @@ class ExerciseResult:
 class GpuCheckResult:
     score: float
     max_score: float
-    status: str  # passed | failed | simulated_passed | simulated_failed | inconclusive | skipped
+    status: str  # passed | failed | simulated_passed | simulated_failed | skipped
     device: str
     message: str
 

@@ -77,12 +77,10 @@ class WorkerClient:
 
     def __init__(self, submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
-                 prepare_gpu_check: bool = False):
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
         self.memory_mb = memory_mb
-        self.prepare_gpu_check = prepare_gpu_check  # see Domains.spawn
         self.own_domains = domains is None  # then this client starts (and closes) a template of its own
         self.domains = domains or Domains(choose_isolation("auto"))
         self.substitutes = dict(substitutes or {})
@@ -124,7 +122,7 @@ class WorkerClient:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         bundle = bundle_fd(files)
         try:
-            proc = self.domains.spawn(bundle, theirs, self.memory_mb, self.prepare_gpu_check)
+            proc = self.domains.spawn(bundle, theirs, self.memory_mb)
         except BaseException:
             ours.close()
             raise
@@ -132,11 +130,6 @@ class WorkerClient:
             theirs.close()
             os.close(bundle)
         self._proc = RunningDomain(self.generation, proc, ours)
-
-    @property
-    def meta_warm(self) -> bool:
-        """Whether the running domain was forked from a template that had warmed up the meta device."""
-        return self._proc is not None and self._proc.proc.meta_warm
 
     def close(self) -> None:
         with self._lock:

@@ -51,7 +51,6 @@ class WorkerTemplate:
         self.ctl = ours
         self.lock = threading.Lock()
         self._ready = False
-        self.meta_asked = False  # a spawn asked the template to ready the GPU-run check (after its fork)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -89,7 +88,7 @@ class Domain:
     """A running domain as WorkerClient sees it: ``pid`` (a host pid, or None), ``stdout``, ``wait``, ``kill_tree``."""
 
     def __init__(self, owner: Domains, template: WorkerTemplate, template_pid: int, stdout_fd: int,
-                 root: Path | None, meta_warm: bool):
+                 root: Path | None):
         self.owner = owner
         self.template = template
         self.template_pid = template_pid  # as the template sees it
@@ -98,8 +97,6 @@ class Domain:
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None
-        # Forked after the template readied the GPU-run check's simulation (the meta device).
-        self.meta_warm = meta_warm
 
     def kill_tree(self) -> None:
         if self.template.alive():
@@ -183,13 +180,9 @@ class Domains:
         if self._template is broken:
             self._template = WorkerTemplate(self.isolation)
 
-    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int, prepare_gpu_check: bool = False) -> Domain:
+    def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int) -> Domain:
         """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes), with
-        ``memory_mb`` of address space beyond what the template already maps (torch).
-
-        ``prepare_gpu_check``: a GPU-run check will follow, so the template readies its simulation once
-        this domain is forked (the domains forked after it find it ready). Without it the template does
-        not spend the 1.5 s of CPU that costs: ``--gpu skip`` needs none of it."""
+        ``memory_mb`` of address space beyond what the template already maps (torch)."""
         self.warm_up()
         template = self._template
         self._count += 1
@@ -205,9 +198,8 @@ class Domains:
         spec = {**self.isolation.domain_spec(root), "groups": list(GROUPS), "module_file": MODULE_FILE.pattern,
                 "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC}
         read_end, write_end = os.pipe()
-        meta_warm = template.meta_asked
         try:
-            answer = template.ask({"op": "spawn", "spec": spec, "warm_meta": prepare_gpu_check},
+            answer = template.ask({"op": "spawn", "spec": spec},
                                   [sock.fileno(), write_end, bundle_fd])
             pid = int(answer["pid"])
         except (TemplateError, KeyError, TypeError, ValueError) as err:
@@ -216,8 +208,7 @@ class Domains:
             raise TemplateError(f"could not start a domain: {err}") from None
         finally:
             os.close(write_end)
-        template.meta_asked = template.meta_asked or prepare_gpu_check
-        return Domain(self, template, pid, read_end, root, meta_warm)
+        return Domain(self, template, pid, read_end, root)
 
     def clean(self, root: Path | None) -> None:
         """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's

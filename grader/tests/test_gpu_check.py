@@ -1,6 +1,7 @@
-"""The GPU-run check, on the meta device (no CUDA here) and with CUDA faked (the real branch on cpu).
+"""The GPU-run check, on the simulated GPU (no CUDA here) and with CUDA faked (the real branch on cpu).
 
-The submissions are the reference solutions with CausalAttention changed in one way each.
+The submissions are the reference solutions with CausalAttention (or MultiHeadAttention) changed in one
+way each. What the simulated GPU itself does, op by op, against CUDA's behaviour: test_simulated_gpu.py.
 """
 
 from __future__ import annotations
@@ -10,24 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from grader.grading.gpu_check import GpuUnavailable
+from grader.grading.engine import start_worker
+from grader.grading.gpu_check import MODULES_CHECKED, SIMULATED, GpuUnavailable, check_module, run_gpu_check
 from grader.grading.remote_impl import RemoteImpl
-from grader.sandbox.client import WorkerClient
-from grader.sandbox.domains import Domains
-from grader.sandbox.modes import choose_isolation
-from support import WHERE, build_submission, run_check, toy
+from grader.rubric import load_rubric
+from support import build_submission, run_check
 
 pytestmark = pytest.mark.timeout(120)
 CAUSAL = Path("03_causal") / "causal_attention.py"
 REGISTERED = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
 
-def submission(tmp_path: Path, old: str = "", new: str = "") -> Path:
+MHA = Path("04_multihead") / "multihead_attention.py"
+
+
+def submission(tmp_path: Path, old: str = "", new: str = "", file: Path = CAUSAL) -> Path:
     sub = build_submission("gpu", tmp_path)
     if old:
-        source = (sub / CAUSAL).read_text()
+        source = (sub / file).read_text()
         assert old in source
-        (sub / CAUSAL).write_text(source.replace(old, new))
+        (sub / file).write_text(source.replace(old, new))
     return sub
 
 
@@ -46,7 +49,7 @@ def check(shared_domains):
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
     assert (result.status, result.score, result.max_score) == ("simulated_passed", 10.0, 10.0)
-    assert result.device.startswith("meta")
+    assert result.device == "cuda:0 (simulated: no CUDA here)"
 
 
 def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
@@ -54,22 +57,42 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, REGISTERED, plain))
     assert result.status == "simulated_failed"
     assert "'mask'" in result.message and "register_buffer" in result.message
+    assert "from self.mask, a plain attribute" in result.message
     # CausalAttention fails; the wrapper built on it is left out (its heads fail: one mistake, one charge); MHA passes
     assert result.score == pytest.approx(5.0, abs=0.01)
     assert "MultiHeadAttentionWrapper: left out here, its heads are your CausalAttention" in result.message
 
 
-def test_tensor_created_on_the_cpu_in_forward_fails(tmp_path: Path, check) -> None:
+def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]",
                               "torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"))
     assert result.status == "simulated_failed" and "device=x.device" in result.message
+    assert ("made at causal_attention.py, line 62: attn_scores = attn_scores.masked_fill(torch.triu(torch.ones("
+            "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
-def test_data_dependent_ops_are_inconclusive_not_failed(tmp_path: Path, check) -> None:
-    result = check(submission(tmp_path, "        keys = self.W_key(x)\n",
-                              "        assert not torch.isnan(x).any()\n        keys = self.W_key(x)\n"))
-    assert result.status == "inconclusive" and "inconclusive" in result.message
-    assert result.score == 10.0
+NAN_CHECK = "        if bool(torch.isnan(x).any()) or x.abs().max().item() > 1e6:\n            raise ValueError('bad input')\n"
+
+
+def test_data_dependent_ops_run_on_the_simulated_gpu(tmp_path: Path, check) -> None:
+    """``.item()`` and a branch on a value run as on CUDA: no verdict is inconclusive."""
+    result = check(submission(tmp_path, "        keys = self.W_key(x)\n", NAN_CHECK + "        keys = self.W_key(x)\n"))
+    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
+
+
+def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: Path, check) -> None:
+    """The dodge that the meta device called inconclusive (10/10): a branch on a value before a mask made on
+    the CPU. It fails on a GPU, and here: CausalAttention fails, the wrapper built on it is left out (one
+    mistake, one charge), MultiHeadAttention passes."""
+    dodge = submission(tmp_path, "        keys = self.W_key(x)\n",
+                       NAN_CHECK + "        self.mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
+                                   "        keys = self.W_key(x)\n")
+    result = check(dodge)
+    assert (result.status, result.score) == ("simulated_failed", pytest.approx(5.0, abs=0.01)), result.message
+    assert result.message.splitlines()[0].startswith("CausalAttention fails on the GPU (simulated): RuntimeError: "
+                                                     "Expected all tensors to be on the same device")
+    assert "from the tensor made at causal_attention.py, line 60: self.mask = torch.triu(torch.ones(num_tokens" in result.message
+    assert "inconclusive" not in result.message
 
 
 def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
@@ -79,7 +102,7 @@ def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: py
 
 def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
     result = check(submission(tmp_path), fake_cuda=True, corrupt=True, monkeypatch=monkeypatch)
-    assert result.status == "failed" and result.score == 0 and "differs from the reference output" in result.message
+    assert result.status == "failed" and result.score == 0 and "differs from its output on the CPU" in result.message
 
 
 def test_require_without_cuda_and_skip(tmp_path: Path, check) -> None:
@@ -88,6 +111,11 @@ def test_require_without_cuda_and_skip(tmp_path: Path, check) -> None:
         check(sub, mode="require")
     skipped = check(sub, mode="skip")
     assert (skipped.status, skipped.max_score) == ("skipped", 0.0)
+
+
+def test_simulate_runs_the_simulated_gpu_even_with_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
+    result = check(submission(tmp_path), mode="simulate", fake_cuda=True, monkeypatch=monkeypatch)
+    assert (result.status, result.device, result.score) == ("simulated_passed", "cuda:0 (simulated: --gpu simulate)", 10.0)
 
 
 # ---- points lost once: a mistake unrelated to devices is its own exercise's, not this check's ----------
@@ -160,14 +188,70 @@ def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> No
     assert len(result.message.splitlines()) == 4  # and one line per module
 
 
-def test_the_template_readies_the_simulation_only_for_a_grading_with_a_gpu_check(tmp_path: Path):
-    """The simulation's first use costs the template 1.5 s of CPU (torch._dynamo): a grading under
-    ``--gpu skip`` must not pay it, and the forks after one that asked for it find it ready."""
-    sub = toy(tmp_path, "def attention_scores():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
-    with Domains(choose_isolation("none")) as domains:  # a template of its own: nothing has asked it yet
-        seen = []
-        for prepare in (False, False, True, False):
-            with WorkerClient(sub, domains=domains, prepare_gpu_check=prepare) as client:
-                seen.append((RemoteImpl(client, WHERE).attention_scores(), client.meta_warm))
-    # the third fork asked for it after forking: only the fourth finds it ready, and knows it
-    assert seen == [(False, False), (False, False), (False, False), (True, True)]
+def test_the_simulation_imports_no_compiler(tmp_path: Path, shared_domains) -> None:
+    """The meta device's first use imported torch._dynamo (1.5 s of CPU per worker); the simulated GPU
+    must not: after a whole check, the worker still has not imported it."""
+    sub = submission(tmp_path)
+    with (sub / "01_simple_attention" / "attention_scores.py").open("a") as f:
+        f.write("\n\ndef dynamo_imported():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
+    with start_worker(sub, domains=shared_domains) as client:
+        result = run_gpu_check(RemoteImpl(client, load_rubric().owner_of), "auto", 10.0)
+        assert result.status == "simulated_passed", result.message
+        assert RemoteImpl(client, {"dynamo_imported": "01_simple_attention/attention_scores"}).dynamo_imported() is False
+
+
+# Each variant: (file, old, new) applied to the solutions. Correct ones pass the check; the others keep a
+# tensor on the CPU and fail it, naming the line that made the tensor (or the plain attribute it came from).
+TRIU_T = "torch.triu(torch.ones(num_tokens, num_tokens{}), diagonal=1).bool()"
+CORRECT = {
+    "buffer, persistent=False": (CAUSAL, "diagonal=1))", "diagonal=1), persistent=False)"),
+    "bool buffer": (CAUSAL, "diagonal=1))", "diagonal=1).bool())"),
+    "made in forward with device=x.device": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]",
+                                             TRIU_T.format(", device=x.device")),
+    "tril form with device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]",
+                               "torch.tril(torch.ones(num_tokens, num_tokens, device=x.device)) == 0"),
+    "a plain attribute moved in forward": (CAUSAL, 'self.register_buffer("mask", ', "self.mask = ("),
+    "a 0-dim CPU tensor as the scale": (CAUSAL, "attn_scores / keys.shape[-1] ** 0.5",
+                                        "attn_scores / torch.sqrt(torch.tensor(keys.shape[-1]))"),
+    "MHA mask made with device=": (MHA, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(", device=x.device")),
+}
+KEEPS_ON_CPU = {
+    "made in forward without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
+                                        "causal_attention.py, line 62"),
+    "tril form without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]",
+                                  "torch.tril(torch.ones(num_tokens, num_tokens)) == 0", "causal_attention.py, line 62"),
+    "an additive -inf mask on the CPU": (CAUSAL, "attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+                                         "attn_scores + torch.full((num_tokens, num_tokens), -torch.inf).triu(1)",
+                                         "causal_attention.py, line 62"),
+    "MHA plain attribute": (MHA, 'self.register_buffer("mask", ', "self.mask = (", "from self.mask, a plain attribute"),
+    "MHA mask made without device=": (MHA, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
+                                      "multihead_attention.py, line 70"),
+    "output moved to the CPU": (MHA, "return self.out_proj(context)", "return self.out_proj(context).cpu()",
+                                "is on cpu, expected cuda:0"),
+}
+
+
+def _verdicts(tmp_path: Path, domains, variants: dict, plain_moved: bool = False) -> dict[str, tuple[str, str]]:
+    """{variant: (verdict, message)} of its module's check on the simulated GPU."""
+    found = {}
+    for i, (variant, (file, old, new, *_)) in enumerate(variants.items()):
+        sub = submission(tmp_path / str(i), old, new, file)
+        if new == "self.mask = (" and variant in CORRECT:  # moved in forward: self.mask.to(x.device)
+            source = (sub / file).read_text().replace("self.mask.bool()", "self.mask.to(x.device).bool()")
+            (sub / file).write_text(source)
+        name, module, args, kwargs = next(m for m in MODULES_CHECKED if m[1] == file.stem)
+        with start_worker(sub, domains=domains) as client:
+            part = check_module(RemoteImpl(client, load_rubric().owner_of), name, module, args, kwargs, SIMULATED)
+        found[variant] = (part.verdict, part.message)
+    return found
+
+
+def test_every_correct_variant_passes(tmp_path: Path, shared_domains) -> None:
+    found = _verdicts(tmp_path, shared_domains, CORRECT)
+    assert {v: verdict for v, (verdict, _) in found.items()} == dict.fromkeys(CORRECT, "passed"), found
+
+
+def test_every_variant_keeping_a_tensor_on_the_cpu_fails_naming_where_it_came_from(tmp_path: Path, shared_domains) -> None:
+    found = _verdicts(tmp_path, shared_domains, KEEPS_ON_CPU)
+    wrong = {v: found[v] for v, (*_, named) in KEEPS_ON_CPU.items() if found[v][0] != "failed" or named not in found[v][1]}
+    assert not wrong, wrong

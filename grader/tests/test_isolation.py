@@ -247,7 +247,8 @@ def test_the_gpu_check_grades_the_modules_the_tests_graded(isolating: Domains, t
     scope = ("04_multihead/multihead_attention", "04_multihead/multihead_wrapper")  # tested in that order
     report = grade(sub, GradeOptions(gpu="auto", exercises=scope), isolating)
     assert report.exercises["04_multihead/multihead_attention"].score > 0
-    assert "MultiHeadAttention: after .to('meta') these stay behind" in report.gpu_check.message, report.gpu_check.message
+    assert "MultiHeadAttention fails on the GPU (simulated)" in report.gpu_check.message, report.gpu_check.message
+    assert "from self.mask, a plain attribute" in report.gpu_check.message, report.gpu_check.message
 
 
 @pytest.mark.slow

@@ -150,7 +150,7 @@ def test_solutions_score_full_marks(graded):
 def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
     report = graded(build_submission(name, tmp_path))
     earned = {k: v for k, v in _scores(report).items() if v}
-    print(f"{name}: {report.score} of {TOTAL}: {earned}")
+    print(f"{name}: {report.score} of {TOTAL}: {earned}", report.gpu_check.message)
     assert report.score <= most, earned
     assert report.gpu_check.score == 0, report.gpu_check.message  # no module matches the reference on the CPU
     for result in report.exercises.values():  # edge tests earn in proportion to the core points earned

@@ -11,4 +11,6 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     channel.py   framing and the plain-data codec on the domain's socket
     probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
+    simulated_gpu.py  a GPU with real values for the GPU-run check (the public tests use the same
+                 file: exercises/kata_gpu.py links to it)
 """

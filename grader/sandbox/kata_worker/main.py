@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from kata_worker import channel, codec, domain, probes, template
+from kata_worker import channel, codec, domain, probes, simulated_gpu, template
 
 FSIZE_LIMIT = 64 * 2**20
 
@@ -26,7 +26,7 @@ def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     opts = dict(zip(argv[0::2], argv[1::2]))
     _prepare()
-    template.serve(int(opts["--fd"]), serve_worker, _warm_up_meta)
+    template.serve(int(opts["--fd"]), serve_worker)
 
 
 def _prepare() -> None:
@@ -41,8 +41,9 @@ def _prepare() -> None:
 
 
 def _warm_up(torch) -> None:
-    """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts and the
-    codec (their first use in a process costs about 0.1 s; the template pays it once for all forks)."""
+    """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts, the
+    codec and the simulated GPU (their first use in a process costs about 0.1 s; the template pays it
+    once for all forks)."""
     linear, dropout = torch.nn.Linear(3, 4), torch.nn.Dropout(0.5)
     x = torch.rand(2, 5, 3, requires_grad=True)
     scores = linear(x) @ linear(x).transpose(1, 2)
@@ -53,17 +54,9 @@ def _warm_up(torch) -> None:
     linear.load_state_dict(linear.state_dict())
     str(weights)  # tensor printing imports modules lazily
     codec.decode(codec.encode({"x": x.detach(), "n": [1, "a", None]}))
+    with torch.no_grad(), simulated_gpu.simulated_gpu():
+        str(linear.to(simulated_gpu.DEVICE)(x.detach().to(simulated_gpu.DEVICE)).sum().item())
     gc.freeze()  # torch's objects live as long as we do: full collections need not walk them
-
-
-def _warm_up_meta() -> None:
-    """The GPU-run check's simulation on the meta device: its first use imports torch._dynamo (sympy
-    and 800 modules, about 1.5 s of CPU). The template pays it once, after the first fork that asks for
-    it (which does not wait): only gradings with a GPU-run check do."""
-    on_meta = torch.nn.Linear(3, 4).to("meta")
-    with torch.no_grad(), probes.mixed_device_mode(torch.device("meta")):
-        on_meta(torch.rand(2, 5, 3, device="meta"))
-    gc.freeze()
 
 
 def serve_worker(sock_fd: int, copy_dir: str, groups: list, watch_parent: bool) -> None:

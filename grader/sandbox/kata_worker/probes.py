@@ -6,12 +6,13 @@ tuples (namedtuples included) as tuples, iterators as lists. Errors travel as ``
 "message", "where"}`` with paths made relative to the private copy.
 
 Nothing here decides a grade: the grader compares what comes back with the reference. The
-``device_run`` probe reports what it saw on a device (where tensors ended up, ops that mixed
-devices, the output); the grader judges it (grader/grading/gpu_check.py).
+``device_run`` probe reports what it saw on a device (the output, or the error and where it came
+from; where tensors ended up); the grader judges it (grader/grading/gpu_check.py).
 """
 
 import collections
 import collections.abc
+import contextlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -23,14 +24,20 @@ import time
 import traceback
 import types
 
+from kata_worker import simulated_gpu
+
 MAX_DEPTH = 50
 _torch = None  # set by init() once torch is imported
 _SCALARS = ()
 
 
+_NOT_STUDENT = ()  # the folders of torch and of this package
+
+
 def init(torch) -> None:
-    global _torch, _SCALARS
+    global _torch, _SCALARS, _NOT_STUDENT
     _torch = torch
+    _NOT_STUDENT = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
     _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
 
 
@@ -348,71 +355,44 @@ def _describe(obj):
 
 def _plain_tensor_attributes(module):
     """Tensors kept in plain attributes (not parameters, not buffers): they do not follow .to()."""
-    found = []
+    found = {}
     for prefix, sub in module.named_modules():
         for name, value in vars(sub).items():
             if isinstance(value, _torch.Tensor):
-                found.append(f"{prefix}.{name}" if prefix else name)
+                found[f"{prefix}.{name}" if prefix else name] = value
     return found
 
 
-def mixed_device_mode(device):
-    """A TorchFunctionMode recording ops that mix tensors on ``device`` with tensors elsewhere.
-
-    Such an op fails on a real GPU (a CPU mask used with CUDA scores); the meta device lets some of
-    them through, so the simulation looks for them explicitly. 0-dim tensors are allowed anywhere.
-    """
-    from torch.overrides import TorchFunctionMode
-
-    class MixedDeviceMode(TorchFunctionMode):
-        def __init__(self):
-            super().__init__()
-            self.seen = []
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            tensors = [a for a in _flatten((args, kwargs)) if isinstance(a, _torch.Tensor)]
-            here = any(t.device.type == device.type for t in tensors)
-            foreign = [t for t in tensors if t.device.type != device.type and t.dim() > 0]
-            if here and foreign and len(self.seen) < 5:
-                name = getattr(func, "__name__", str(func))
-                self.seen.append(f"{name} got a {foreign[0].device.type} tensor of shape {tuple(foreign[0].shape)}")
-            return func(*args, **kwargs)
-
-    return MixedDeviceMode()
-
-
-def _flatten(obj):
-    if isinstance(obj, (list, tuple)):
-        for item in obj:
-            yield from _flatten(item)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _flatten(item)
-    else:
-        yield obj
-
-
 def _device_run(module, x, device):
-    """The GPU-run check's probe: move ``module`` and ``x`` to ``device``, run forward, report."""
+    """The GPU-run check's probe: move ``module`` and ``x`` to ``device`` ("cuda", or "simulated": the
+    simulated GPU of simulated_gpu.py), run forward without gradients, and report what happened as plain
+    data: the output (a CPU copy) and its device, or the error and the line of student code it came
+    from; the tensors that stayed behind. The grader compares the output with the CPU's."""
     torch = _torch
-    device = torch.device(device)
-    report = {"plain_tensor_attributes": _plain_tensor_attributes(module), "stray_tensors": [],
-              "mixed_device_ops": [], "output_device": None, "output": None, "error": None}
-    mode = mixed_device_mode(device)
+    plain_attributes = _plain_tensor_attributes(module)
+    report = {"plain_tensor_attributes": sorted(plain_attributes), "stray_tensors": [], "output_device": None,
+              "output": None, "error": None}
+    simulated = device == "simulated"
+    target = simulated_gpu.DEVICE if simulated else torch.device(device)
     try:
-        moved = module.to(device)
-        report["stray_tensors"] = [
-            name for name, t in [*moved.named_parameters(), *moved.named_buffers()] if t.device.type != device.type
-        ]
-        with torch.no_grad(), mode:
-            out = moved(x.to(device))
-        report["output_device"] = str(out.device)
-        if device.type != "meta":
-            report["output"] = out.detach().to("cpu")
+        with torch.no_grad(), (simulated_gpu.simulated_gpu() if simulated else contextlib.nullcontext()) as gpu:
+            for name, tensor in plain_attributes.items():
+                if gpu is not None:
+                    gpu.name(tensor, f"self.{name}, a plain attribute (not a registered buffer)")
+            moved = module.to(target)
+            report["stray_tensors"] = [
+                name for name, t in [*moved.named_parameters(), *moved.named_buffers()] if t.device != target]
+            out = moved(x.to(target))
+            report["output_device"] = str(out.device)
+            report["output"] = simulated_gpu.plain(out.detach()).to("cpu")
     except Exception as exc:
-        report["error"] = {"type": type(exc).__name__, "message": str(exc)[:500]}
-    report["mixed_device_ops"] = mode.seen
+        report["error"] = {"type": type(exc).__name__, "message": str(exc)[:1000], "where": _student_line(exc)}
     return report
 
 
+def _student_line(exc):
+    """``file.py, line N: code`` of the last frame of the traceback outside torch and this package."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not frame.filename.startswith(_NOT_STUDENT):
+            return f"{os.path.basename(frame.filename)}, line {frame.lineno}: {(frame.line or '').strip()}"
+    return ""

@@ -3,9 +3,7 @@
 Control messages are JSON on a SOCK_SEQPACKET socket from the grader (never reachable from a
 domain: each fork closes it first). ``spawn`` carries the domain's spec and three descriptors (its
 protocol socket, the write end of its output pipe, the memfd holding the submission's files) and
-answers the fork's pid; with ``warm_meta`` the template then readies the GPU-run check's
-simulation (once: about 1.5 s of CPU), so that later forks have it; ``kill`` and ``wait`` act on
-such a pid. The template is not dumpable and runs as root in the isolating modes, while student
+answers the fork's pid; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and runs as root in the isolating modes, while student
 code runs under another uid: it can neither read the template's memory nor signal it.
 
 The template is a child subreaper and reaps every child as soon as it ends (SIGCHLD): without a pid
@@ -30,13 +28,12 @@ _exited: dict[int, int] = {}  # domain pid -> exit status, reaped but not yet as
 _domains: set[int] = set()  # the domains started and not yet waited for
 
 
-def serve(ctl_fd: int, serve_worker, warm_up_meta) -> None:
+def serve(ctl_fd: int, serve_worker) -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGCHLD, lambda *_: _reap_children())
     ctl = socket.socket(fileno=ctl_fd)
     ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
-    meta_ready = False
     while True:
         try:
             data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 3)
@@ -58,9 +55,6 @@ def serve(ctl_fd: int, serve_worker, warm_up_meta) -> None:
                 os.close(fd)
             answer = {"error": f"unknown template operation {op!r}"}
         ctl.sendall(json.dumps(answer).encode())
-        if op == "spawn" and msg.get("warm_meta") and not meta_ready:  # that fork is already at work
-            warm_up_meta()
-            meta_ready = True
 
 
 def _spawn(spec: dict, fds: list, serve_worker) -> int:

@@ -1,0 +1,1 @@
+../grader/sandbox/kata_worker/simulated_gpu.py
