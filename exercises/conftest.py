@@ -8,6 +8,9 @@
   worker sets up the same path for your code.
 * One public test file per module, every test named after its module:
   ``pytest exercises -k causal_mask`` runs exactly the tests of ``03_causal/causal_mask.py``.
+* Every test starts from the same seed (``torch.manual_seed(0)``): its random inputs are the same in every
+  run, so that a failed check can compare your result with the known mistakes' results on them
+  (``kata_known.py``) and name the one it reproduces.
 * Short reports: a function you have not written yet fails in one line
   (``NotImplementedError: causal_mask: not written yet -- see ...``), a failed check shows its
   message and the test line it came from, other errors a short traceback (``--tb=short``; pass
@@ -61,3 +64,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         short = None
     if short is not None:
         report.longrepr = short
+
+
+@pytest.fixture(autouse=True)
+def _same_inputs_in_every_run() -> None:
+    import torch  # the tests import it anyway; here only once a test runs
+
+    torch.manual_seed(0)

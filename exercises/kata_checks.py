@@ -12,7 +12,7 @@ alone::
       expected shape (4, 4): [[1.0000, 0.0000, ...], ...]
       got      shape (4, 4): [[1.0000, 1.0000, ...], ...]
       largest absolute difference 1 (tolerance: atol 0.0001, rtol 0)
-      likely cause: matches the expected value transposed: looks transposed (rows and columns swapped)
+      differs: got is the expected value transposed (rows and columns swapped)
 
 ``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause:
 message`` when ``got`` matches an alternative, i.e. a known wrong computation. The messages of the
@@ -31,7 +31,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+import kata_known
 import kata_shortcuts
+from kata_known import creation_order  # noqa: F401 -- the tests import it from here
 from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: the tests import them from here
     BATCH_DOT_T, BATCH_SIZE_MISMATCH, BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED,
     COPY_REPLACES, CREATION_ORDER, DEVICE_MIX, DIM_IGNORED, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, GLOBAL_MAX,
@@ -39,7 +41,9 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     NOT_DIVISIBLE, NOT_RESCALED, NO_GRADIENT, NO_KEEPDIM, NO_MAX_SHIFT, NO_OUT_PROJ, NO_SOFTMAX, PARTIAL_COPY,
     P_NOT_CHECKED, QKV_BIAS_IGNORED, QKV_BIAS_NOT_USED, SAME_DEVICE, SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED,
     SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR, WRONG_DEVICE, WRONG_DIM, no_scale,
-    scale_diagnoses, scaled_by_d_out)
+    scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED, NOT_RENORMALIZED, MASKED_WITH_ZEROS,
+    DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS, KEYS_TIMES_QUERIES, DIVIDED_BY_P,
+    RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED, MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -82,9 +86,9 @@ def load(module: str):
         return importlib.import_module(module)
     except SyntaxError as err:
         where = f"{Path(err.filename).name}, line {err.lineno}" if err.filename else "unknown place"
-        raise KataCheckFailed(f"cannot import {module}: SyntaxError in {where}: {err.msg}") from None
+        raise KataCheckFailed(f"cannot import {module}:\n  likely cause: SyntaxError in {where}: {err.msg}") from None
     except Exception as err:  # noqa: BLE001 - ImportError, NameError, ... raised while importing
-        raise KataCheckFailed(f"cannot import {module}: {type(err).__name__}: {err}") from None
+        raise KataCheckFailed(f"cannot import {module}:\n  likely cause: {type(err).__name__} while importing it: {err}") from None
 
 
 def assert_does_its_own_work(module: str) -> None:
@@ -101,7 +105,7 @@ def assert_does_its_own_work(module: str) -> None:
                                   "library shortcut)")
     found = kata_shortcuts.find(source, forbidden)
     if found:
-        fail(f"reading {module}'s code", f"{kata_shortcuts.describe(found)}: that call does the work this exercise "
+        fail(f"reading {module}'s code", f"likely cause: {kata_shortcuts.describe(found)}: that call does the work this exercise "
              "asks you to write yourself (the grader counts nothing for the tests that reach it)",
              "write it with plain tensor operations; exercises/shortcuts.json lists the calls each name must not use")
 
@@ -167,60 +171,66 @@ def fail(call: str, *lines: str) -> None:
 
 
 def check_tensor(got: Any, *, call: str, shape: Sequence[int] | None = None, dtype: torch.dtype | None = None,
-                 hint: str = "") -> None:
-    """The result is a tensor (of this shape and dtype)."""
+                 hint: str = "", causes: Sequence[str] = ()) -> None:
+    """The result is a tensor (of this shape and dtype). ``hint``: a cause the caller has shown; ``causes``:
+    known mistakes reproduced (kata_known); without either, what differs is described, no cause named."""
     __tracebackhide__ = True
     want = "a tensor" + (f" of shape {tuple(shape)}" if shape is not None else "")
+    shown = [f"likely cause: {c}" for c in [*causes, hint] if c]
     if not isinstance(got, torch.Tensor):
-        fail(call, f"returned {describe(got)}; expected {want}")
+        fail(call, f"returned {describe(got)}; expected {want}", *shown)
     if shape is not None and tuple(got.shape) != tuple(shape):
-        if not hint and len(shape) >= 2 and tuple(got.shape) == tuple(shape[:-2]) + (shape[-1], shape[-2]):
-            hint = "the last two dimensions are swapped: looks transposed"
-        elif not hint and got.numel() == torch.Size(shape).numel():
-            hint = "same number of elements: a reshape/view with the wrong layout, or a missing squeeze/transpose?"
+        differs = ""
+        if len(shape) >= 2 and tuple(got.shape) == tuple(shape[:-2]) + (shape[-1], shape[-2]):
+            differs = "differs: the last two dimensions are swapped"
+        elif got.numel() == torch.Size(shape).numel():
+            differs = "differs: the same number of elements in another layout"
         fail(call, f"returned a tensor of shape {tuple(got.shape)}; expected shape {tuple(shape)}",
-             f"likely cause: {hint}" if hint else "")
+             *(shown or [differs]))
     if dtype is not None and got.dtype != dtype:
-        fail(call, f"returned a {got.dtype} tensor; expected {dtype} (keep the input's dtype: no hard-coded float32)")
+        fail(call, f"returned a {got.dtype} tensor; expected {dtype}",
+             "likely cause: it did not keep the input's dtype (keep the input's dtype: no hard-coded float32, no tensor "
+             "made without dtype=)")
 
 
 def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rtol: float = 0.0,
                  diagnoses: Iterable[tuple[torch.Tensor, str]] = (), check_dtype: bool = True, note: str = "",
-                 otherwise: str = "") -> None:
+                 shown: str | None = None) -> None:
     """``got`` equals ``expected`` within ``atol + rtol * |expected|``, else a teaching message.
 
     diagnoses: ``(alternative, message)``; the message is shown if ``got`` matches ``alternative``
     (at the same tolerance, or 1e-4 if larger), i.e. the result is a known mistake.
-    note: always shown on failure. otherwise: shown only when no likely cause was recognised.
+    note: always shown on failure. shown: a cause an exact check of the student's objects showed
+    (``creation_order``), named on failure. Known mistakes reproduced are named too (kata_known.py); with
+    no cause at all, what differs is said instead.
     """
     __tracebackhide__ = True
+    kata_known.record(call, got)
+    known = kata_known.causes(call, got, atol, rtol)
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
+        check_tensor(got, call=call, shape=expected.shape, causes=known)
     check_tensor(got, call=call, shape=expected.shape, dtype=expected.dtype if check_dtype else None)
     if is_close(got, expected, atol, rtol):
         return
-    hints = []
-    g = got.detach()
-    if torch.isnan(g).any() and not torch.isnan(expected).any():
-        hints.append("NaN in the output: 0 × -inf (multiplying a masked -inf by 0), or a whole row of -inf before softmax?")
-    if torch.isinf(expected).any() or torch.isinf(g).any():
-        if not torch.equal(torch.isinf(g) & (g < 0), torch.isinf(expected) & (expected < 0)):
-            hints.append(f"the -inf entries are not where expected (expected -inf at {int((torch.isinf(expected) & (expected < 0)).sum())} positions, got {int((torch.isinf(g) & (g < 0)).sum())})")
     tol = max(atol, 1e-4)
-    for alternative, message in diagnoses:
-        if alternative is not None and is_close(got, alternative.to(expected.dtype), tol, rtol) and message not in hints:
-            hints.append(message)
-    if expected.dim() >= 2 and expected.shape[-1] == expected.shape[-2]:
-        swapped = expected.transpose(-2, -1)
-        if not is_close(swapped, expected, tol) and is_close(got, swapped, tol):
-            hints.append("matches the expected value transposed: looks transposed (rows and columns swapped)")
+    causes = [*known, *([shown] if shown else [])]
+    for alternative, message in diagnoses:  # an alternative that equals the expected value shows nothing
+        if (alternative is not None and message not in causes and is_close(got, alternative.to(expected.dtype), tol, rtol)
+                and not is_close(alternative.to(expected.dtype), expected, atol, rtol)):
+            causes.append(message)
+    transposed = expected.dim() >= 2 and expected.shape[-1] == expected.shape[-2] and not is_close(
+        expected.transpose(-2, -1), expected, tol) and is_close(got, expected.transpose(-2, -1), tol)
     fail(
         call,
         f"expected {fmt(expected)}",
         f"got      {fmt(got)}",
         f"largest absolute difference {max_abs_diff(got, expected):.3g} (tolerance: atol {atol:g}, rtol {rtol:g})",
         note,
-        *[f"likely cause: {h}" for h in hints],
-        "" if hints else otherwise,
+        *[f"likely cause: {c}" for c in causes],
+        *("differs: got is the expected value transposed (rows and columns swapped)" for _ in range(transposed)),
+        *([] if causes or transposed else [f"differs: {d}" for d in kata_known.differences(got.detach(), expected)]),
     )
+
 
 
 def call_checked(fn: Callable[..., Any], *args: Any, call: str,
@@ -234,8 +244,9 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
     except NotImplementedError:
         raise
     except Exception as err:  # noqa: BLE001 - matched below, else re-raised
+        kata_known.record(call, err)
         text = f"{type(err).__name__}: {err}"
-        causes = [message for pattern, message in errors if pattern in text]
+        causes = kata_known.causes(call, err) or [message for pattern, message in errors if pattern in text]
         if not causes:
             raise
         fail(call, f"raised {text.strip()[:400]}", *[f"likely cause: {c}" for c in causes])
@@ -327,8 +338,8 @@ def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, 
     except NotImplementedError:
         raise
     except Exception as other:  # noqa: BLE001 - reported
-        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", why)
-    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", why)
+        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", f"likely cause: {why}")
+    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", f"likely cause: {why}")
 
 
 def assert_unchanged(before: Sequence[torch.Tensor], after: Sequence[Any], *, call: str, names: Sequence[str]) -> None:
@@ -337,7 +348,8 @@ def assert_unchanged(before: Sequence[torch.Tensor], after: Sequence[Any], *, ca
     for name, b, a in zip(names, before, after):
         if isinstance(b, torch.Tensor) and not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)):
             fail(call, f"modified its argument {name!r} in place", f"before {fmt(b)}", f"after  {fmt(a)}",
-                 "work on a new tensor: masked_fill (no underscore), x * mask, ... instead of masked_fill_ / x[...] = / +=")
+                 f"likely cause: an in-place operation on {name!r}: work on a new tensor: masked_fill (no underscore), "
+                 "x * mask, ... instead of masked_fill_ / x[...] = / +=")
 
 
 def call_in_float64(fn: Callable[..., Any], *args: Any, call: str, shapes: Sequence[Sequence[int]],
@@ -367,7 +379,10 @@ def assert_gradients_reach_every_parameter(module: Any, x: torch.Tensor, *, call
     call_checked(module, x, call=call, errors=errors).sum().backward()
     missing = sorted(name for name, p in module.named_parameters() if p.grad is None)
     if missing:
-        fail(call, f"no gradient reached {missing}", f"likely cause: {NO_GRADIENT}")
+        unused = [name for name in missing if not kata_known.output_depends_on(module, x, name)]
+        fail(call, f"no gradient reached {missing}",
+             f"likely cause: forward does not use {unused} (changing them changes nothing): apply every layer you "
+             "create" if unused else "", f"likely cause: {NO_GRADIENT}" if len(unused) < len(missing) else "")
 
 
 def assert_mask_buffer(module: Any, expected: torch.Tensor | None, *, call: str,

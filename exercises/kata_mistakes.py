@@ -68,6 +68,29 @@ SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim)
 MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
                       "then reshape to (b, T, d_out)")
 
+SCALED_BY_D_IN = "scaled by 1/√d_in, the input's size: the scale is 1/√d_k, with d_k = keys.shape[-1] (d_out)"
+MASK_TRANSPOSED = "the mask is transposed: keep the lower triangle (token i sees tokens 0..i), torch.tril"
+NOT_RENORMALIZED = "the future weights are zeroed but the rows are not renormalized: divide each row by its sum"
+MASKED_WITH_ZEROS = ("masked the scores with 0 instead of -inf: exp(0) = 1 still gives the future tokens weight; "
+                     "masked_fill(..., -inf) before the softmax")
+DROPOUT_IGNORES_TRAINING = "dropout acts with training=False too: return x unchanged when not training"
+MASK_AFTER_SOFTMAX = "masked after the softmax without renormalizing: mask the scores with -inf before the softmax"
+KEYS_RESHAPED = "reshaped the keys to (b, h, head_dim, T) instead of transposing their last two axes: keys.transpose(2, 3)"
+CONCAT_ON_TOKENS = "concatenated the heads along the tokens (dim=1): concatenate along the features, dim=-1"
+KEYS_TIMES_QUERIES = "computed K Qᵀ instead of Q Kᵀ: the scores are queries @ keys.transpose(-2, -1) (row i: query i)"
+DIVIDED_BY_P = "divided the survivors by p: inverted dropout divides them by 1 - p, the probability to keep"
+RENORMALIZED_BY_COLUMNS = ("renormalized by the column sums (dim=-2): each row must sum to 1, divide by "
+                           "sum(dim=-1, keepdim=True)")
+TRIL_DIAGONAL_1 = ("torch.tril(..., diagonal=1) also lets each token see the next one: the mask is "
+                   "torch.tril(torch.ones(T, T)) (diagonal 0)")
+SCALED_AFTER_SOFTMAX = "scaled after the softmax: divide the scores by √d_k before the softmax, not the weights after it"
+HEADS_INTERLEAVED = ("the heads are interleaved: head h gets the features h*head_dim:(h+1)*head_dim; view as "
+                     "(b, T, num_heads, head_dim), then transpose(1, 2)")
+MERGED_IN_WRONG_ORDER = ("merged the heads in the wrong order: transpose(1, 2) back to (b, T, num_heads, head_dim), "
+                         "then reshape: head 0's features first")
+RANDN_FOR_RAND = ("the weights come from torch.randn: SelfAttention_v1 draws them with torch.rand (uniform in [0, 1)), "
+                  "as the documents do")
+
 
 def no_scale(d: int, name: str = "d_k") -> str:
     return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"

@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, CREATION_ORDER, DROPOUT_NOT_APPLIED, MASK_NOT_CUT, NO_GRADIENT,
+from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, creation_order, MASK_NOT_CUT, NO_GRADIENT,
                       SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail, load_reference_parameters)
 from kata_seam import backward_with
 from reference import printed, seed_reference
@@ -68,17 +68,18 @@ def assert_forward_matches(student, reference, x: torch.Tensor, call: str, diagn
 
 def assert_printed_seed123(impl, ref_module, build: Callable, key: str, call: str, diagnoses: Diagnoses) -> None:
     """``torch.manual_seed(123); build(...)(batch)``: each batch row is the printed ``key`` (atol 1e-4).
-    The mistakes ``diagnoses`` recomputes from the reference built the same way are named; else the
-    order in which the weights are created."""
+    The mistakes ``diagnoses`` recomputes from the reference built the same way are named, and the order
+    in which the student's module registers its layers when it is not the documents'."""
     P = printed()
     impl.manual_seed(123)
     expected = P.value(key)
-    got = forward(build(impl), P.journey_batch(), call)
+    student = build(impl)
+    got = forward(student, P.journey_batch(), call)
     seed_reference(123)
     reference = build(ref_module)
     with torch.no_grad():
         diag = diagnoses(reference, P.journey_batch())
-    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, otherwise=CREATION_ORDER)
+    assert_close(got, torch.stack([expected, expected]), atol=1e-4, call=call, diagnoses=diag, shown=creation_order(student))
 
 
 def assert_gradients_match(impl, student, reference, shape: tuple[int, ...], seed: int, call: str) -> None:

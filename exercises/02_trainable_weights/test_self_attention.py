@@ -10,7 +10,7 @@ W_query, W_key, W_value in that order, right after the seed.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, BATCH_DOT_T, CREATION_ORDER, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
+from kata_checks import (assert_does_its_own_work, BATCH_DOT_T, creation_order, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
                          fail, journey_inputs, load, scale_diagnoses)
 
 
@@ -22,7 +22,7 @@ def test_self_attention_v1_seed_123_matches_the_document():
     )
     torch.manual_seed(123)
     sa_v1 = m.SelfAttention_v1(3, 2)
-    assert_close(sa_v1(journey_inputs()), expected, atol=1e-4, otherwise=CREATION_ORDER,
+    assert_close(sa_v1(journey_inputs()), expected, atol=1e-4, shown=creation_order(sa_v1),
                  call="torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)")
 
 
@@ -34,7 +34,7 @@ def test_self_attention_v2_seed_789_matches_the_document():
     )
     torch.manual_seed(789)
     sa_v2 = m.SelfAttention_v2(3, 2)
-    assert_close(sa_v2(journey_inputs()), expected, atol=1e-4, otherwise=CREATION_ORDER,
+    assert_close(sa_v2(journey_inputs()), expected, atol=1e-4, shown=creation_order(sa_v2),
                  call="torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)")
 
 

@@ -71,7 +71,7 @@ def test_weight_transfer_v1_to_v2_with_biases_makes_both_compute_the_same():
         assert_close(getattr(sa_v2, name).weight.detach(), getattr(sa_v1, name).detach().T, atol=0,
                      call=call + f"; sa_v2.{name}.weight")
         assert_close(getattr(sa_v2, name).bias.detach(), torch.zeros(4), atol=0, call=call + f"; sa_v2.{name}.bias",
-                     otherwise=BIAS_NOT_ZEROED)
+                     shown=BIAS_NOT_ZEROED)  # this check is exactly that
     inputs = journey_inputs()
     assert_close(sa_v2(inputs), sa_v1(inputs).detach(), atol=1e-6, call=call + "; sa_v2(inputs) vs sa_v1(inputs)")
 
@@ -84,7 +84,7 @@ def test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing():
     assert_raises(ValueError, wt.copy_weights_v2_to_v1, sa_v2, sa_v1, call=call, why=BIAS_NOT_REFUSED)
     for name in NAMES:
         assert_close(getattr(sa_v1, name).detach(), before[name], atol=0, call=call + f" raised; sa_v1.{name} must be unchanged",
-                     otherwise=PARTIAL_COPY)
+                     shown=PARTIAL_COPY)  # it changed before raising: exactly that
     # Shapes: W_query and W_key fit, W_value does not (d_out 5 instead of 4).
     for direction in ("copy_weights_v2_to_v1", "copy_weights_v1_to_v2"):
         sa_v2, sa_v1 = sa.SelfAttention_v2(3, 4), sa.SelfAttention_v1(3, 4)
@@ -96,4 +96,4 @@ def test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing():
         assert_raises(ValueError, getattr(wt, direction), *args, call=call,
                       why=f"{SHAPES_NOT_REFUSED}. {PARTIAL_COPY}")
         for k, v in target.named_parameters():
-            assert_close(v.detach(), before[k], atol=0, call=call + f" raised; {k} must be unchanged", otherwise=PARTIAL_COPY)
+            assert_close(v.detach(), before[k], atol=0, call=call + f" raised; {k} must be unchanged", shown=PARTIAL_COPY)

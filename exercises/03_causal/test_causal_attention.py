@@ -9,7 +9,7 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
+from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
                          SAME_DEVICE, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
@@ -49,7 +49,7 @@ def test_causal_attention_seed_123_matches_the_document():
     ca = m.CausalAttention(3, 2, 6, 0.0)
     call = "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)"
     got = call_checked(ca, batch, call=call, errors=MASK_ERRORS)
-    assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(ca, batch), otherwise=CREATION_ORDER)
+    assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(ca, batch), shown=creation_order(ca))
 
 
 def test_causal_attention_matches_attention_computed_from_its_own_weights():
@@ -128,11 +128,9 @@ def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only()
     torch.manual_seed(5)
     got = ca(x)
     assert_close(got, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
-                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED)],
-                 otherwise="apply self.dropout (nn.Dropout) once, to the attention weights, after the softmax")
+                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED)])
     ca.eval()
-    assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)],
-                 otherwise=DROPOUT_IN_EVAL)
+    assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)])
 
 
 def test_causal_attention_moved_to_float64_computes_in_float64_and_leaves_x_unchanged():

@@ -11,7 +11,7 @@ your 02_trainable_weights code.
 import torch
 import torch.nn as nn
 
-from kata_checks import (assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
+from kata_checks import (NOT_RENORMALIZED, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
                          load)
 
 # notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
@@ -52,7 +52,7 @@ def test_causal_mask_mask_and_renormalize_matches_the_document():
     assert_unchanged([untouched], [weights], call=call, names=["attn_weights"])
     masked = weights * torch.tril(torch.ones(6, 6))
     assert_close(got, CAUSAL_WEIGHTS, atol=1e-4, call=call,
-                 diagnoses=[(masked, "masked but not renormalized: divide every row by its sum after zeroing")])
+                 diagnoses=[(masked, NOT_RENORMALIZED)])
 
 
 def test_causal_mask_mask_future_scores_puts_minus_infinity_above_the_diagonal():

@@ -10,7 +10,7 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, CREATION_ORDER, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
+from kata_checks import (DROPOUT_NOT_APPLIED, assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
                          SAME_DEVICE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
@@ -68,7 +68,7 @@ def test_multihead_attention_seed_123_matches_the_reference_values():
     call = "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"
     got = call_checked(mha, batch, call=call, errors=MASK_ERRORS)
     assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(mha, batch, 2),
-                 otherwise=CREATION_ORDER)
+                 shown=creation_order(mha))
 
 
 def test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights():
@@ -111,6 +111,22 @@ def test_multihead_attention_runs_on_any_device():
     call = "MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)(x of shape (2, 5, 3))"
     got = call_on_any_device(mha, torch.rand(2, 5, 3), call=call, errors=MASK_ERRORS)
     check_tensor(got, call=call, shape=(2, 5, 4))
+
+
+def test_multihead_attention_applies_its_dropout_in_training_mode_only():
+    """dropout=0.5: in training mode the output differs from the output in eval mode (dropout is applied to the
+    attention weights); in eval mode it is the output of the same module built with dropout 0."""
+    m = load("multihead_attention")
+    x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(3))
+    mha = m.MultiHeadAttention(3, 4, 6, 0.5, num_heads=2)
+    call = "MultiHeadAttention(3, 4, 6, dropout=0.5, num_heads=2)"
+    with torch.no_grad():
+        in_eval = mha.eval()(x)
+        torch.manual_seed(5)
+        in_training = mha.train()(x)
+    if torch.allclose(in_training, in_eval):
+        fail(f"torch.manual_seed(5); {call}(x) in training mode", "returned the same output as in eval mode",
+             f"likely cause: {DROPOUT_NOT_APPLIED}")
 
 
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():

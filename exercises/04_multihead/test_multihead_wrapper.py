@@ -9,7 +9,7 @@ in the kata are relative to the repository root). The wrapper builds on your
 
 import torch
 
-from kata_checks import (assert_does_its_own_work, CREATION_ORDER, QKV_BIAS_IGNORED, assert_close, call_in_float64,
+from kata_checks import (assert_does_its_own_work, creation_order, QKV_BIAS_IGNORED, assert_close, call_in_float64,
                          call_on_any_device, check_tensor, fail, journey_batch, load)
 
 
@@ -22,7 +22,7 @@ def test_multihead_wrapper_seed_123_matches_the_document():
     )
     torch.manual_seed(123)
     mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
-    assert_close(mha(journey_batch()), torch.stack((row, row)), atol=1e-4, otherwise=CREATION_ORDER,
+    assert_close(mha(journey_batch()), torch.stack((row, row)), atol=1e-4, shown=creation_order(mha),
                  call="torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
@@ -50,15 +50,29 @@ def test_multihead_wrapper_runs_on_any_device():
 
 
 def test_multihead_wrapper_passes_qkv_bias_to_every_head():
+    """Each head's W_query, W_key and W_value have a bias exactly when qkv_bias says so. The cause is named only
+    when your CausalAttention itself honours qkv_bias (its own test checks that) and the heads are there."""
     m = load("multihead_wrapper")
     for bias in (True, False):
-        mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias=bias)
-        names = sorted(name for name, _ in mha.named_parameters())
-        biases = [name for name in names if name.endswith(".bias")]
-        if len(biases) != (6 if bias else 0):
-            fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias={bias}).named_parameters()",
-                 f"returned {names}", f"expected {'a bias for W_query, W_key, W_value of both heads' if bias else 'no bias'}",
-                 f"likely cause: {QKV_BIAS_IGNORED}")
+        call = f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias={bias})"
+        heads = list(getattr(m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, qkv_bias=bias), "heads", None) or [])
+        if len(heads) != 2:
+            fail(call + ".heads", f"holds {len(heads)} heads; expected 2 (see test_multihead_wrapper_holds_its_heads_in_a_module_list)")
+        own = load("causal_attention").CausalAttention(3, 2, 6, 0.0, qkv_bias=bias)
+        for i, head in enumerate(heads):
+            wrong = [n for n in NAMES if _has_bias(head, n) != bias]
+            if wrong:
+                honoured = all(_has_bias(own, n) == bias for n in NAMES)
+                fail(f"{call}.heads[{i}]", f"{', '.join(wrong)}: {'no bias' if bias else 'a bias'}; expected "
+                     f"{'a bias' if bias else 'none'}", f"likely cause: {QKV_BIAS_IGNORED}" if honoured else
+                     f"differs: your CausalAttention(3, 2, 6, 0.0, qkv_bias={bias}) itself gets it wrong (its own tests say why)")
+
+
+NAMES = ("W_query", "W_key", "W_value")
+
+
+def _has_bias(module, name: str) -> bool:
+    return getattr(getattr(module, name, None), "bias", None) is not None
 
 
 def test_multihead_wrapper_two_dim_wrapper_returns_two_dimensional_embeddings():

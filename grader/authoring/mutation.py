@@ -5,7 +5,7 @@ Two suites store their mistakes in this format:
 * ``tests/mutants/mutants.py`` (``MUTANTS``): what the HIDDEN tests must catch, each by its own
   exercise only (grader/tests/test_hidden_tests.py); benchmarks/run.py also uses them as the
   failing students of its class;
-* ``grader/tests/student_mistakes/mistakes.py`` (``MISTAKES``): what the PUBLIC tests must catch and
+* ``tests/mutants/student_mistakes.py`` (``MISTAKES``): what the PUBLIC tests must catch and
   name (grader/tests/test_public_tests.py).
 
 A patch is a dict:

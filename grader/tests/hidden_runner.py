@@ -3,7 +3,7 @@
 * ``run_hidden({job id: (impl dir, exercises or None)})`` runs the hidden tests of those exercises
   (all when None) on each dir, ``python -m pytest tests/... --impl=DIR`` as it were: one process
   imports torch and collects the hidden tests once, each run is a child forked from it, two at a
-  time (forked_pytest.py);
+  time (grader/authoring/forked_pytest.py);
 * ``overlay(mutant, dest)``: ``solutions/`` copied to ``dest`` with the mutant's patch applied;
 * ``over_standins(dest)``: ``solutions/`` with the stand-ins (tests/standins/) of the modules others
   build on, as a re-grade gives them;
@@ -20,13 +20,9 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from grader.authoring import mutation
+from grader.authoring import forked_pytest, mutation
 from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, exercise_of_test, load_rubric
 
-try:
-    from . import forked_pytest
-except ImportError:
-    import forked_pytest
 
 EXERCISES_DIR = REPO_ROOT / "exercises"
 TRIPWIRE_EXIT = 97

@@ -9,7 +9,7 @@ its causal masks. Each is applied to a copy of ``solutions/``, and every hidden 
 that can import the changed module (its own, and those built on it: hidden_runner.affected_by) must
 pass. A control, a real mistake judged by the same verdict, must be rejected.
 
-All the runs share one warm process (hidden_runner.run_hidden, forked_pytest.py).
+All the runs share one warm process (hidden_runner.run_hidden, grader/authoring/forked_pytest.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@
 (f) the stand-ins a re-grade gives (tests/standins/) are not the answer: they fail every core test of
     their own exercises; and a correct dependent over them passes all its tests.
 
-All the runs share one warm process (hidden_runner.run_hidden, forked_pytest.py): torch is imported
+All the runs share one warm process (hidden_runner.run_hidden, grader/authoring/forked_pytest.py): torch is imported
 once, each run is a forked child, two at a time.
 """
 
@@ -35,7 +35,7 @@ except ImportError:
 
 MUTANTS = mutation.load_mutants()
 EXERCISES = load_rubric().exercises
-MUTANT_KEYS = {*mutation.PATCH_KEYS, "mistake", "collateral"}
+MUTANT_KEYS = {*mutation.PATCH_KEYS, "mistake", "collateral", "cause", "also_named"}
 # (e): a mutant that changes nothing, and mutant 20 without the collateral it needs.
 _M20 = next(m for m in MUTANTS if m["name"] == "20_causal_mask_not_cut_to_tokens")
 CONTROLS = {

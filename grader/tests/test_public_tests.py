@@ -1,7 +1,11 @@
 """The public tests (``exercises/<group>/test_<module>.py``) catch the mistakes students make, and say which.
 
-* every mistake in ``student_mistakes/mistakes.py`` (a small patch to one reference solution, the
+* every mistake in ``tests/mutants/student_mistakes.py`` (a small patch to one reference solution, the
   format of grader/authoring/mutation.py) fails the public test it names, with a message that names the mistake;
+* every known mistake of the library (those two files' entries with a ``cause``, the mutants among them)
+  fails a public test whose "likely cause:" line names it, and no run of any library mistake shows a
+  "likely cause:" line that is not its own; ``exercises/known_results.json`` is what the library gives
+  (grader/authoring/known_results.py);
 * one public test file per exercise module, every test named after its module, so that
   ``pytest exercises -k <module>`` selects exactly that module's tests;
 * the shared checks (``exercises/kata_*.py``) and the public tests quote no solution line;
@@ -18,7 +22,7 @@ import ast
 
 import pytest
 
-from grader.authoring import mutation
+from grader.authoring import known_results, mutation
 from grader.rubric import REPO_ROOT, load_rubric
 
 try:
@@ -27,6 +31,7 @@ except ImportError:
     import public_runner as pr
 
 MISTAKES = pr.MISTAKES
+LIBRARY = pr.library()
 EXERCISE_IDS = list(load_rubric().exercises)
 MODULES = [ex.module for ex in load_rubric().exercises.values()]
 
@@ -62,6 +67,42 @@ def test_public_tests_catch_the_mistake_and_name_it(runs, mistake):
     for prefix in mistake.get("expect_passed", []):
         chosen = {name: status for name, (status, _) in results.items() if name.startswith(prefix)}
         assert chosen and all(s == "passed" for s in chosen.values()), (prefix, chosen)
+
+
+def _named(patch: dict) -> list[str]:
+    """What a "likely cause:" line of this mistake's runs may contain: its cause, its expected message, and
+    the other words it is documented to be named in."""
+    cause = [known_results.cause_text(patch)] if patch.get("cause") else []
+    return [*cause, *([patch["expect_message"]] if "expect_message" in patch else []), *patch.get("also_named", [])]
+
+
+def _causes(results: dict[str, tuple[str, str]]) -> list[str]:
+    return [line.strip()[len("likely cause: "):] for status, message in results.values() if status == "failed"
+            for line in message.splitlines() if line.strip().startswith("likely cause: ")]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("patch", LIBRARY, ids=[p["name"] for p in LIBRARY])
+def test_every_library_mistake_fails_a_public_test_that_names_it_and_no_other(runs, patch):
+    results = runs[patch["name"]]
+    assert "__error__" not in results, results.get("__error__")
+    causes, named = _causes(results), _named(patch)
+    assert any(n in c for c in causes for n in named), (
+        f"no 'likely cause:' line names {patch['name']} ({named}); the failing tests said: "
+        f"{ {t: m[-600:] for t, (st, m) in results.items() if st == 'failed'} }")
+    wrong = [c for c in causes if not any(n in c for n in named)]
+    assert not wrong, f"{patch['name']} is told a cause that is not its own: {wrong}"
+
+
+@pytest.mark.timeout(180)
+def test_the_known_results_are_what_the_library_gives(runs):
+    """exercises/known_results.json equals what the runs above recorded (so a student is told a cause only
+    where this library's mistake reproduces their result), and holds no code."""
+    assert all("__error__" not in runs[p["name"]] for p in LIBRARY)
+    data = known_results.known_results(pr.recorded(), [p for p in LIBRARY if p.get("cause")])
+    text = known_results.DATA_FILE.read_text(encoding="utf-8")
+    assert text == known_results.render(data), "out of date: run python -m grader.authoring.known_results"
+    assert not any(p["with"].strip() in text for p in LIBRARY if len(p["with"].strip()) > 25)
 
 
 def test_one_public_test_file_per_module_and_every_test_named_after_its_module():

@@ -31,8 +31,7 @@ def _outputs_equal(v1, v2, d_in, d_out, bias, call):
     r2.load_state_dict(v2.state_dict())
     x = torch.randn(2, 5, d_in, generator=torch.Generator().manual_seed(61))
     with torch.no_grad():
-        assert_close(r1(x), r2(x), atol=1e-6, call=call + ": SelfAttention_v1(x) vs SelfAttention_v2(x) after the copy",
-                     otherwise=COPY_NOT_TRANSPOSED)
+        assert_close(r1(x), r2(x), atol=1e-6, call=call + ": SelfAttention_v1(x) vs SelfAttention_v2(x) after the copy")
 
 
 @pytest.mark.core

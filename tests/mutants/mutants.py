@@ -10,11 +10,18 @@ Each mutant is a small patch to one reference module (format and applier: ``grad
   and lie inside one of its ``### BEGIN SOLUTION`` / ``### END SOLUTION`` regions;
 * ``collateral`` (optional): other exercises whose tests may legitimately fail too, because their
   module builds on this one; each must list ``exercise`` in its ``depends_on`` in rubric.json.
+* ``cause`` (optional): the "likely cause:" a student with this mistake must read: a message of
+  exercises/kata_mistakes.py by name, or the text. A mutant with a cause is a known mistake of the public
+  tests too (grader/authoring/known_results.py keeps its results; student_mistakes.py says what the
+  public tests must show, ``also_named`` included).
 
 Caught means: with the patch applied to a copy of ``solutions/``, at least one hidden test of
 ``exercise`` fails and no hidden test of any other exercise (outside ``collateral``) does
 (grader/tests/test_hidden_tests.py; see README.md beside this file).
 """
+
+import runpy
+from pathlib import Path
 
 # W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
 THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
@@ -36,6 +43,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "02_normalize_by_sum_ignores_dim",
+        "cause": "DIM_IGNORED",
         "exercise": "01_simple_attention/normalization",
         "mistake": "normalize_by_sum always divides by the sum over the first axis (dim=0) and "
                    "ignores its dim argument: right for a single row of scores, wrong for a matrix "
@@ -45,6 +53,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "03_softmax_stable_without_max",
+        "cause": "NO_MAX_SHIFT",
         "exercise": "01_simple_attention/normalization",
         "mistake": "softmax_stable forgets to subtract the maximum: it is the naive formula, so "
                    "scores like 1000 overflow to inf/nan.",
@@ -54,6 +63,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "04_context_vectors_without_softmax",
+        "cause": "NO_SOFTMAX",
         "exercise": "01_simple_attention/context_vectors",
         "mistake": "context_vectors weights the inputs with the raw dot-product scores, skipping the "
                    "softmax.",
@@ -71,6 +81,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "06_softmax_over_queries",
+        "cause": "WRONG_DIM",
         "exercise": "02_trainable_weights/scaled_attention",
         "mistake": "scaled_dot_product takes the softmax over the wrong dimension (dim=-2, the "
                    "queries): columns sum to 1, not rows.",
@@ -90,6 +101,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "08_v2_scaled_by_d_in",
+        "cause": "SCALED_BY_D_IN",
         "exercise": "02_trainable_weights/self_attention",
         "mistake": "SelfAttention_v2 scales the scores by the square root of the input dimension "
                    "(x.shape[-1] = d_in) instead of d_out.",
@@ -103,6 +115,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "09_copy_v2_to_v1_reshape_not_transpose",
+        "cause": "COPY_NOT_TRANSPOSED",
         "exercise": "02_trainable_weights/weight_transfer",
         "mistake": "copy_weights_v2_to_v1 reshapes nn.Linear's (d_out, d_in) weight to v1's (d_in, "
                    "d_out) shape instead of transposing it: the shapes fit, the numbers land in the "
@@ -143,6 +156,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "13_causal_mask_transposed",
+        "cause": "MASK_TRANSPOSED",
         "exercise": "03_causal/causal_mask",
         "mistake": "causal_mask builds the upper triangle (torch.triu) instead of the lower one: the "
                    "mask is transposed, every token may look at the future and not at the past.",
@@ -151,6 +165,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "14_mask_without_renormalizing",
+        "cause": "NOT_RENORMALIZED",
         "exercise": "03_causal/causal_mask",
         "mistake": "mask_and_renormalize zeroes the future weights after the softmax but forgets to "
                    "renormalize: rows sum to less than 1.",
@@ -168,6 +183,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "16_masked_with_zeros_not_inf",
+        "cause": "MASKED_WITH_ZEROS",
         "exercise": "03_causal/causal_mask",
         "mistake": "causal_attention_weights hides the future by zeroing the scores (torch.tril) "
                    "instead of setting them to -inf: exp(0) = 1, so future tokens still get weight "
@@ -177,6 +193,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "17_dropout_without_rescaling",
+        "cause": "NOT_RESCALED",
         "exercise": "03_causal/attention_dropout",
         "mistake": "dropout zeroes elements but forgets to scale the survivors by 1/(1-p).",
         "replace": "return x * keep.div_(1 - p)",
@@ -184,6 +201,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "18_dropout_ignores_training",
+        "cause": "DROPOUT_IGNORES_TRAINING",
         "exercise": "03_causal/attention_dropout",
         "mistake": "dropout ignores training=False: it drops elements in evaluation mode too.",
         "replace": "if not training or p == 0.0:",
@@ -200,6 +218,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "20_causal_mask_not_cut_to_tokens",
+        "cause": "MASK_NOT_CUT",
         "exercise": "03_causal/causal_attention",
         "mistake": "CausalAttention uses the full context_length x context_length mask without "
                    "cutting it to the number of tokens: works only when T == context_length.",
@@ -209,6 +228,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "21_causal_mask_after_softmax",
+        "cause": "MASK_AFTER_SOFTMAX",
         "exercise": "03_causal/causal_attention",
         "mistake": "CausalAttention applies the softmax first and then zeroes the future weights, "
                    "without renormalizing the rows.",
@@ -230,101 +250,8 @@ MUTANTS: list[dict] = [
         "collateral": ["04_multihead/multihead_wrapper"],
     },
     {
-        "name": "23_split_heads_bare_view",
-        "exercise": "04_multihead/head_split",
-        "mistake": "split_heads uses a bare x.view(b, num_heads, T, head_dim) without the transpose: "
-                   "the right shape, but tokens are mixed into heads.",
-        "replace": "return x.reshape(b, num_tokens, num_heads, d_out // num_heads).transpose(1, 2)",
-        "with": "return x.view(b, num_heads, num_tokens, d_out // num_heads)",
-    },
-    {
-        "name": "24_merge_heads_without_transpose",
-        "exercise": "04_multihead/head_split",
-        "mistake": "merge_heads reshapes (b, h, T, hd) straight to (b, T, h*hd) without moving the "
-                   "head axis back after the tokens.",
-        "replace": "return x.transpose(1, 2).reshape(b, num_tokens, num_heads * head_dim)",
-        "with": "return x.reshape(b, num_tokens, num_heads * head_dim)",
-    },
-    {
-        "name": "25_per_head_scores_reshaped_keys",
-        "exercise": "04_multihead/head_split",
-        "mistake": "per_head_scores reshapes the keys to (b, h, hd, T) instead of transposing their "
-                   "last two axes: the shapes fit, the numbers are scrambled.",
-        "replace": "return queries @ keys.transpose(2, 3)",
-        "with": "b, h, t, hd = keys.shape\n"
-                "    return queries @ keys.reshape(b, h, hd, t)",
-    },
-    {
-        "name": "26_wrapper_concat_on_token_dim",
-        "exercise": "04_multihead/multihead_wrapper",
-        "mistake": "MultiHeadAttentionWrapper concatenates the heads' outputs along the token "
-                   "dimension (dim=1) instead of the feature dimension (dim=-1).",
-        "replace": "return torch.cat([head(x) for head in self.heads], dim=-1)",
-        "with": "return torch.cat([head(x) for head in self.heads], dim=1)",
-    },
-    {
-        "name": "27_two_dim_wrapper_d_out_2",
-        "exercise": "04_multihead/multihead_wrapper",
-        "mistake": "two_dim_wrapper builds its heads with d_out=2, so the concatenated output is "
-                   "4-dimensional, not 2-dimensional (exercise 3.2 wants d_out=1 per head).",
-        "replace": "return MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)",
-        "with": "return MultiHeadAttentionWrapper(d_in, 2, context_length, dropout, num_heads=2)",
-    },
-    {
-        "name": "28_mha_scaled_by_d_out",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention scales the scores by the square root of d_out instead of "
-                   "head_dim.",
-        "replace": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
-        "with": "attn_weights = torch.softmax(attn_scores / self.d_out**0.5, dim=-1)",
-    },
-    {
-        "name": "29_mha_out_proj_not_applied",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention creates out_proj but returns the merged heads without applying "
-                   "it.",
-        "replace": "return self.out_proj(context)",
-        "with": "return context",
-    },
-    {
-        "name": "30_mha_mask_plain_attribute",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention stores the mask as a plain attribute (self.mask = ...) instead "
-                   "of register_buffer: it is missing from state_dict and does not follow "
-                   ".to(device).",
-        "replace": "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))",
-        "with": "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)",
-    },
-    {
-        "name": "31_mha_no_attention_dropout",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention creates self.dropout but never applies it to the attention "
-                   "weights.",
-        "replace": "        attn_weights = self.dropout(attn_weights)\n",
-        "with": "",
-    },
-    {
-        "name": "32_mha_split_by_bare_view",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention splits Q, K and V into heads with a bare .view(b, num_heads, "
-                   "T, head_dim) without the transpose, mixing tokens into heads.",
-        "replace": "queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
-                   "        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
-                   "        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
-        "with": "queries = self.W_query(x).view(b, self.num_heads, num_tokens, self.head_dim)\n"
-                "        keys = self.W_key(x).view(b, self.num_heads, num_tokens, self.head_dim)\n"
-                "        values = self.W_value(x).view(b, self.num_heads, num_tokens, self.head_dim)",
-    },
-    {
-        "name": "33_gpt2_attention_with_qkv_bias",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "gpt2_attention turns on qkv_bias, so the module has 2,362,368 parameters instead "
-                   "of the documented 2,360,064.",
-        "replace": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)",
-        "with": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12, qkv_bias=True)",
-    },
-    {
         "name": "34_softmax_stable_global_max",
+        "cause": "GLOBAL_MAX",
         "exercise": "01_simple_attention/normalization",
         "mistake": "softmax_stable subtracts the maximum of the whole tensor (scores.max()) instead of each "
                    "row's own maximum along dim: right while the rows' maxima are close, but a row far below the "
@@ -334,6 +261,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "35_dropout_keeps_with_probability_p",
+        "cause": "KEEP_PROB_SWAPPED",
         "exercise": "03_causal/attention_dropout",
         "mistake": "dropout draws the keep-mask with bernoulli_(p) instead of bernoulli_(1 - p): it keeps a "
                    "fraction p and drops 1 - p; at p = 0.5 nothing shows.",
@@ -359,21 +287,6 @@ MUTANTS: list[dict] = [
         "collateral": ["04_multihead/multihead_wrapper"],
     },
     {
-        "name": "38_wrapper_ignores_qkv_bias",
-        "exercise": "04_multihead/multihead_wrapper",
-        "mistake": "MultiHeadAttentionWrapper does not pass qkv_bias on to its CausalAttention heads.",
-        "replace": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
-        "with": "[CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)]",
-    },
-    {
-        "name": "39_mha_ignores_qkv_bias",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention accepts qkv_bias but builds W_query, W_key, W_value without it "
-                   "(bias=False): qkv_bias=True gives no biases.",
-        "replace": THREE_LINEARS,
-        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
-    },
-    {
         "name": "40_causal_attention_weights_in_place",
         "exercise": "03_causal/causal_mask",
         "mistake": "causal_attention_weights masks the caller's scores in place (masked_fill_) before the softmax: "
@@ -391,15 +304,6 @@ MUTANTS: list[dict] = [
                    "overwritten.",
         "replace": "return x * keep.div_(1 - p)",
         "with": "return x.mul_(keep.div_(1 - p))",
-    },
-    {
-        "name": "42_mha_asserts_divisibility",
-        "exercise": "04_multihead/multihead_attention",
-        "mistake": "MultiHeadAttention checks d_out % num_heads with assert, as the chapter's listing does, instead "
-                   "of raising the ValueError its docstring asks for.",
-        "replace": "if d_out % num_heads != 0:\n"
-                   "            raise ValueError(f\"d_out={d_out} must be divisible by num_heads={num_heads}\")",
-        "with": "assert d_out % num_heads == 0, \"d_out must be divisible by num_heads\"",
     },
     {
         "name": "43_score_matrix_preallocated_in_float32",
@@ -420,4 +324,69 @@ MUTANTS: list[dict] = [
         "with": "keys = x @ self.W_key.data\n",
         "collateral": ["02_trainable_weights/weight_transfer"],
     },
+    {
+        "name": "45_scores_keys_times_queries",
+        "cause": "KEYS_TIMES_QUERIES",
+        "exercise": "02_trainable_weights/scaled_attention",
+        "mistake": "scaled_dot_product computes keys @ queries.T (K Qᵀ) instead of queries @ keys.T: the scores "
+                   "are transposed, so each query attends with another query's scores.",
+        "replace": "attn_scores = queries @ keys.transpose(-2, -1)\n    attn_weights = torch.softmax(attn_scores / d_k**0.5",
+        "with": "attn_scores = keys @ queries.transpose(-2, -1)\n    attn_weights = torch.softmax(attn_scores / d_k**0.5",
+    },
+    {
+        "name": "46_dropout_divides_by_p",
+        "cause": "DIVIDED_BY_P",
+        "exercise": "03_causal/attention_dropout",
+        "mistake": "dropout divides the survivors by p instead of 1 - p.",
+        "replace": "return x * keep.div_(1 - p)",
+        "with": "return x * keep.div_(p)",
+    },
+    {
+        "name": "47_renormalize_by_column_sums",
+        "cause": "RENORMALIZED_BY_COLUMNS",
+        "exercise": "03_causal/causal_mask",
+        "mistake": "mask_and_renormalize divides by the column sums (dim=-2) instead of each row's sum.",
+        "replace": "return masked / masked.sum(dim=-1, keepdim=True)",
+        "with": "return masked / masked.sum(dim=-2, keepdim=True)",
+    },
+    {
+        "name": "48_causal_mask_tril_diagonal_1",
+        "cause": "TRIL_DIAGONAL_1",
+        "exercise": "03_causal/causal_mask",
+        "mistake": "causal_mask uses torch.tril(..., diagonal=1): every token also sees the next one.",
+        "replace": "return torch.tril(torch.ones(num_tokens, num_tokens))",
+        "with": "return torch.tril(torch.ones(num_tokens, num_tokens), diagonal=1)",
+    },
+    {
+        "name": "49_scaled_after_softmax",
+        "cause": "SCALED_AFTER_SOFTMAX",
+        "exercise": "02_trainable_weights/scaled_attention",
+        "mistake": "scaled_dot_product divides the attention weights by √d_k after the softmax instead of the "
+                   "scores before it.",
+        "replace": "attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)",
+        "with": "attn_weights = torch.softmax(attn_scores, dim=-1) / d_k**0.5",
+    },
+    {
+        "name": "52_v1_weights_randn",
+        "cause": "RANDN_FOR_RAND",
+        "exercise": "02_trainable_weights/self_attention",
+        "mistake": "SelfAttention_v1 draws its weights with torch.randn instead of torch.rand.",
+        "replace": "self.W_query = nn.Parameter(torch.rand(d_in, d_out))\n        self.W_key = nn.Parameter(torch.rand(d_in, d_out))\n"
+                   "        self.W_value = nn.Parameter(torch.rand(d_in, d_out))",
+        "with": "self.W_query = nn.Parameter(torch.randn(d_in, d_out))\n        self.W_key = nn.Parameter(torch.randn(d_in, d_out))\n"
+                "        self.W_value = nn.Parameter(torch.randn(d_in, d_out))",
+    },
+    {
+        "name": "53_causal_scaled_by_d_in",
+        "cause": "SCALED_BY_D_IN",
+        "exercise": "03_causal/causal_attention",
+        "collateral": ["04_multihead/multihead_wrapper"],
+        "mistake": "CausalAttention scales the scores by the square root of the input's size (x.shape[-1] = d_in) "
+                   "instead of d_k.",
+        "replace": "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+        "with": "attn_weights = torch.softmax(attn_scores / x.shape[-1] ** 0.5, dim=-1)",
+    },
 ]
+
+# The multi-head group's mutants live beside this file (a module over 450 lines is too long to read).
+MUTANTS += runpy.run_path(str(Path(__file__).with_name("mutants_multihead.py")))["MUTANTS"]

@@ -1,6 +1,6 @@
 """Many pytest runs, fast: one process imports torch and pytest once, each run is a fork()ed child.
 
-    python grader/tests/forked_pytest.py SPEC.json OUT.json
+    python grader/authoring/forked_pytest.py SPEC.json OUT.json
 
 ``SPEC.json``: ``{"parallel": 2, "timeout": 120, "sessions": [{"args": [...], "cwd": DIR, "forbid": [...],
 "jobs": [...]}, ...]}``. The driver imports torch (one thread), pytest and pytest's plugins once. For
@@ -8,8 +8,9 @@ each session, a child forked from it runs ``pytest.main(args)`` from ``cwd`` up 
 collection (which imports the test modules and their conftest files, never the code under test, which
 the tests load only while they run; none of the modules named in ``forbid`` may have been imported by
 then), and hands each job to a grandchild forked after the collection, ``parallel`` at a time. A job
-``{"id", "options", "path", "select", "kind"}`` sets the pytest options ``options`` (``{"impl": DIR}``
-for the hidden tests' ``--impl``), puts the folders ``path`` first on ``sys.path`` (where the tests'
+``{"id", "options", "path", "select", "kind", "env"}`` sets the pytest options ``options`` (``{"impl": DIR}``
+for the hidden tests' ``--impl``) and the environment variables ``env`` (where the kata's checks record
+what they were given: exercises/kata_known.py), puts the folders ``path`` first on ``sys.path`` (where the tests'
 bare-name imports find the code under test), and runs the collected tests whose node id starts with
 one of ``select`` (all when absent) and, with ``kind``, whose kind (tests/conftest.py) is that one,
 as pytest's own test loop does.
@@ -22,7 +23,8 @@ hidden tests' ``exercise`` property ("" elsewhere); ``output`` (the job's stdout
 when the exit code is not pytest's 0 or 1; ``rc`` is -1 when the job died or timed out, or when its
 session's collection failed.
 
-``run_sessions()`` is the API for the project's tests: it runs the driver in a subprocess.
+``run_sessions()`` is the API (for the project's tests, and for grader/authoring/known_results.py, which
+writes the known mistakes' results): it runs the driver in a subprocess.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve()
-REPO_ROOT = HERE.parents[2]
+REPO_ROOT = HERE.parents[2]  # grader/authoring/ -> the repository
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 # Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), and in-process capture
 # (each forked job has its own copy of it, where file-descriptor capture would share one file).
@@ -164,6 +166,7 @@ def _run_job(session, job: dict) -> dict:
     """In a job's process: the selected tests of the collected session, as pytest's own test loop runs them."""
     for name, value in (job.get("options") or {}).items():
         setattr(session.config.option, name, value)
+    os.environ.update(job.get("env") or {})
     sys.path[:0] = job.get("path") or []
     collector = _Collector()
     session.config.pluginmanager.register(collector)

@@ -6,6 +6,12 @@ with what the public tests must do once it is applied: ``exercises/<group>/test_
 whole group's folder when ``run`` is ``"group"``) must fail the test ``expect_test`` with a message
 containing ``expect_message``; every test whose name starts with one of ``expect_passed`` must still
 pass. ``grader/tests/test_public_tests.py`` proves it for every entry.
+
+Like the mutants (mutants.py), an entry may name its ``cause`` (a message of exercises/kata_mistakes.py, or
+the text): then it is a known mistake whose results the public tests keep (grader/authoring/known_results.py)
+and name when a student's result reproduces them. ``also_named``: other "likely cause:" lines its runs may
+show, each right for it (an exact check that names the same mistake in other words). Every "likely cause:"
+line of an entry's failing tests must contain its ``cause``, its ``expect_message`` or one of these.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "softmax_naive_ignores_dim",
+        "cause": "DIM_IGNORED",
         "exercise": "01_simple_attention/normalization",
         "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
         "with": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=-1, keepdim=True)",
@@ -36,6 +43,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "normalize_by_sum_without_keepdim",
+        "cause": "NO_KEEPDIM",
         "exercise": "01_simple_attention/normalization",
         "replace": "return scores / scores.sum(dim=dim, keepdim=True)",
         "with": "return scores / scores.sum(dim=dim)",
@@ -44,6 +52,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "softmax_stable_subtracts_the_global_max",
+        "cause": "GLOBAL_MAX",
         "exercise": "01_simple_attention/normalization",
         "replace": "shifted = scores - scores.amax(dim=dim, keepdim=True)",
         "with": "shifted = scores - scores.max()",
@@ -52,6 +61,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "context_vectors_softmax_over_columns",
+        "cause": "WRONG_DIM",
         "exercise": "01_simple_attention/context_vectors",
         "replace": "attn_weights = torch.softmax(attn_scores, dim=-1)",
         "with": "attn_weights = torch.softmax(attn_scores, dim=-2)",
@@ -60,6 +70,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "self_attention_v2_keys_dot_T",
+        "cause": "BATCH_DOT_T",
         "exercise": "02_trainable_weights/self_attention",
         "replace": "keys = self.W_key(x)\n        queries = self.W_query(x)\n        values = self.W_value(x)\n"
                    "        attn_scores = queries @ keys.transpose(-2, -1)",
@@ -94,6 +105,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "copy_v2_to_v1_reshape_not_transpose",
+        "cause": "COPY_NOT_TRANSPOSED",
         "exercise": "02_trainable_weights/weight_transfer",
         "replace": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
         "with": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.reshape(getattr(sa_v1, name).shape))",
@@ -133,10 +145,11 @@ MISTAKES: list[dict] = [
                 "-torch.inf)\n"
                 "    return torch.softmax(attn_scores / d_k**0.5, dim=-1)",
         "expect_test": "test_causal_mask_functions_keep_float64_and_leave_their_inputs_unchanged",
-        "expect_message": "modified its argument 'attn_scores' in place",
+        "expect_message": "an in-place operation on 'attn_scores'",
     },
     {
         "name": "dropout_keeps_with_probability_p",
+        "cause": "KEEP_PROB_SWAPPED",
         "exercise": "03_causal/attention_dropout",
         "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)",
         "with": "keep = torch.empty_like(x).bernoulli_(p)",
@@ -150,10 +163,11 @@ MISTAKES: list[dict] = [
         "replace": "return x * keep.div_(1 - p)",
         "with": "return x.mul_(keep.div_(1 - p))",
         "expect_test": "test_attention_dropout_keeps_float64_and_leaves_x_unchanged",
-        "expect_message": "modified its argument 'x' in place",
+        "expect_message": "an in-place operation on 'x'",
     },
     {
         "name": "dropout_nan_at_p_one",
+        "cause": "NAN_AT_P1",
         "exercise": "03_causal/attention_dropout",
         "replace": "    if p == 1.0:\n        return torch.zeros_like(x)\n",
         "with": "",
@@ -166,7 +180,7 @@ MISTAKES: list[dict] = [
         "replace": "if not 0.0 <= p <= 1.0:",
         "with": "if p > 1.0:",
         "expect_test": "test_attention_dropout_rejects_a_probability_outside_0_and_1[-0.1]",
-        "expect_message": "expected ValueError",
+        "expect_message": "check that 0 <= p <= 1 first",
     },
     {
         "name": "causal_attention_ignores_qkv_bias",
@@ -178,6 +192,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_never_applies_dropout",
+        "cause": "DROPOUT_NOT_APPLIED",
         "exercise": "03_causal/causal_attention",
         "replace": "        attn_weights = self.dropout(attn_weights)\n",
         "with": "",
@@ -202,6 +217,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "causal_attention_mask_not_cut_to_tokens",
+        "cause": "MASK_NOT_CUT",
         "exercise": "03_causal/causal_attention",
         "replace": "self.mask.bool()[:num_tokens, :num_tokens]",
         "with": "self.mask.bool()",
@@ -215,7 +231,7 @@ MISTAKES: list[dict] = [
         "with": "def forward(self, x: torch.Tensor) -> torch.Tensor",
         "run": "group",
         "expect_test": "test_causal_attention_seed_123_matches_the_document",
-        "expect_message": "cannot import causal_attention: SyntaxError in causal_attention.py",
+        "expect_message": "SyntaxError in causal_attention.py",
         "expect_passed": ["test_causal_mask_", "test_attention_dropout_"],
     },
     {
@@ -257,10 +273,12 @@ MISTAKES: list[dict] = [
         "replace": "torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
         "with": "torch.softmax(attn_scores / self.d_out**0.5, dim=-1)",
         "expect_test": "test_multihead_attention_seed_123_matches_the_reference_values",
-        "expect_message": "scaled by 1/√d_out = 1/√2",
+        "expect_message": "scaled by 1/√d_out",
     },
     {
         "name": "multihead_attention_forgets_out_proj",
+        "also_named": ["forward does not use ['out_proj.bias', 'out_proj.weight']"],
+        "cause": "NO_OUT_PROJ",
         "exercise": "04_multihead/multihead_attention",
         "replace": "return self.out_proj(context)",
         "with": "return context",

@@ -1,0 +1,154 @@
+"""What a failed check can say about a result: the known mistake it reproduces, else what differs.
+
+Besides the known results, two exact checks of the student's objects: ``creation_order`` (the order the
+layers are registered in, which a seeded test's weights depend on) and ``output_depends_on`` (whether a
+parameter without a gradient is used at all).
+
+The project keeps a library of realistic mistakes, each a small patch to the reference solution with
+the cause a student should read (``tests/mutants/``: not in the students' repository, which holds no
+answer). Every library mistake was run through these tests once, and what each check of a test was
+given (``got``) is kept, for the mistakes that change it, in ``known_results.json`` beside this file
+(written by ``python -m grader.authoring.known_results``; CI checks that it is current). When a check
+fails, ``causes()`` looks for a known mistake whose result on this very call equals yours (to the
+check's tolerance, same shape and dtype; for an error: the same error text): that mistake is then the
+likely cause. No match, no cause: the check says what differs instead (``differences()``).
+
+A result is found by its test and call (``test_causal_attention.py::test_...::CausalAttention(...)``), so
+the inputs are the test's own: every test starts from the same seed (``exercises/conftest.py``).
+
+``KATA_RECORD_RESULTS=FILE`` (set only by the library's runs) makes every check append what it was
+given to FILE, one JSON line each.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import kata_mistakes
+
+RECORD_ENV = "KATA_RECORD_RESULTS"
+DATA_FILE = Path(os.path.abspath(__file__)).parent / "known_results.json"  # beside the checks: exercises/ or tests/
+MAX_VALUES = 4096  # larger results are not kept (nor matched)
+
+
+def key(call: str) -> str | None:
+    """``file.py::test_name::call`` for the test running now, or None outside pytest."""
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    if not current:
+        return None
+    test = current.rsplit(" (", 1)[0].split("/")[-1]
+    return f"{test}::{call}"
+
+
+def encode(value: Any) -> dict | None:
+    """A result as plain JSON: a tensor by dtype, shape and values; an exception by its text; None if too big."""
+    if isinstance(value, BaseException):
+        return {"error": f"{type(value).__name__}: {value}"[:1000]}
+    if not isinstance(value, torch.Tensor) or value.numel() > MAX_VALUES or value.is_complex():
+        return None
+    flat = value.detach().to("cpu").reshape(-1).tolist()
+    values = [v if isinstance(v, (bool, int)) or math.isfinite(v) else str(v) for v in flat]
+    return {"dtype": str(value.dtype), "shape": list(value.shape), "values": values}
+
+
+def record(call: str, value: Any) -> None:
+    """Append what a check was given, under its test and call (only in the library's runs)."""
+    path, where = os.environ.get(RECORD_ENV), key(call)
+    if not path or where is None:
+        return
+    encoded = encode(value)
+    if encoded is not None:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": where, "got": encoded}) + "\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _known() -> dict[str, list[dict]]:
+    try:
+        return json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _same(got: Any, known: dict, atol: float, rtol: float) -> bool:
+    if "error" in known:
+        return isinstance(got, BaseException) and encode(got) == known
+    if not isinstance(got, torch.Tensor) or str(got.dtype) != known["dtype"] or list(got.shape) != known["shape"]:
+        return False
+    values = torch.tensor([float(v) for v in known["values"]], dtype=torch.float64).reshape(known["shape"])
+    return bool(torch.isclose(got.detach().to("cpu", torch.float64), values, atol=atol, rtol=rtol, equal_nan=True).all())
+
+
+def causes(call: str, got: Any, atol: float = 1e-4, rtol: float = 0.0) -> list[str]:
+    """The causes of the known mistakes whose result on this call equals ``got``; [] when none does."""
+    where = key(call)
+    found: list[str] = []
+    for known in _known().get(where, []) if where else []:
+        if known["cause"] not in found and _same(got, known["got"], max(atol, 1e-6), rtol):
+            found.append(known["cause"])
+    return found
+
+
+def differences(got: torch.Tensor, expected: torch.Tensor) -> list[str]:
+    """What differs between two tensors of one shape, named without guessing a cause: NaN, where the -inf
+    are, which rows differ, a constant ratio."""
+    found = []
+    g, e = got.to(torch.float64), expected.to(torch.float64)
+    if torch.isnan(g).any() and not torch.isnan(e).any():
+        found.append(f"NaN in {int(torch.isnan(g).sum())} of {g.numel()} places (0 × -inf, or a row all -inf before "
+                     "a softmax, gives NaN)")
+    neg_g, neg_e = torch.isinf(g) & (g < 0), torch.isinf(e) & (e < 0)
+    if not torch.equal(neg_g, neg_e):
+        found.append(f"the -inf entries: expected at {int(neg_e.sum())} positions, got at {int(neg_g.sum())}")
+    if g.dim() >= 2 and not found:
+        rows = ~torch.isclose(g, e, atol=1e-4, equal_nan=True).reshape(-1, g.shape[-1]).all(dim=-1)
+        if 0 < int(rows.sum()) < rows.numel():
+            found.append(f"rows (last dim) that differ: {int(rows.sum())} of {rows.numel()}, the first at row "
+                         f"{int(rows.nonzero()[0])} (in the flattened leading dims)")
+    finite = torch.isfinite(g) & torch.isfinite(e) & (e.abs() > 1e-6)
+    if not found and finite.any():
+        ratio = g[finite] / e[finite]
+        if torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-3):
+            found.append(f"got = expected × {float(ratio[0]):.4g} everywhere: a constant factor")
+    return found
+
+
+# The documents create W_query, W_key, W_value, then out_proj: a seeded module draws its weights in that order.
+DOCUMENTS_ORDER = ("W_query", "W_key", "W_value", "out_proj")
+
+
+def creation_order(module: Any) -> str | None:
+    """CREATION_ORDER when ``module`` (or a submodule) registers its query/key/value/out_proj layers in another
+    order than the documents (what a seeded test's weights depend on), else None. Read from the module's
+    parameter names, in the order ``named_parameters`` gives them (the order of registration)."""
+    try:
+        names = [name for name, _ in module.named_parameters()]
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause shown
+        return None
+    seen: dict[str, list[str]] = {}  # submodule path -> its layers in registration order
+    for name in names:
+        parts = name.split(".")  # "heads.0.W_query.weight", or "W_query" (a Parameter of its own)
+        layer, prefix = (parts[-2], ".".join(parts[:-2])) if len(parts) >= 2 else (parts[0], "")
+        if layer in DOCUMENTS_ORDER and layer not in seen.setdefault(prefix, []):
+            seen[prefix].append(layer)
+    wrong = any(order != [n for n in DOCUMENTS_ORDER if n in order] for order in seen.values())
+    return kata_mistakes.CREATION_ORDER if wrong else None
+
+
+def output_depends_on(module: Any, x: torch.Tensor, name: str) -> bool:
+    """Whether changing the parameter ``name`` changes ``module(x)`` (an exact check: no gradient asked)."""
+    param = dict(module.named_parameters())[name]
+    with torch.no_grad():
+        before = module(x).clone()
+        param.add_(1.0)
+        try:
+            return not torch.equal(module(x), before)
+        finally:
+            param.sub_(1.0)
