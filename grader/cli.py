@@ -2,9 +2,9 @@
 arguments and the code that turns them into a call of the grader and one line per outcome.
 
 Instructors: ``score`` (one submission), ``score-all`` (a class, into a CSV), ``merge`` (the CSVs of
-``score-all --shard`` runs), ``nbgrader`` (an nbgrader course's notebooks), ``release`` (the students'
-repository and the nbgrader course), ``gradescope-bundle``, ``isolation`` (which isolation grading gets
-here). Maintainers: ``dev check`` (what an exercise of the rubric still lacks). Students: ``check`` (their progress) and ``view`` (their attention weights), the standard library
+``score-all --shard`` runs), ``feedback`` (the feedback files again, from score-all's JSON reports),
+``nbgrader`` (an nbgrader course's notebooks), ``release`` (the students' repository and the nbgrader
+course), ``gradescope-bundle``, ``isolation`` (which isolation grading gets here). Maintainers: ``dev check`` (what an exercise of the rubric still lacks). Students: ``check`` (their progress) and ``view`` (their attention weights), the standard library
 only at import (grader/progress.py, grader/attention_view.py).
 
 Exit codes: 0 grading completed (whatever the score); 2 unusable command-line input (one line on
@@ -35,6 +35,7 @@ from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.grading.intake import SubmissionError
 from grader.reports.feedback import write_feedback
+from grader.reports.feedback_from_json import FeedbackInputError, report_files, rewrite_feedback
 from grader.reports.formats import FORMATS, render
 from grader.reports.json_report import dumps, to_json
 from grader.reports.visibility import VISIBILITIES
@@ -91,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
     add_gradebook_options(merge, "record every row in this nbgrader gradebook")
 
+    feedback = commands.add_parser("feedback", help="write the students' feedback files again from score-all's JSON "
+                                                    "reports, at any --visibility (nobody is graded)")
+    feedback.add_argument("json_dir", type=Path, metavar="JSON_DIR",
+                          help="score-all's (or merge's) --json-dir: one <student>.json per graded student")
+    add_feedback_options(feedback, "write each student's feedback (Markdown) to DIR/<student>.md (created)",
+                         required=True)
+
     release = commands.add_parser("release", help="write the student release and an nbgrader course to OUT")
     release.add_argument("out", type=Path, help="a new (or empty) folder")
 
@@ -140,8 +148,8 @@ def grade_options(args: argparse.Namespace) -> GradeOptions:
     return GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
 
 
-def add_feedback_options(parser: argparse.ArgumentParser, where: str) -> None:
-    parser.add_argument("--feedback-dir", type=Path, metavar="DIR", help=where)
+def add_feedback_options(parser: argparse.ArgumentParser, where: str, required: bool = False) -> None:
+    parser.add_argument("--feedback-dir", type=Path, metavar="DIR", required=required, help=where)
     parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
 
 
@@ -279,6 +287,26 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feedback(args: argparse.Namespace) -> int:
+    """The feedback files again from the JSON reports (grader/reports/feedback_from_json.py): a report that
+    gives none is a warning, the others are written; nothing written at all is one line and exit 2."""
+    try:
+        files = report_files(args.json_dir)  # refuse before creating anything
+    except FeedbackInputError as err:
+        raise UsageError(str(err)) from None
+    _make_dir(args.feedback_dir, "--feedback-dir")
+    with private_files():  # other people's feedback: readable by this user alone, as score-all's
+        done = rewrite_feedback(files, args.feedback_dir, args.visibility)
+    if not done.written:
+        why = done.problems[0] if len(files) == 1 else f"none of {len(files)} JSON files gave one ({done.problems[0]}; …)"
+        raise UsageError(f"no feedback file written to {args.feedback_dir}: {why}")
+    _say_warnings_and_outputs(done.problems, [])
+    failed = len(done.problems)
+    print(f"feedback ({args.visibility}): {len(done.written)} files written to {args.feedback_dir}"
+          + (f"; {failed} JSON file{'s' if failed > 1 else ''} gave none (above)" if failed else ""), file=sys.stderr)
+    return 0
+
+
 def cmd_isolation(args: argparse.Namespace) -> int:
     try:
         isolation = choose_isolation(args.sandbox, for_class=True, protect=False)  # a question: nothing changes
@@ -353,9 +381,9 @@ def cmd_nbgrader(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "release": cmd_release,
-            "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation, "check": cmd_check, "view": cmd_view,
-            "nbgrader": cmd_nbgrader, "dev": dev_check.run}
+COMMANDS = {"score": cmd_score, "score-all": cmd_score_all, "merge": cmd_merge, "feedback": cmd_feedback,
+            "release": cmd_release, "gradescope-bundle": cmd_gradescope_bundle, "isolation": cmd_isolation,
+            "check": cmd_check, "view": cmd_view, "nbgrader": cmd_nbgrader, "dev": dev_check.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,11 +7,14 @@ isolated workers. A job that crashes or exceeds a student's time limit is killed
 student becomes a row with status ``error`` and the reason, and the batch goes on.
 
 Nothing lost, nothing stale: each student's results are written as soon as they arrive, in this
-order: the JSON report (``--json-dir``), the feedback (``--feedback-dir``), the CSV row (flushed
-and synced), the gradebook row (``--gradebook``, committed). A run that starts over an existing
-CSV (a resume) keeps a row only when the student is still graded (``status`` ``graded``), their
-submission's content hash (``submission_sha256``) is unchanged, their JSON report is there (with
-``--json-dir``) and ``--only`` does not name them; everyone else is graded again. A last row cut
+order: the JSON report (``--json-dir``), the feedback (``--feedback-dir``; an error row's says why), the
+CSV row (flushed and synced), the gradebook row (``--gradebook``, committed). A run that writes no
+feedback file at all (every row kept from an earlier run) says so in a warning, which names the command
+that writes the kept students' feedback from their JSON reports (``python -m grader feedback``).
+
+A run that starts over an existing CSV (a resume) keeps a row only when the student is still graded
+(``status`` ``graded``), their submission's content hash (``submission_sha256``) is unchanged, their JSON
+report is there (with ``--json-dir``) and ``--only`` does not name them; everyone else is graded again. A last row cut
 short (a kill mid-write) is dropped, never joined with the next one. Rows of students no longer in
 the folder (or outside this ``--shard``) are kept, with a warning. The CSV (grader.classroom.grades_sheet)
 is rewritten, atomically, sorted by student name (code point order), when the run starts and when it
@@ -43,8 +46,8 @@ from grader.classroom.roster import in_shard, list_students, submission_hash
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports import class_summary
-from grader.reports.feedback import write_feedback
-from grader.safe_text import printable
+from grader.reports.feedback import write_error_feedback, write_feedback
+from grader.safe_text import escape_line, printable
 
 STUDENT_TIME_LIMIT = 600.0  # seconds for one student, whatever happens inside
 
@@ -63,7 +66,7 @@ class BatchOptions:
     student_time_limit: float = STUDENT_TIME_LIMIT
     only: frozenset[str] | None = None  # grade these students (again), keep everyone else's row
     shard: tuple[int, int] | None = None  # (K, N): the K-th of N slices, 1 <= K <= N
-    feedback_dir: Path | None = None  # grader.reports.feedback.write_feedback per graded student
+    feedback_dir: Path | None = None  # grader.reports.feedback's file per student graded (or in error) this run
     visibility: str = "full"
     gradebook: Path | None = None  # an nbgrader gradebook (sqlite file) written row by row
     assignment: str | None = None
@@ -84,6 +87,7 @@ class BatchSummary:
     warnings: list[str] = field(default_factory=list)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)  # the JSON reports of this run
     outputs: list[Path] = field(default_factory=list)  # what the class summary wrote
+    feedback: list[Path] = field(default_factory=list)  # the feedback files this run wrote
 
 
 @dataclass(frozen=True)
@@ -225,8 +229,21 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    summary.outputs = summarize(csv_path, summary.reports, summary.warnings)
+    summary.outputs = summarize(csv_path, summary.reports, summary.warnings, options.json_dir)
+    if options.feedback_dir is not None and not summary.feedback:
+        summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
+
+
+def no_feedback_warning(options: BatchOptions, kept: int) -> str:
+    """The one line of a run with ``--feedback-dir`` that wrote no feedback file: a resume keeps the rows
+    (and writes no feedback) of everyone already graded, so a new feedback folder stays empty."""
+    where = printable(str(options.feedback_dir))
+    if not kept:
+        return f"no feedback file written to {where}: no student was graded"
+    again = (f"python -m grader feedback {printable(str(options.json_dir))} --feedback-dir {where} writes theirs"
+             if options.json_dir is not None else "--force grades them again")
+    return f"no feedback file written to {where}: all {kept} rows were kept from an earlier run ({again})"
 
 
 def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: BatchSummary, jobs: list[Job],
@@ -238,6 +255,7 @@ def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: Bat
         gradebook = ClassGradebook(options.gradebook, options.assignment or "")  # may refuse: nothing written
         summary.warnings += gradebook.warnings
     rows = dict(work.kept)
+    paths = dict(work.queue)
     try:
         if gradebook is not None:
             for row in work.kept.values():  # a kill between the CSV and the gradebook loses nobody
@@ -247,7 +265,7 @@ def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: Bat
             writer = csv.DictWriter(out, fieldnames=csv_columns())
 
             def record(student: str, result: dict[str, Any]) -> None:
-                row = _record(student, result, work.hashes[student], options, summary)
+                row = _record(student, paths[student], result, work.hashes[student], options, summary)
                 # in rows before it can be on disk: the rewrite after an interrupt keeps what the file showed
                 rows[student] = row
                 writer.writerow(row)
@@ -266,7 +284,7 @@ def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: Bat
                 gradebook.close()
 
 
-def _record(student: str, result: dict[str, Any], sha256: str, options: BatchOptions,
+def _record(student: str, path: Path, result: dict[str, Any], sha256: str, options: BatchOptions,
             summary: BatchSummary) -> dict[str, str]:
     """Write a student's JSON report and feedback (or remove a stale report); their CSV row."""
     report = result.get("report")
@@ -284,16 +302,25 @@ def _record(student: str, result: dict[str, Any], sha256: str, options: BatchOpt
                 write_atomically(target, json.dumps(report, indent=2) + "\n")
             except OSError as err:
                 summary.warnings.append(f"no JSON report for {printable(student)}: {err}")
-        if options.feedback_dir is not None:
-            try:
-                write_feedback(student, report, options.feedback_dir, options.visibility)
-            except Exception as err:  # one student's feedback must not end the batch
-                summary.warnings.append(f"no feedback for {printable(student)}: {type(err).__name__}: {err}")
     else:
         summary.errors.append(student)
         if target is not None and (target.is_file() or target.is_symlink()):
             target.unlink()  # an earlier grade's report would contradict this row
+    if options.feedback_dir is not None:
+        try:
+            summary.feedback.append(
+                write_feedback(student, report, options.feedback_dir, options.visibility) if report is not None else
+                write_error_feedback(student, _for_the_student(str(result.get("error", "unknown error")), path),
+                                     options.feedback_dir))
+        except Exception as err:  # one student's feedback must not end the batch
+            summary.warnings.append(f"no feedback for {printable(student)}: {type(err).__name__}: {err}")
     return csv_row(student, result, sha256, options.grading_for(student))
+
+
+def _for_the_student(reason: str, path: Path) -> str:
+    """An error row's reason as the student's feedback tells it: their submission by its own name, not
+    by where it lies on the instructor's machine (the CSV keeps the whole path)."""
+    return reason.replace(escape_line(str(path)), escape_line(path.name))
 
 
 def _run(jobs: list[Job], queue: list[tuple[str, Path]], options: BatchOptions,
@@ -344,11 +371,13 @@ def _answer(job: Job, ready: bool, time_limit: float) -> dict[str, Any] | None:
     return result
 
 
-def summarize(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str]) -> list[Path]:
-    """Write the class summary beside ``csv_path`` (grader.reports.class_summary); the files it wrote. The
-    grades are written by then: a summary that fails is a warning, never an error that would hide them."""
+def summarize(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str],
+              json_dir: Path | None = None) -> list[Path]:
+    """Write the class summary beside ``csv_path`` (grader.reports.class_summary; from the whole CSV, the
+    students graded earlier read from ``json_dir``); the files it wrote. The grades are written by then: a
+    summary that fails is a warning, never an error that would hide them."""
     try:
-        return list(class_summary.write_summary(csv_path, reports))
+        return list(class_summary.write_summary(csv_path, reports, json_dir))
     except Exception as err:
         warnings.append(f"the class summary failed: {type(err).__name__}: {err}")
         return []

@@ -1,129 +1,49 @@
-"""The class summary an instructor reads after ``score-all``: beside ``grades.csv``,
-``grades-summary.md`` and ``grades-summary.html``.
+"""The class summary an instructor reads after ``score-all``, to tell what to teach next: beside
+``grades.csv``, ``grades-summary.md`` and ``grades-summary.html``.
 
-    write_summary(Path("grades.csv"), reports)   # reports: {student: JSON report} of this run
+    write_summary(Path("grades.csv"), reports, json_dir)   # reports: {student: JSON report} of this run
 
-From the CSV (every row, earlier runs and error rows included): per exercise (and the GPU-run
-check) how many students got full, partial and no points; the totals and their histogram; the
-students whose grading failed. From the JSON reports of this run: the hidden tests failed most.
+The numbers (grader/reports/class_numbers.py) cover the whole CSV, earlier runs of a resumed batch
+included, with the students' JSON reports from ``reports`` and ``json_dir``: per exercise (and the
+GPU-run check) how many students got full, partial, wrong (attempted, nothing earned) and not started;
+the totals and their histogram; the hidden tests failed most among the students who attempted them;
+the students whose grading failed; and a note where some graded student had no report to read.
 
 The HTML page embeds its plots as PNG data URIs (no file beside it to lose). matplotlib is an
 optional extra (``pip install -e ".[summary]"``); without it both files are written all the same,
 the page without plots and with a line saying how to get them.
 
 Student names and the CSV's messages are untrusted: their control characters, terminal escapes and
-bidi overrides are shown escaped (grader.safe_text) in both files.
+bidi overrides are shown escaped (grader.safe_text) in both files. No absolute path is shown: the CSV
+is named by its name, and the messages' paths are made relative (class_numbers.without_absolute_paths).
 """
 
 from __future__ import annotations
 
 import base64
-import csv
 import html
 import io
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.grades_sheet import unescaped
 from grader.files import write_atomically
-from grader.rubric import load_rubric
+from grader.reports.class_numbers import ClassSummary, summarize_class
 from grader.safe_text import escape_controls
 
-TOP_FAILED = 15
-BIN_WIDTH = 10
 NO_MATPLOTLIB = ('matplotlib is not installed, so this summary has no plots: '
                  'pip install -e ".[summary]" (or pip install matplotlib) adds them')
+# The exercise table's columns and the plot's bars: (heading, ExerciseCounts field, colour).
+COLUMNS = (("full", "full", "#59a14f"), ("partial", "partial", "#edc948"), ("wrong", "wrong", "#e15759"),
+           ("not started", "not_started", "#9c9c9c"), ("no points, no report", "unreported", "#d7c9b8"),
+           ("skipped", "skipped", "#e6e6e6"))
+OPTIONAL_COLUMNS = ("unreported", "skipped")  # shown only where some student is in them
+FAILED_MOST_SAYS = ("each test counted among the students who attempted its exercise (those who did not start "
+                    "it are left out), and only where failing it cost points")
 
 
-@dataclass
-class ExerciseCounts:
-    full: int = 0
-    partial: int = 0
-    none: int = 0
-    skipped: int = 0  # the GPU-run check when the run skipped it (its max_score was 0)
-
-
-@dataclass
-class ClassSummary:
-    csv_name: str
-    max_score: float
-    totals: dict[str, float]  # graded students only
-    errors: dict[str, str]  # student -> why the grading failed
-    exercises: dict[str, ExerciseCounts]  # exercise id (and "gpu_check") -> counts over graded students
-    failed_tests: list[tuple[str, int]]  # (test name, students failing it) from this run's reports
-    reports_in_run: int
-    bins: list[tuple[float, float, int]] = field(default_factory=list)  # (from, to, students)
-
-
-def _number(cell: str) -> float | None:
-    try:
-        return float(unescaped(cell))
-    except (TypeError, ValueError):
-        return None
-
-
-def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]]) -> ClassSummary:
-    """The numbers of the summary (see the module docstring)."""
-    rubric = load_rubric()
-    rows: dict[str, dict[str, str]] = {}
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            student = unescaped(row.get("student") or "")
-            if student:
-                rows[student] = row  # a student graded again (--force) counts once: the last row
-    totals: dict[str, float] = {}
-    errors: dict[str, str] = {}
-    exercises = {ex_id: ExerciseCounts() for ex_id in [*rubric.exercises, "gpu_check"]}
-    max_score = rubric.max_score
-    for student, row in rows.items():
-        if unescaped(row.get("status") or "") != "graded":
-            errors[student] = unescaped(row.get("message") or "") or "not graded"
-            continue
-        totals[student] = _number(row.get("score", "")) or 0.0
-        row_max = _number(row.get("max_score", ""))
-        # a row graded on some exercises only (grader nbgrader: one assignment's) leaves the others empty
-        graded_on = [ex_id for ex_id in rubric.exercises if row.get(ex_id, "") != ""]
-        exercise_points = sum(rubric.exercises[ex_id].points for ex_id in graded_on)
-        for ex_id in [*graded_on, "gpu_check"]:
-            counts = exercises[ex_id]
-            points = (rubric.exercises[ex_id].points if ex_id in rubric.exercises
-                      else (row_max if row_max is not None else max_score) - exercise_points)
-            score = _number(row.get(ex_id, "")) or 0.0
-            if points <= 0:
-                counts.skipped += 1
-            elif score >= points - 1e-6:
-                counts.full += 1
-            elif score > 0:
-                counts.partial += 1
-            else:
-                counts.none += 1
-    failures: Counter[str] = Counter()
-    for report in reports.values():
-        for test in report.get("tests", []):
-            if test.get("status") == "failed" and test.get("max_score", 0):
-                failures[test["name"]] += 1
-    failed = sorted(failures.items(), key=lambda item: (-item[1], item[0]))[:TOP_FAILED]
-    row_maxima = [m for student, row in rows.items() if student in totals
-                  for m in [_number(row.get("max_score", ""))] if m is not None and m > 0]
-    if row_maxima:  # a run with --gpu skip is out of 90, not 100
-        max_score = max(row_maxima)
-    summary = ClassSummary(Path(csv_path).name, max_score, totals, errors, exercises, failed, len(reports))
-    summary.bins = _bins(list(totals.values()), max_score)
-    return summary
-
-
-def _bins(values: list[float], max_score: float) -> list[tuple[float, float, int]]:
-    edges = list(range(0, int(max_score) + 1, BIN_WIDTH))
-    if edges[-1] < max_score:
-        edges.append(int(max_score))
-    bins = []
-    for i, low in enumerate(edges[:-1]):
-        high = edges[i + 1]
-        last = i == len(edges) - 2
-        bins.append((low, high, sum(1 for v in values if low <= v < high or (last and v >= high))))
-    return bins
+def _columns(summary: ClassSummary) -> list[tuple[str, str, str]]:
+    return [column for column in COLUMNS if column[1] not in OPTIONAL_COLUMNS
+            or any(getattr(counts, column[1]) for counts in summary.exercises.values())]
 
 
 def _stats(summary: ClassSummary) -> str:
@@ -136,26 +56,31 @@ def _stats(summary: ClassSummary) -> str:
             f"min {values[0]:g}, max {values[-1]:g} (out of {summary.max_score:g})")
 
 
+def _failed_most_from(summary: ClassSummary) -> str:
+    return f"From the graded students' JSON reports ({summary.reports_read} read): {FAILED_MOST_SAYS}."
+
+
 def _md_cell(text: str) -> str:
     return " ".join(escape_controls(str(text)).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
     lines = [f"# Class summary: {_md_cell(summary.csv_name)}", "", _stats(summary), ""]
-    if plots_note:
-        lines += [f"_{plots_note}_", ""]
-    lines += ["## Exercises", "", "| exercise | full | partial | none | skipped |", "| --- | ---: | ---: | ---: | ---: |"]
-    for ex_id, c in summary.exercises.items():
-        lines.append(f"| `{ex_id}` | {c.full} | {c.partial} | {c.none} | {c.skipped} |")
+    lines += [line for note in [plots_note, *summary.notes] if note for line in (f"_{_md_cell(note)}_", "")]
+    columns = _columns(summary)
+    lines += ["## Exercises", "", "| exercise | " + " | ".join(c[0] for c in columns) + " |",
+              "| --- |" + " ---: |" * len(columns)]
+    for ex_id, counts in summary.exercises.items():
+        lines.append(f"| `{ex_id}` | " + " | ".join(str(getattr(counts, c[1])) for c in columns) + " |")
     lines += ["", "## Totals", "", "```"]
     top = max((count for _, _, count in summary.bins), default=0)
     for low, high, count in summary.bins:
         bar = "#" * (round(40 * count / top) if top else 0)
         lines.append(f"{low:>3g}-{high:<3g} {count:>4} {bar}")
-    lines += ["```", "", f"## Hidden tests failed most (from the {summary.reports_in_run} reports of this run)", ""]
+    lines += ["```", "", "## Hidden tests failed most", "", _failed_most_from(summary), ""]
     if summary.failed_tests:
-        lines += ["| test | students failing |", "| --- | ---: |"]
-        lines += [f"| `{_md_cell(name)}` | {count} |" for name, count in summary.failed_tests]
+        lines += ["| test | students failing | of those who attempted it |", "| --- | ---: | ---: |"]
+        lines += [f"| `{_md_cell(name)}` | {count} | {attempted} |" for name, count, attempted in summary.failed_tests]
     else:
         lines.append("none")
     if summary.errors:
@@ -193,8 +118,8 @@ def _plots(summary: ClassSummary) -> list[tuple[str, str]] | None:
     bars = Figure(figsize=(7, 0.35 * len(ids) + 1.2))
     bx = bars.add_subplot()
     left = [0] * len(ids)
-    for label, colour in (("full", "#59a14f"), ("partial", "#edc948"), ("none", "#e15759"), ("skipped", "#bab0ac")):
-        values = [getattr(summary.exercises[i], label) for i in ids]
+    for label, attribute, colour in _columns(summary):
+        values = [getattr(summary.exercises[i], attribute) for i in ids]
         bx.barh(ids, values, left=left, color=colour, label=label)
         left = [a + b for a, b in zip(left, values)]
     bx.invert_yaxis()
@@ -208,6 +133,33 @@ def _html(text: object, quote: bool = True) -> str:
     return html.escape(escape_controls(str(text)), quote)
 
 
+def _html_tables(summary: ClassSummary) -> list[str]:
+    """The page's tables: exercises, totals, hidden tests failed most, not graded."""
+    e, columns = _html, _columns(summary)
+    parts = ["<h2>Exercises</h2>", "<table><tr><th>exercise</th>" + "".join(f"<th>{e(c[0])}</th>" for c in columns)
+             + "</tr>"]
+    parts += [f"<tr><td><code>{e(ex_id)}</code></td>" + "".join(
+        f'<td class="n">{getattr(counts, c[1])}</td>' for c in columns) + "</tr>"
+        for ex_id, counts in summary.exercises.items()]
+    parts.append("</table>")
+    parts += ["<h2>Totals</h2>", "<table><tr><th>points</th><th>students</th></tr>"]
+    parts += [f'<tr><td>{low:g}&ndash;{high:g}</td><td class="n">{count}</td></tr>' for low, high, count in summary.bins]
+    parts.append("</table>")
+    parts.append(f"<h2>Hidden tests failed most</h2><p>{e(_failed_most_from(summary))}</p>")
+    if summary.failed_tests:
+        parts.append("<table><tr><th>test</th><th>students failing</th><th>of those who attempted it</th></tr>")
+        parts += [f'<tr><td><code>{e(name)}</code></td><td class="n">{count}</td><td class="n">{attempted}</td></tr>'
+                  for name, count, attempted in summary.failed_tests]
+        parts.append("</table>")
+    else:
+        parts.append("<p>none</p>")
+    if summary.errors:
+        parts.append("<h2>Not graded</h2><table><tr><th>student</th><th>why</th></tr>")
+        parts += [f"<tr><td>{e(s)}</td><td>{e(why)}</td></tr>" for s, why in sorted(summary.errors.items())]
+        parts.append("</table>")
+    return parts
+
+
 def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None) -> str:
     e = _html
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -216,31 +168,12 @@ def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None) -> str:
              "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .6em}"
              "td.n{text-align:right}code{font-size:90%}.note{color:#a33}img{max-width:100%}</style>",
              "</head><body>", f"<h1>Class summary: {e(summary.csv_name)}</h1>", f"<p>{e(_stats(summary))}</p>"]
+    parts += [f'<p class="note">{e(note, quote=False)}</p>' for note in summary.notes]
     if plots is None:
         parts.append(f'<p class="note">{e(NO_MATPLOTLIB, quote=False)}</p>')
     else:
         parts += [f'<figure><img alt="{e(title)}" src="{uri}"></figure>' for title, uri in plots]
-    parts += ["<h2>Exercises</h2>", "<table><tr><th>exercise</th><th>full</th><th>partial</th><th>none</th>"
-              "<th>skipped</th></tr>"]
-    for ex_id, c in summary.exercises.items():
-        parts.append(f'<tr><td><code>{e(ex_id)}</code></td><td class="n">{c.full}</td><td class="n">{c.partial}</td>'
-                     f'<td class="n">{c.none}</td><td class="n">{c.skipped}</td></tr>')
-    parts.append("</table>")
-    parts += ["<h2>Totals</h2>", "<table><tr><th>points</th><th>students</th></tr>"]
-    parts += [f'<tr><td>{low:g}&ndash;{high:g}</td><td class="n">{count}</td></tr>' for low, high, count in summary.bins]
-    parts.append("</table>")
-    parts.append(f"<h2>Hidden tests failed most</h2><p>from the {summary.reports_in_run} reports of this run</p>")
-    if summary.failed_tests:
-        parts.append("<table><tr><th>test</th><th>students failing</th></tr>")
-        parts += [f'<tr><td><code>{e(name)}</code></td><td class="n">{count}</td></tr>'
-                  for name, count in summary.failed_tests]
-        parts.append("</table>")
-    else:
-        parts.append("<p>none</p>")
-    if summary.errors:
-        parts.append("<h2>Not graded</h2><table><tr><th>student</th><th>why</th></tr>")
-        parts += [f"<tr><td>{e(s)}</td><td>{e(why)}</td></tr>" for s, why in sorted(summary.errors.items())]
-        parts.append("</table>")
+    parts += _html_tables(summary)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -251,9 +184,11 @@ def summary_paths(csv_path: Path) -> tuple[Path, Path]:
     return (csv_path.with_name(f"{csv_path.stem}-summary.html"), csv_path.with_name(f"{csv_path.stem}-summary.md"))
 
 
-def write_summary(csv_path: Path, reports: dict[str, dict[str, Any]]) -> list[Path]:
-    """Write the summary beside ``csv_path``; returns [the HTML page, the Markdown file]."""
-    summary = summarize_class(csv_path, reports)
+def write_summary(csv_path: Path, reports: dict[str, dict[str, Any]], json_dir: Path | None = None) -> list[Path]:
+    """Write the summary beside ``csv_path``; returns [the HTML page, the Markdown file]. ``reports``: this
+    run's JSON reports; ``json_dir``: where every graded student's report lies (score-all's --json-dir),
+    so that a resumed run's summary covers the students of earlier runs too."""
+    summary = summarize_class(csv_path, reports, json_dir)
     plots = _plots(summary)
     html_path, md_path = summary_paths(csv_path)
     write_atomically(html_path, to_html(summary, plots))

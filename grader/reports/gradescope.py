@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.reports.sources import readable_sources
 from grader.reports.json_report import dumps
 from grader.reports.visibility import check_visibility, gpu_line, redact, wrap
 from grader.safe_text import escape_controls as _safe
@@ -38,11 +39,12 @@ def to_gradescope(report: dict[str, Any], visibility: str = "full") -> dict[str,
 
 def _test(entry: dict[str, Any], gpu: dict[str, Any], visibility: str) -> dict[str, Any]:
     """One of the report's ``tests`` as Gradescope shows it; no ``output`` when there is nothing to show."""
-    test = {**entry, "name": _safe(str(entry["name"])), "visibility": "visible"}
+    test = {**{k: v for k, v in entry.items() if k != "kind"}, "name": _safe(readable_sources(str(entry["name"]))),
+            "visibility": "visible"}
     if test["name"] == "gpu_check":
         test["output"] = gpu_line(gpu, visibility)
     else:
-        test["output"] = wrap(redact(_safe(str(entry.get("output", ""))), visibility))
+        test["output"] = wrap(redact(readable_sources(_safe(str(entry.get("output", "")))), visibility))
     if not test["output"]:
         del test["output"]
     return test

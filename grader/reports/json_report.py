@@ -19,8 +19,10 @@ reaches the instructor's terminal, a feedback file or Gradescope.
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Collection
 
+from grader.authoring.stubs import CODE_STUB, PLACEHOLDER, SECTION_PLACEHOLDER
 from grader.grading.results import GradeReport
 from grader.safe_text import escape_controls as _safe
 
@@ -33,7 +35,7 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
         if not result.outcomes:  # the exercise's tests never ran: one line says why
             entries.append(
                 {"name": ex_id, "score": 0.0, "max_score": result.max_score, "status": "failed",
-                 "output": _safe(result.message)[:MAX_OUTPUT]}
+                 "output": _safe(result.message)[:MAX_OUTPUT], "kind": "core"}
             )
         for outcome in result.outcomes:
             test_name = outcome.nodeid.split("::", 1)[-1]
@@ -43,6 +45,7 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
                     "score": round(outcome.points, 4),
                     "max_score": round(outcome.max_points, 4),
                     "status": "passed" if outcome.passed else "failed",
+                    "kind": outcome.kind,  # core | printed | edge (tests/conftest.py): the summary counts by it
                     "output": _safe(outcome.message)[:MAX_OUTPUT],
                 }
             )
@@ -50,7 +53,7 @@ def _test_entries(report: GradeReport) -> list[dict[str, Any]]:
     entries.append(
         {"name": "gpu_check", "score": gpu.score, "max_score": gpu.max_score,
          "status": "passed" if gpu.score >= gpu.max_score else "failed",
-         "output": _safe(f"[{gpu.status}, {gpu.device}] {gpu.message}")}
+         "output": _safe(f"[{gpu.status}, {gpu.device}] {gpu.message}"), "kind": "gpu_check"}
     )
     return entries
 
@@ -89,6 +92,44 @@ def says_only_passed(exercise: dict[str, Any]) -> bool:
     passed"). A re-graded exercise that passed says over which stand-in (grader/grading/scoring.py),
     so the text table and the feedback show its message."""
     return exercise["status"] == "passed" and str(exercise.get("message", "")).startswith("all ")
+
+
+# A hidden test's output when the student's code raised a stub's own NotImplementedError (the message the
+# stub generator writes, grader/authoring/stubs.py: its README section names the stub's module), or nbgrader's
+# bare one; and when a kata module was not handed in.
+_STUB_RAISE = re.escape(re.search(r'raise NotImplementedError\("(.*)"\)', CODE_STUB).group(1))
+_STUB_ERROR = re.compile("NotImplementedError: " + _STUB_RAISE.replace(PLACEHOLDER, r"[\w.]+").replace(
+    SECTION_PLACEHOLDER, r"(?P<section>[^\n]*)") + r"(?:\n|$)")
+_BARE_STUB = re.compile(r"NotImplementedError:?\s*(?:\n|$)")
+_MISSING = re.compile(r"ModuleNotFoundError: No module named '(\w+)'(?:\n|$)")
+
+
+def stopped_at(ex_id: str, tests: list[dict[str, Any]], kata_modules: Collection[str]) -> tuple[set[str], set[str]] | None:
+    """Not started: ``(stubs, missing)``, the kata modules whose stub every failed test of exercise ``ex_id``
+    (``tests``: its entries of the report) stopped at, and those not handed in, when it earned nothing and
+    every failed test stopped so; else None. One definition for the feedback and the class summary.
+
+    A test that passed and earned nothing is no sign of work (a stub's device tests, left to the GPU-run
+    check, pass so). The module may be another one the exercise builds on (weight_transfer's tests build
+    a SelfAttention_v2 first)."""
+    module = ex_id.rsplit("/", 1)[-1]
+    failed = [t for t in tests if t.get("status") == "failed"]
+    if not failed or any(t.get("score") for t in tests):
+        return None
+    stubs, missing = set(), set()
+    for test in failed:
+        output = str(test.get("output", "")).lstrip()
+        raised, absent = _STUB_ERROR.match(output), _MISSING.match(output)
+        if raised is not None:
+            named = re.search(r"'(\w+)'", raised.group("section"))  # "exercises/03_causal/README.md, section 'causal_mask'"
+            stubs.add(named.group(1) if named else module)
+        elif _BARE_STUB.match(output):
+            stubs.add(module)
+        elif absent is not None and absent.group(1) in kata_modules:
+            missing.add(absent.group(1))
+        else:
+            return None
+    return stubs, missing
 
 
 def dumps(data: dict[str, Any]) -> str:

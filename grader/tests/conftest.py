@@ -131,4 +131,4 @@ def no_class_summary(monkeypatch):
     """score_all in this process without its class summary page (matplotlib plots, about 0.5 s a run):
     for the tests of the batch's bookkeeping, which run it again and again (their pytestmark names it);
     test_summary.py tests the page."""
-    monkeypatch.setattr("grader.reports.class_summary.write_summary", lambda csv_path, reports: [])
+    monkeypatch.setattr("grader.reports.class_summary.write_summary", lambda csv_path, reports, json_dir=None: [])

@@ -268,7 +268,7 @@ for line in sys.stdin:
     exercises = {ex_id: {"score": ex.points * fraction, "max_score": ex.points, "status": status, "message": ""}
                  for ex_id, ex in rubric.exercises.items()}
     score = sum(e["score"] for e in exercises.values())
-    gpu_test = {"name": "gpu_check", "score": 0.0, "max_score": 0.0, "status": "passed", "output": "[skipped, none] "}
+    gpu_test = {"name": "gpu_check", "score": 0.0, "max_score": 0.0, "status": "passed", "output": "[skipped, none] ", "kind": "gpu_check"}
     print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
         "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [gpu_test], "exercises": exercises,
         "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
@@ -318,7 +318,7 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
     status, by default passed with full points, else failed."""
     rubric, scores, messages = load_rubric(), scores or {}, messages or {}
     entries = [{"name": name, "score": score, "max_score": top, "status": "passed" if score >= top else "failed",
-                "output": output} for name, score, top, output in tests]
+                "output": output, "kind": "core"} for name, score, top, output in tests]
     exercises = {}
     for ex_id, ex in rubric.exercises.items():
         score = scores.get(ex_id, round(ex.points * fraction, 4))
@@ -331,10 +331,11 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
     check = ({"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": gpu_message}
              if gpu is None else
              {"score": round(rubric.gpu_points * gpu, 4), "max_score": rubric.gpu_points,
-              "status": gpu_status or ("passed" if gpu >= 1 else "failed"), "device": "meta", "message": gpu_message})
+              "status": gpu_status or ("passed" if gpu >= 1 else "failed"), "device": "cuda:0 (simulated: no CUDA here)",
+              "message": gpu_message})
     entries.append({"name": "gpu_check", "score": check["score"], "max_score": check["max_score"],
                     "status": "passed" if check["score"] >= check["max_score"] else "failed",
-                    "output": f"[{check['status']}, {check['device']}] {check['message']}"})
+                    "output": f"[{check['status']}, {check['device']}] {check['message']}", "kind": "gpu_check"})
     return {"submission": "sub", "score": round(sum(e["score"] for e in exercises.values()) + check["score"], 2),
             "max_score": round(sum(e["max_score"] for e in exercises.values()) + check["max_score"], 2),
             "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "tests": entries,

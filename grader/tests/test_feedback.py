@@ -1,18 +1,26 @@
-"""grader.reports.feedback and the --visibility levels (grader.reports.visibility.redact), also in Gradescope's results.json."""
+"""grader.reports.feedback and the --visibility levels (grader.reports.visibility.redact), also in Gradescope's
+results.json; the documents by their names (grader.reports.sources), the stubs' one line per module, an error
+row's feedback, and ``python -m grader feedback`` (grader.reports.feedback_from_json)."""
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from grader import cli
+from grader.classroom import score_all as batch
 from grader.files import private_files
-from grader.reports.feedback import feedback_filename, feedback_text, write_feedback
+from grader.grading.options import GradeOptions
+from grader.reports.feedback import feedback_filename, feedback_text, sections, write_feedback
 from grader.reports.gradescope import to_gradescope
+from grader.reports.sources import document_names, readable_sources
 from grader.reports.visibility import redact, wrap
-from grader.rubric import load_rubric
-from grader.tests.support import fake_report
+from grader.rubric import EXERCISES_DIR, TESTS_DIR, load_rubric
+from grader.tests.support import fake_class, fake_report
 
 MASK = "03_causal/causal_mask"
 VALUES = ", ".join(f"0.{1000 + i}" for i in range(36))
@@ -157,13 +165,198 @@ def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Pat
     text = (out / "13_causal_mask_transposed.md").read_text()
     for written in (tmp_path / "r.json", out / "13_causal_mask_transposed.md"):  # another student's grades
         assert written.stat().st_mode & 0o077 == 0, oct(written.stat().st_mode)
-    failing = [t for t in data["tests"] if t["status"] == "failed" and t["name"].startswith("03_causal/causal_attention: ")]
-    assert len(failing) >= 2  # (its module is missing from the mutant)
+    failing = [t for t in data["tests"] if t["status"] == "failed" and t["name"].startswith(f"{MASK}: ")]
+    assert len(failing) >= 2
     for test in failing:  # every failing test of an exercise, not just the first
         assert f"`{test['name'].split(': ', 1)[1]}`" in text
+    # causal_attention.py is missing from the mutant: one line, not each of its tests
+    assert "- causal_attention: not handed in (every test raised ModuleNotFoundError" in text
+    assert "`test_printed_seed123`" not in text
     shown = [t["output"] for t in data["tests"] if "expected shape" in t.get("output", "") and "[" in t["output"]]
     assert shown, "the mutant's messages carry tensor values to hide"
     assert "expected shape" in text and "[…]" in text and "called " in text
     for test in results["tests"]:
         assert "[0." not in test.get("output", "") and "[-0." not in test.get("output", "")
     assert not any("[0." in line for line in text.splitlines())
+
+
+# --- the documents by the names students know them by -------------------------------------------------
+
+
+def test_the_documents_table_names_every_document_the_hidden_tests_cite():
+    """grader.reports.sources reads the names from exercises/documents/README.md: all of the oracle's
+    documents, each a file students have."""
+    cited = json.loads((TESTS_DIR / "fixtures" / "printed_tensors.json").read_text())["documents"]
+    names = document_names()
+    assert set(names) == set(cited) - {"README"}, names
+    assert all(cited[number].startswith(number + "_") for number in names)
+    assert all((EXERCISES_DIR / "documents" / name).is_file() for name in names.values()), names
+
+
+def test_labels_and_test_ids_name_the_documents_as_students_know_them():
+    names = document_names()
+    assert readable_sources("called causal_mask(6)  [001 In[818]]:") == f"called causal_mask(6)  [{names['001']}, In [818]]:"
+    assert readable_sources("x  [000 3.5.1, 001 In[820]]") == f"x  [{names['000']}, 3.5.1; {names['001']}, In [820]]"
+    assert readable_sources("y  [003 In[14]-[15]; seed 123]") == f"y  [{names['003']}, In [14]-[15]; seed 123]"
+    assert readable_sources("test_p[000-journey-query2]") == f"test_p[{names['000']}, journey-query2]"
+    assert readable_sources("[004; all six queries]") == f"[{names['004']}; all six queries]"
+    untouched = "[1000, 1001, 999] [0.000, -inf] [004_seeded.txt] test_r[float32] [007 x]"
+    assert readable_sources(untouched) == untouched
+
+    data = fake_report({MASK: 0.0}, [(f"{MASK}: test_values[001-seed789]", 0.0, 1.0,
+                                      "called causal_mask(6)  [001 In[818]]:\n  expected shape (6, 6): [[1.0, 0.0]]")])
+    for visibility in ("full", "scores"):
+        text = feedback_text("alice", data, visibility)
+        assert f"`test_values[{names['001']}, seed789]`" in text and "001" not in text, text
+    assert f"called causal_mask(6)  [{names['001']}, In [818]]:" in feedback_text("alice", data, "full")
+
+
+# --- the stubs: one line per module ------------------------------------------------------------------
+
+
+def stub_error(ex_id: str) -> str:
+    """The output of a hidden test whose call reached the stub of ``ex_id`` as handed out (its first
+    ``raise NotImplementedError("...")`` in exercises/), as a grading reports it."""
+    tree = ast.parse((EXERCISES_DIR / f"{ex_id}.py").read_text())
+    message = next(node.exc.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Raise)
+                   and isinstance(node.exc, ast.Call) and getattr(node.exc.func, "id", "") == "NotImplementedError")
+    return f"NotImplementedError: {message}\n  (raised at {ex_id}.py:36 in f)"
+
+
+# Whose stub a hidden test of an exercise reaches first, where it is not the exercise's own (as a grading of
+# the stubs shows: weight_transfer's tests build a SelfAttention_v2 first).
+STOPS_FIRST_IN = {"02_trainable_weights/weight_transfer": "02_trainable_weights/self_attention"}
+
+
+def stubs_report() -> dict:
+    """Every module a stub, as handed in."""
+    rubric = load_rubric()
+    tests = [(f"{ex_id}: test_{i}", 0.0, 1.0, stub_error(STOPS_FIRST_IN.get(ex_id, ex_id)))
+             for ex_id in rubric.exercises for i in range(8)]
+    return fake_report({ex_id: 0.0 for ex_id in rubric.exercises}, tests)
+
+
+@pytest.mark.parametrize("visibility", ["full", "messages", "scores"])
+def test_a_student_who_handed_in_the_stubs_reads_one_line_per_module(visibility):
+    rubric = load_rubric()
+    text = feedback_text("bob", stubs_report(), visibility)
+    assert "not written yet" not in text and "Failing tests" not in text and len(text) < 4000, len(text)
+    lines = text.splitlines()
+    for ex_id in rubric.exercises:
+        module = ex_id.split("/")[1]
+        own = ([f"- {module}: waits for self_attention (every test raised NotImplementedError from its stub)"]
+               if module == "weight_transfer" else
+               [f"- {module}: not started (every test raised NotImplementedError from the stub)"])
+        assert [line for line in lines if line.startswith(f"- {module}:")] == own, text
+        assert f"| `{ex_id}` | 0 / {rubric.exercises[ex_id].points:g} | failed |" in lines
+    assert "## Not started" in lines
+
+
+def test_only_an_exercise_whose_every_test_hit_a_stub_or_a_missing_module_is_one_line():
+    data = stubs_report()
+    ours = [t for t in data["tests"] if t["name"].startswith(MASK + ": ")]
+    ours[0]["output"] = "called causal_mask(6):\n  expected shape (6, 6), got (5, 5)"  # one test got past the stub
+    attention = [t for t in data["tests"] if t["name"].startswith("03_causal/causal_attention: ")]
+    for test in attention:
+        test["output"] = "ModuleNotFoundError: No module named 'causal_attention'"  # not handed in
+    dropout = [t for t in data["tests"] if t["name"].startswith("03_causal/attention_dropout: ")]
+    for test in dropout:
+        test["output"] = "ModuleNotFoundError: No module named 'numpyy'"  # the student's own import: theirs to read
+    found = {s.exercise: s for s in sections(data, "full")}
+    assert not found[MASK].not_started and len(found[MASK].failing) == len(ours)
+    assert not found["03_causal/attention_dropout"].not_started and len(found["03_causal/attention_dropout"].failing) == 8
+    assert found["03_causal/causal_attention"].not_started and found["03_causal/causal_attention"].failing == []
+    assert found["03_causal/causal_attention"].summary == ("causal_attention: not handed in (every test raised "
+                                                            "ModuleNotFoundError: No module named 'causal_attention')")
+    passed = fake_report(tests=[(f"{MASK}: test_ok", 1.0, 1.0, "")])
+    assert not any(s.not_started for s in sections(passed, "full"))
+
+
+# --- score-all: an error row's feedback, and a run that writes none -----------------------------------
+
+
+class _NoJob:
+    """score-all's job, never started: score_all_here answers for it, in this process."""
+
+    def __init__(self, *args):
+        pass
+
+    def stop(self):
+        pass
+
+    close = kill = stop
+
+
+def score_all_here(monkeypatch, tmp_path: Path, answers: dict, **options) -> batch.BatchSummary:
+    """score_all over a fake class of ``answers``' students (no job, no grading, no class summary): each
+    student's result is ``answers[name](their submission's path)``."""
+    folder = fake_class(tmp_path / "class", {name: None for name in answers})
+    monkeypatch.setattr(batch, "Job", _NoJob)
+    monkeypatch.setattr(batch, "_run", lambda jobs, queue, opts, record: [record(n, answers[n](p)) for n, p in queue])
+    monkeypatch.setattr("grader.reports.class_summary.write_summary", lambda csv_path, reports: [])
+    return batch.score_all(folder, tmp_path / "grades.csv",
+                           batch.BatchOptions(jobs=1, grading=GradeOptions(gpu="skip"), **options))
+
+
+def test_an_error_row_gets_feedback_that_says_why(tmp_path: Path, monkeypatch):
+    answers = {"ann": lambda path: {"report": fake_report()},
+               "carol": lambda path: {"error": f"{path}: nothing that looks like a submission (expected group folders)"}}
+    summary = score_all_here(monkeypatch, tmp_path, answers, feedback_dir=tmp_path / "feedback", visibility="scores")
+    assert summary.errors == ["carol"] and sorted(p.name for p in summary.feedback) == ["ann.md", "carol.md"]
+    text = (tmp_path / "feedback" / "carol.md").read_text()
+    assert "could not be graded" in text and "carol: nothing that looks like a submission (expected group folders)" in text
+    assert str(tmp_path) not in text, "the instructor's folders are not the student's business"
+    assert not any("feedback" in warning for warning in summary.warnings), summary.warnings
+
+
+def test_a_resume_that_writes_no_feedback_says_so_in_one_line(tmp_path: Path, monkeypatch):
+    answers = {"ann": lambda path: {"report": fake_report()}, "bea": lambda path: {"report": fake_report(fraction=0.5)}}
+    first = score_all_here(monkeypatch, tmp_path, answers, json_dir=tmp_path / "json", feedback_dir=tmp_path / "fb1")
+    assert len(first.feedback) == 2 and not any("feedback" in w for w in first.warnings)
+    again = score_all_here(monkeypatch, tmp_path, answers, json_dir=tmp_path / "json", feedback_dir=tmp_path / "fb2")
+    assert again.skipped == ["ann", "bea"] and again.feedback == [] and list((tmp_path / "fb2").iterdir()) == []
+    said = [w for w in again.warnings if "feedback" in w]
+    assert said == [f"no feedback file written to {tmp_path / 'fb2'}: all 2 rows were kept from an earlier run "
+                    f"(python -m grader feedback {tmp_path / 'json'} --feedback-dir {tmp_path / 'fb2'} writes theirs)"]
+
+
+# --- python -m grader feedback JSON_DIR --feedback-dir DIR ----------------------------------------------
+
+
+def test_the_feedback_command_writes_every_report_again_at_any_visibility(tmp_path: Path, capsys):
+    reports = {"ann": report(), "bob": stubs_report()}
+    json_dir = tmp_path / "json"
+    json_dir.mkdir()
+    for name, data in reports.items():
+        (json_dir / f"{name}.json").write_text(json.dumps(data))
+    (json_dir / "broken.json").write_text('{"score": 1')
+    (json_dir / "notes.txt").write_text("not a report")
+    for visibility in ("scores", "full"):
+        out = tmp_path / visibility
+        assert cli.main(["feedback", str(json_dir), "--feedback-dir", str(out), "--visibility", visibility]) == 0
+        err = capsys.readouterr().err.splitlines()
+        assert sorted(p.name for p in out.iterdir()) == ["ann.md", "bob.md"]
+        for name, data in reports.items():
+            assert (out / f"{name}.md").read_text() == feedback_text(name, data, visibility)
+            assert (out / f"{name}.md").stat().st_mode & 0o077 == 0
+        assert err[0].startswith("warning: broken.json: not JSON (") and err[0].endswith("no feedback for broken")
+        assert err[1:] == [f"feedback ({visibility}): 2 files written to {out}; 1 JSON file gave none (above)"]
+    assert "0.1000" in (tmp_path / "full" / "ann.md").read_text()
+    assert "0.1000" not in (tmp_path / "scores" / "ann.md").read_text()
+
+
+def test_the_feedback_command_refuses_bad_input_in_one_line(tmp_path: Path, capsys):
+    (tmp_path / "a-file").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "others").mkdir()
+    (tmp_path / "others" / "alice.json").write_text(json.dumps({"student": "alice", "grades": [1, 2]}))
+    (tmp_path / "others" / "bob.json").write_text(json.dumps(["not", "a", "report"]))
+    cases = {"missing": "no such directory", "a-file": "not a directory", "empty": "holds no JSON reports",
+             "others": "no feedback file written"}
+    for folder, why in cases.items():
+        out = tmp_path / f"out-{folder}"
+        assert cli.main(["feedback", str(tmp_path / folder), "--feedback-dir", str(out)]) == 2, folder
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err and "Traceback" not in err, (folder, err)
+        assert not out.exists() or list(out.iterdir()) == []
+    assert "not a JSON report" in err

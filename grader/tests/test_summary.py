@@ -1,93 +1,176 @@
-"""grader.reports.class_summary: the class summary beside the CSV (counts, histogram, most-failed tests, no matplotlib)."""
+"""grader.reports.class_summary and class_numbers: the class summary beside the CSV (full, partial, wrong and
+not started per exercise; the tests failed most among those who attempted them; the whole CSV after a
+resume, with the reports of --json-dir; no absolute path; no matplotlib)."""
 
 from __future__ import annotations
 
 import copy
 import csv
+import inspect
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from grader.classroom.grades_sheet import csv_columns, csv_row
-from grader.reports.class_summary import NO_MATPLOTLIB, summarize_class, write_summary
+from grader.authoring.stubs import CODE_STUB
+from grader.classroom.grades_sheet import csv_columns, csv_row, json_path
+from grader.grading.gpu_check import run_gpu_check
+from grader.reports.class_numbers import (NOTHING_TO_RUN, not_started, summarize_class,
+                                          without_absolute_paths)
+from grader.reports.class_summary import NO_MATPLOTLIB, write_summary
 from grader.rubric import load_rubric
 from grader.tests.support import fake_report
 
 MASK, DROP = "03_causal/causal_mask", "03_causal/attention_dropout"
+STUB_SAYS = "not written yet"  # what a stub says (grader/authoring/stubs.py: CODE_STUB)
+STUB = f"NotImplementedError: causal_mask: {STUB_SAYS} -- see exercises/03_causal/README.md\n  (raised at x.py:3)"
+NOT_COUNTED = "passed, but not counted: edge-case tests count in proportion to the core tests' points earned"
+NO_GPU_RUN = f"no module can be judged on the device here (none that is there works on the CPU): {NOTHING_TO_RUN}"
 
 
-def class_report(scores: dict[str, float], failing: list[str], gpu: float = 1.0) -> dict:
-    """A student's JSON report: ``scores`` of some exercises (the others full), the tests ``failing``
-    (one point each) and causal_mask's test_ok passed, ``gpu`` of the GPU-run check's points."""
-    tests = [(name, 0.0, 1.0, "boom") for name in failing] + [(f"{MASK}: test_ok", 1.0, 1.0, "")]
-    return fake_report(scores, tests, gpu=gpu)
+def report_of(scores: dict[str, float], tests: list[tuple[str, float, float, str, str]], gpu: float = 1.0,
+              gpu_message: str = "") -> dict:
+    """fake_report, with each test's ``(name, score, max_score, output, kind)``: its kind on its entry, and
+    passed where grading says so of an edge test that passed but counts nothing (its output: NOT_COUNTED)."""
+    report = fake_report(scores, [t[:4] for t in tests], gpu=gpu, gpu_message=gpu_message)
+    for entry, (*_, output, kind) in zip(report["tests"], tests):
+        entry["kind"] = kind
+        if output.startswith("passed"):
+            entry["status"] = "passed"
+    return report
 
 
-@pytest.fixture
-def graded(tmp_path: Path) -> tuple[Path, dict]:
-    reports = {
-        "alice": class_report({}, []),
-        "bob": class_report({MASK: 4.0}, [f"{MASK}: test_values", f"{MASK}: test_printed"]),
-        "=cmd|' /C calc'!A0": class_report({MASK: 0.0, DROP: 0.0}, [f"{MASK}: test_values"], gpu=0.0),
-    }
-    path = tmp_path / "grades.csv"
+def write_csv(path: Path, rows: dict[str, dict]) -> Path:
+    """A grades CSV of ``{student: job result}`` (a ``{"report": ...}`` or an ``{"error": ...}``)."""
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=csv_columns())
         writer.writeheader()
-        for student, report in reports.items():
-            writer.writerow(csv_row(student, {"report": report}))
-        writer.writerow(csv_row("<script>eve</script>", {"error": "-grading took longer than 600 s"}))
-        writer.writerow(csv_row("carol", {"report": class_report({}, [])}))  # an earlier run: no report below
-    return path, reports
+        writer.writerows(csv_row(student, copy.deepcopy(result)) for student, result in rows.items())
+    return path
 
 
-def test_counts_from_the_csv_and_failures_from_the_reports(graded):
-    path, reports = graded
-    s = summarize_class(path, reports)
-    assert sorted(s.totals) == ["=cmd|' /C calc'!A0", "alice", "bob", "carol"]  # the apostrophe undone
-    assert s.errors == {"<script>eve</script>": "-grading took longer than 600 s"}
-    mask = s.exercises[MASK]
-    assert (mask.full, mask.partial, mask.none) == (2, 1, 1)
-    assert (s.exercises[DROP].full, s.exercises[DROP].none) == (3, 1)
-    assert (s.exercises["gpu_check"].full, s.exercises["gpu_check"].none) == (3, 1)
-    # the GPU-run check's entry in a report's tests counts as one (a real report has it, last)
-    assert s.failed_tests == [(f"{MASK}: test_values", 2), (f"{MASK}: test_printed", 1), ("gpu_check", 1)]
+OK = (f"{MASK}: test_ok", 1.0, 1.0, "", "core")
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> tuple[Path, dict, Path]:
+    """A CSV of a resumed run: this run's reports, an earlier run's in the JSON folder, and three earlier
+    students whose report is missing, not JSON, or of an older grading; an error row naming paths."""
+    reports = {
+        "alice": report_of({}, [OK]),
+        "bob": report_of({MASK: 4.0}, [(f"{MASK}: test_values", 0.0, 1.5, "boom", "core"),
+                                       (f"{MASK}: test_printed", 0.0, 0.25, "boom", "printed"),
+                                       (f"{MASK}: test_edge", 0.0, 1.0, "boom", "edge"), OK]),
+        # wrong: every core test fails, so its failing edge test cost nothing; its own NotImplementedError
+        "=cmd|' /C calc'!A0": report_of({MASK: 0.0, DROP: 0.0}, [
+            (f"{MASK}: test_values", 0.0, 1.5, "boom", "core"), (f"{MASK}: test_edge", 0.0, 1.0, "boom", "edge"),
+            (f"{DROP}: test_p1", 0.0, 1.0, "NotImplementedError: p=1 is not supported", "core")], gpu=0.0,
+            gpu_message="CausalAttention does not run on the device"),
+        # not started: a stub (its device test passed, counting nothing), a missing module, nothing for the GPU
+        "stubby": report_of({MASK: 0.0, DROP: 0.0}, [
+            (f"{MASK}: test_values", 0.0, 1.5, STUB, "core"), (f"{MASK}: test_buffer", 0.0, 0.4, NOT_COUNTED, "edge"),
+            (f"{DROP}: test_p1", 0.0, 1.0, "ModuleNotFoundError: No module named 'attention_dropout'", "core")],
+            gpu=0.0, gpu_message=NO_GPU_RUN),
+    }
+    earlier = {"carol": report_of({MASK: 4.0}, [(f"{MASK}: test_values", 0.0, 1.5, "boom", "core")]),
+               "dave": report_of({MASK: 0.0}, []), "erin": report_of({}, []), "frank": report_of({MASK: 0.0}, [])}
+    json_dir = tmp_path / "reports"
+    json_dir.mkdir()
+    json_path(json_dir, "carol").write_text(json.dumps(earlier["carol"]))
+    json_path(json_dir, "erin").write_text("{not json")
+    json_path(json_dir, "frank").write_text(json.dumps(report_of({}, [])))  # an older grading: full marks
+    why = f"-nothing that looks like a submission in {tmp_path}/subs/eve, nor in /home/someone/eve.zip"
+    path = write_csv(tmp_path / "grades.csv", {**{s: {"report": r} for s, r in {**reports, **earlier}.items()},
+                                               "<script>eve</script>": {"error": why}})
+    return path, reports, json_dir
+
+
+def test_counts_cover_the_whole_csv_and_tell_wrong_from_not_started(graded):
+    path, reports, json_dir = graded
+    s = summarize_class(path, reports, json_dir)
+    assert len(s.totals) == 8 and "=cmd|' /C calc'!A0" in s.totals  # the apostrophe undone
+    assert s.errors == {"<script>eve</script>": "-nothing that looks like a submission in subs/eve, nor in eve.zip"}
+    fields = ("full", "partial", "wrong", "not_started", "unreported")
+    assert [getattr(s.exercises[MASK], f) for f in fields] == [2, 2, 1, 1, 2]  # alice erin, bob carol, cmd, stubby, dave frank
+    assert [getattr(s.exercises[DROP], f) for f in fields] == [6, 0, 1, 1, 0]
+    assert [getattr(s.exercises["gpu_check"], f) for f in fields] == [6, 0, 1, 1, 0]
+    # among the 4 with a report who attempted it (stubby did not): carol's report comes from the JSON folder
+    assert s.failed_tests == [(f"{MASK}: test_values", 3, 4), (f"{DROP}: test_p1", 1, 4), (f"{MASK}: test_edge", 1, 4),
+                              (f"{MASK}: test_printed", 1, 4), ("gpu_check", 1, 4)]
+    assert s.reports_read == 5 and len(s.notes) == 1 and "(3: missing" in s.notes[0]
+    assert "dave, erin, frank." in s.notes[0]
     top = load_rubric().max_score
-    assert sum(count for _, _, count in s.bins) == 4 and s.bins[-1][1] == top
-    assert s.bins[-1][2] == 3  # alice and carol (full marks: the last bin holds its top), bob (4 points less)
+    assert sum(count for _, _, count in s.bins) == 8 and s.bins[-1][1] == top
 
 
-def test_both_files_beside_the_csv_escape_student_names(graded):
-    path, reports = graded
-    html_path, md_path = write_summary(path, reports)
+def test_not_started_is_a_stub_or_a_missing_module_and_nothing_earned():
+    def one(output: str, score: float = 0.0) -> dict:
+        return fake_report({MASK: score}, [(f"{MASK}: test_a", 0.0, 1.0, STUB), (f"{MASK}: test_b", score, 1.0, output)])
+
+    assert not_started(one(STUB), MASK)
+    assert not_started(one("NotImplementedError: \n  (raised at causal_mask.py:9)"), MASK)  # nbgrader's stub
+    assert not_started(one("ModuleNotFoundError: No module named 'causal_mask'"), MASK)
+    assert not not_started(one("ModuleNotFoundError: No module named 'scipy'"), MASK)  # theirs: attempted
+    assert not not_started(one("NotImplementedError: masks of type 'band' are not supported"), MASK)
+    assert not not_started(one("AssertionError: wrong values"), MASK)
+    assert not not_started(one("", score=1.0), MASK)  # a test that earned points
+    assert not not_started(fake_report({MASK: 0.0}, [(f"{MASK}: test_a", 0.0, 1.0, STUB)]), DROP)  # no failed test
+    assert not_started(fake_report(gpu=0.0, gpu_message=NO_GPU_RUN), "gpu_check")
+    assert not not_started(fake_report(gpu=0.0, gpu_message="CausalAttention: mask on cpu"), "gpu_check")
+    assert not not_started(fake_report(gpu=None, gpu_message=NO_GPU_RUN), "gpu_check")  # skipped: no points
+
+
+def test_the_marks_read_are_what_the_stubs_and_the_gpu_check_say():
+    """The stub's words and NOTHING_TO_RUN are other modules': a change there must show here."""
+    assert STUB_SAYS in CODE_STUB
+    assert f"): {NOTHING_TO_RUN}" in inspect.getsource(run_gpu_check)
+
+
+def test_messages_lose_absolute_paths_and_keep_the_rest(tmp_path: Path):
+    folder = tmp_path / "course"
+    text = (f"no zip in {folder}/subs/ann.zip: see https://x.org/a/b, 03_causal/causal_mask.py:3, "
+            f"'/etc/passwd' and {folder}; score 0/100, -x /y")
+    assert without_absolute_paths(text, folder) == ("no zip in subs/ann.zip: see https://x.org/a/b, "
+                                                    "03_causal/causal_mask.py:3, 'passwd' and .; score 0/100, -x y")
+
+
+def test_both_files_beside_the_csv_escape_names_and_name_no_path(graded):
+    path, reports, json_dir = graded
+    html_path, md_path = write_summary(path, reports, json_dir)
     assert html_path == path.with_name("grades-summary.html") and md_path == path.with_name("grades-summary.md")
     page, md = html_path.read_text(), md_path.read_text()
     assert "<script>eve" not in page and "&lt;script&gt;eve" in page
-    assert "| `03_causal/causal_mask` | 2 | 1 | 1 | 0 |" in md
-    assert f"`{MASK}: test_values` | 2 |" in md
+    assert "| exercise | full | partial | wrong | not started | no points, no report |" in md  # no skipped column
+    assert "| `03_causal/causal_mask` | 2 | 2 | 1 | 1 | 2 |" in md
+    assert f"| `{MASK}: test_values` | 3 | 4 |" in md
+    assert md.count("dave, erin, frank") == 1 and page.count("dave, erin, frank") == 1
+    assert str(path.parent) not in page + md and "/home/" not in page + md
     assert page.count('src="data:image/png;base64,') == 2 and NO_MATPLOTLIB not in page
 
 
+def test_without_a_json_dir_earlier_students_are_counted_from_the_csv(graded):
+    path, reports, _ = graded
+    s = summarize_class(path, reports)
+    assert s.reports_read == 4 and s.failed_tests[0] == (f"{MASK}: test_values", 2, 3)  # carol's is not read
+    assert "without --json-dir" in s.notes[0] and "carol, dave, erin, frank." in s.notes[0]
+
+
 def test_without_matplotlib_both_files_say_so(graded, monkeypatch):
-    path, reports = graded
+    path, reports, json_dir = graded
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    html_path, md_path = write_summary(path, reports)
+    html_path, md_path = write_summary(path, reports, json_dir)
     assert "data:image/png" not in html_path.read_text() and NO_MATPLOTLIB in html_path.read_text()
     assert NO_MATPLOTLIB in md_path.read_text() and "## Exercises" in md_path.read_text()
 
 
 def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
     report = fake_report(gpu=None)
-    path = tmp_path / "g.csv"
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=csv_columns())
-        writer.writeheader()
-        writer.writerow(csv_row("dan", {"report": copy.deepcopy(report)}))
+    path = write_csv(tmp_path / "g.csv", {"dan": {"report": report}})
     summary = summarize_class(path, {"dan": report})
     gpu = summary.exercises["gpu_check"]
-    assert (gpu.skipped, gpu.none, gpu.full) == (1, 0, 0)
+    assert (gpu.skipped, gpu.wrong, gpu.not_started, gpu.full) == (1, 0, 0, 0) and not summary.notes
     rubric = load_rubric()
     assert summary.max_score == rubric.max_score - rubric.gpu_points and summary.bins[-1][1] == summary.max_score
