@@ -293,29 +293,35 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
 # --- properties ---------------------------------------------------------------------------------------
 
 
-def assert_rows_sum_to_one(got: torch.Tensor, *, call: str, dim: int = -1, atol: float = 1e-5, hint: str = "") -> None:
+def assert_rows_sum_to_one(got: torch.Tensor, *, call: str, dim: int = -1, atol: float = 1e-5) -> None:
+    """Every row along ``dim`` sums to 1; a known mistake that gives this result is named (kata_known)."""
     __tracebackhide__ = True
-    check_tensor(got, call=call)
+    where = f"{call} [sums along dim {dim}]"
+    kata_known.record(where, got)
+    check_tensor(got, call=call, causes=kata_known.causes(where, got, atol))
     sums = got.detach().to(torch.float64).sum(dim=dim)
-    if torch.isnan(sums).any():
-        fail(call, f"rows along dim {dim} contain NaN: {fmt(sums)}",
-             "likely cause: NaN in the output: 0 × -inf, or a whole row of -inf before softmax?")
-    if not torch.allclose(sums, torch.ones_like(sums), atol=atol, rtol=0):
-        fail(call, f"rows along dim {dim} do not sum to 1: sums {fmt(sums)}", hint or "renormalize after masking / softmax over the last dim")
+    if torch.isnan(sums).any() or not torch.allclose(sums, torch.ones_like(sums), atol=atol, rtol=0):
+        causes = kata_known.causes(where, got, atol)
+        fail(call, f"rows along dim {dim} do not sum to 1: sums {fmt(sums)}", *[f"likely cause: {c}" for c in causes],
+             "" if causes or not torch.isnan(sums).any() else "differs: NaN in the rows (0 × -inf, or a row all -inf "
+             "before a softmax, gives NaN)")
 
 
 def assert_softmax_has_no_nan(got: Any, scores: torch.Tensor, *, dim: int, call: str) -> None:
-    """A softmax of ``scores`` (no row all -inf) along ``dim`` has no NaN; else name the cause: the maximum
-    of the whole tensor subtracted (only the rows far below it are NaN: GLOBAL_MAX), or none (NO_MAX_SHIFT)."""
+    """A softmax of ``scores`` (no row all -inf) along ``dim`` has no NaN; else name the cause where the NaN
+    are exactly where a known mistake puts them: the maximum of the whole tensor subtracted (GLOBAL_MAX), or
+    no maximum subtracted (NO_MAX_SHIFT)."""
     __tracebackhide__ = True
     if not isinstance(got, torch.Tensor) or not torch.isnan(got).any():
         return
-    cause = NO_MAX_SHIFT
+    causes = []
     if tuple(got.shape) == tuple(scores.shape):
-        shifted = torch.exp(scores - scores.max())
-        if torch.equal(torch.isnan(got), torch.isnan(shifted / shifted.sum(dim=dim, keepdim=True))):
-            cause = GLOBAL_MAX
-    fail(call, f"returned NaN in {int(torch.isnan(got).sum())} of {got.numel()} places: {fmt(got)}", f"likely cause: {cause}")
+        for shift, cause in ((scores.max(), GLOBAL_MAX), (0.0, NO_MAX_SHIFT)):
+            exp = torch.exp(scores - shift)
+            if torch.equal(torch.isnan(got), torch.isnan(exp / exp.sum(dim=dim, keepdim=True))):
+                causes.append(cause)
+    fail(call, f"returned NaN in {int(torch.isnan(got).sum())} of {got.numel()} places: {fmt(got)}",
+         *[f"likely cause: {c}" for c in causes[:1]])
 
 
 def assert_exactly_zero_above_diagonal(got: torch.Tensor, *, call: str) -> None:

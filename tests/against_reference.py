@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, creation_order, MASK_NOT_CUT, NO_GRADIENT,
+from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, creation_order, MASK_NOT_CUT,
                       SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail, load_reference_parameters)
 from kata_seam import backward_with
 from reference import printed, seed_reference
@@ -93,7 +93,7 @@ def assert_gradients_match(impl, student, reference, shape: tuple[int, ...], see
     _, grads = impl.forward_backward(student, x, grad_out)
     for name, p in reference.named_parameters():
         if grads.get(name) is None:
-            fail(call, f"parameter {name!r} got no gradient", f"likely cause: {NO_GRADIENT}")
+            fail(call, f"parameter {name!r} got no gradient", "no gradient reached it: forward does not use it, or uses it through torch.no_grad(), .detach() or .data")
         assert_close(grads[name], p.grad, atol=1e-5, call=call + f" -> grad of {name}")
 
 

@@ -48,7 +48,7 @@ def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p
         fraction = float(kept.double().mean())
         if abs(fraction - (1 - p)) > 0.02:
             fail(call, f"kept {fraction:.3f} of the elements; expected about 1 - p = {1 - p:.1f}",
-                 f"likely cause: {KEEP_PROB_SWAPPED}" if abs(fraction - p) <= 0.02 else KEEP_PROB_SWAPPED)
+                 f"likely cause: {KEEP_PROB_SWAPPED}" if abs(fraction - p) <= 0.02 else "")
         assert_close(got[kept], x[kept] / (1 - p), atol=1e-6, call=call + " at the kept positions",
                      diagnoses=[(x[kept], NOT_RESCALED)])
 
