@@ -128,6 +128,23 @@ class Rubric:
     def max_score(self) -> float:
         return sum(ex.points for ex in self.exercises.values()) + self.gpu_points
 
+    def depends_on_all(self, ex_id: str) -> set[str]:
+        """Every exercise whose module ``ex_id``'s module may import, directly or not (``depends_on``, followed)."""
+        found: set[str] = set()
+        todo = list(self.exercises[ex_id].depends_on)
+        while todo:
+            dep = todo.pop()
+            if dep not in found:
+                found.add(dep)
+                todo.extend(self.exercises[dep].depends_on)
+        return found
+
+    def affected_by(self, ex_id: str) -> list[str]:
+        """``ex_id`` and every exercise that depends on it: the only ones whose tests can import its module
+        (grader/tests/test_hidden_tests.py proves it: each exercise's tests pass with every other module a
+        tripwire)."""
+        return [other for other in self.exercises if other == ex_id or ex_id in self.depends_on_all(other)]
+
 
 @lru_cache(maxsize=None)
 def tests_module(filename: str) -> ModuleType:

@@ -1,7 +1,8 @@
-"""The known mistakes' results on the public tests' own inputs: ``exercises/known_results.json``.
+"""The known mistakes' results on the tests' own inputs: ``exercises/known_results.json`` for the public
+tests, ``tests/known_results.json`` for the hidden tests (their feedback names the same causes).
 
-    python -m grader.authoring.known_results          # write it
-    python -m grader.authoring.known_results --check  # exit 1 if it is not what the library gives
+    python -m grader.authoring.known_results          # write both
+    python -m grader.authoring.known_results --check  # exit 1 if either is not what the library gives
 
 The library of known mistakes is the patches of ``tests/mutants/`` (mutants.py and student_mistakes.py,
 the format of grader/authoring/mutation.py) that carry a ``cause``: the name of a message of
@@ -9,8 +10,10 @@ the format of grader/authoring/mutation.py) that carry a ``cause``: the name of 
 once per library mistake (the mistake's patch over the solutions), every check recording what it was
 given (exercises/kata_known.py). For each mistake, the results that differ from the solutions' on the
 same test and call are kept with its cause: when a student's result equals one of them, the public
-test names that cause; no answer is shipped, only results. CI checks that the file is current
-(grader/tests/test_public_tests.py), from the runs that prove the public tests catch each mistake.
+test names that cause; no answer is shipped, only results. The hidden tests run the same way on the
+solutions and once per mutant with a cause (its exercise's tests and those of the exercises built on it).
+CI checks that both files are current (grader/tests/test_public_tests.py, test_hidden_tests.py), from
+the runs that prove the tests catch each mistake.
 """
 
 from __future__ import annotations
@@ -27,15 +30,17 @@ from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, load_rubr
 
 EXERCISES_DIR = REPO_ROOT / "exercises"
 DATA_FILE = EXERCISES_DIR / "known_results.json"
-LIBRARY = ((TESTS_DIR / "mutants" / "mutants.py", "MUTANTS"), (TESTS_DIR / "mutants" / "student_mistakes.py", "MISTAKES"))
+HIDDEN_DATA_FILE = TESTS_DIR / "known_results.json"
+MUTANTS = (TESTS_DIR / "mutants" / "mutants.py", "MUTANTS")
+LIBRARY = (MUTANTS, (TESTS_DIR / "mutants" / "student_mistakes.py", "MISTAKES"))
 SOLVED, STUBS, DOCTESTS = "solved", "stubs", "__doctests__"
 INI = "[pytest]\ntimeout = 60\nfilterwarnings =\n    ignore:Failed to initialize NumPy\n"
 SOLVED_PATH = [str(SOLUTIONS_DIR / group) for group in GROUPS]
 
 
-def library() -> list[dict]:
-    """Every patch of the library that names a cause, mutants first."""
-    return [p for path, name in LIBRARY for p in mutation.load_patches(path, name) if p.get("cause")]
+def library(files: tuple[tuple[Path, str], ...] = LIBRARY) -> list[dict]:
+    """Every patch of the library (or of ``files``) that names a cause, mutants first."""
+    return [p for path, name in files for p in mutation.load_patches(path, name) if p.get("cause")]
 
 
 def _students_module(name: str):
@@ -72,7 +77,7 @@ def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict,
         record_env = _students_module("kata_known").RECORD_ENV
 
         def job(run: str, **spec) -> dict:
-            return {"id": run, "env": {record_env: str(tmp / "records" / f"{run}.jsonl")}, **spec}
+            return {"id": run, "env": {record_env: str(record_file(tmp / "records", run))}, **spec}
 
         jobs, broken = [job(STUBS), job(SOLVED, path=SOLVED_PATH)], {}
         for patch in patches:
@@ -89,8 +94,45 @@ def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict,
         if doctests:
             sessions.append({"args": ["--doctest-modules", "solutions"], "cwd": str(REPO_ROOT), "jobs": [{"id": DOCTESTS}]})
         raw = forked_pytest.run_sessions(sessions, timeout=180)
-        records = {j["id"]: _read_records(Path(j["env"][record_env])) for j in jobs}
+        records = read_records(tmp / "records", [j["id"] for j in jobs])
     return {**raw, **broken}, records
+
+
+def hidden_job(run: str, impl: Path, exercises: list[str] | None, record_dir: Path) -> dict:
+    """A forked_pytest job running the hidden tests of ``exercises`` (all: None) on ``impl``, recording."""
+    rubric = load_rubric().exercises
+    select = None if exercises is None else [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
+    return {"id": run, "options": {"impl": str(impl)}, "select": select,
+            "env": {_students_module("kata_known").RECORD_ENV: str(record_file(record_dir, run))}}
+
+
+def run_hidden_tests(patches: list[dict]) -> dict[str, list[dict]]:
+    """What every check of the hidden tests was given on the solutions (``SOLVED``) and on each patch over
+    them (its exercise's tests and those of the exercises built on it, as test_hidden_tests.py runs them)."""
+    rubric = load_rubric()
+    with tempfile.TemporaryDirectory(prefix="hidden-runs-") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "records").mkdir()
+        jobs = [hidden_job(SOLVED, SOLUTIONS_DIR, None, tmp / "records")]
+        for patch in patches:
+            impl = tmp / "impl" / patch["name"]
+            shutil.copytree(SOLUTIONS_DIR, impl, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            mutation.write_patched(patch, impl)
+            jobs.append(hidden_job(patch["name"], impl, rubric.affected_by(patch["exercise"]), tmp / "records"))
+        modules = [ex.module for ex in rubric.exercises.values()]
+        forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
+                                     "jobs": jobs}], timeout=180)
+        return read_records(tmp / "records", [j["id"] for j in jobs])
+
+
+def read_records(folder: Path, runs: list[str]) -> dict[str, list[dict]]:
+    """The records of ``runs`` (in ``folder``, see :func:`record_file`)."""
+    return {run: _read_records(record_file(folder, run)) for run in runs}
+
+
+def record_file(folder: Path, run: str) -> Path:
+    """Where a run's checks record what they were given: one file per run, its id made a file name."""
+    return folder / (run.replace("/", "__") + ".jsonl")
 
 
 def _read_records(path: Path) -> list[dict]:
@@ -123,18 +165,18 @@ def render(data: dict[str, list[dict]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    patches = library()
-    _, records = run_public_tests(patches)
-    text = render(known_results(records, patches))
-    if "--check" in argv:
-        current = DATA_FILE.read_text(encoding="utf-8") if DATA_FILE.is_file() else ""
-        print("exercises/known_results.json is current" if current == text else
-              "exercises/known_results.json is out of date: run python -m grader.authoring.known_results")
-        return 0 if current == text else 1
-    DATA_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {DATA_FILE.relative_to(REPO_ROOT)}: {sum(map(len, json.loads(text).values()))} results of "
-          f"{len(patches)} mistakes")
-    return 0
+    patches, mutants = library(), library((MUTANTS,))
+    texts = {DATA_FILE: render(known_results(run_public_tests(patches)[1], patches)),
+             HIDDEN_DATA_FILE: render(known_results(run_hidden_tests(mutants), mutants))}
+    stale = [path for path, text in texts.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
+    for path, text in texts.items():
+        name = path.relative_to(REPO_ROOT)
+        if "--check" in argv:
+            print(f"{name} is {'out of date: run python -m grader.authoring.known_results' if path in stale else 'current'}")
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {name}: {sum(map(len, json.loads(text).values()))} results")
+    return 1 if "--check" in argv and stale else 0
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@
 * ``alone(exercise, dest)``: an implementation holding the reference modules of ``exercise`` and of
   what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
   process importing it;
-* ``affected_by(exercise)``: the exercises whose tests can reach its module (itself and the
-  exercises that depend on it); ``mutant_problems()`` judges one mutant's run.
+* ``mutant_problems()`` judges one mutant's run (which exercises' tests can reach a module:
+  ``Rubric.affected_by`` in grader/rubric.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from grader.authoring import forked_pytest, mutation
+from grader.authoring import forked_pytest, known_results, mutation
 from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, TESTS_DIR, exercise_of_test, load_rubric
 
 
@@ -54,25 +54,6 @@ class HiddenRunError(RuntimeError):
     """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def depends_on(ex_id: str) -> set[str]:
-    """Every exercise whose module ``ex_id``'s module may import, directly or not (rubric.json's ``depends_on``)."""
-    exercises = load_rubric().exercises
-    found: set[str] = set()
-    todo = list(exercises[ex_id].depends_on)
-    while todo:
-        dep = todo.pop()
-        if dep not in found:
-            found.add(dep)
-            todo.extend(exercises[dep].depends_on)
-    return found
-
-
-def affected_by(ex_id: str) -> list[str]:
-    """``ex_id`` and every exercise that depends on it: the only ones whose tests can import its module
-    (test_hidden_tests.py proves it: each exercise's tests pass with every other module a tripwire)."""
-    return [other for other in load_rubric().exercises if other == ex_id or ex_id in depends_on(other)]
-
-
 def _select(exercises: list[str] | None) -> list[str] | None:
     """The node id prefixes of the hidden tests of ``exercises`` (None: all)."""
     if exercises is None:
@@ -82,7 +63,8 @@ def _select(exercises: list[str] | None) -> list[str] | None:
 
 
 def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = (),
-               standins: tuple[str, ...] = (), core: tuple[str, ...] = ()) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+               standins: tuple[str, ...] = (), core: tuple[str, ...] = (),
+               record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
 
@@ -91,11 +73,13 @@ def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str,
     failures in one line each (``--tb=line``: the stubs' 99 NotImplementedErrors, 1 s less). The runs
     named in ``standins`` are re-grades: their dirs hold the stand-ins of what their exercises build on
     (:func:`over_standins`), and their expected values are the reference's over the same stand-ins.
-    The runs named in ``core`` run their core tests alone.
+    The runs named in ``core`` run their core tests alone. With ``record_dir``, every check records what it
+    was given in ``<job id>.jsonl`` there (exercises/kata_known.py; grader/authoring/known_results.py reads them).
     """
     jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {}),
                                        **({"standins": ",".join(STANDIN_MODULES)} if job_id in standins else {})},
-             "select": _select(exercises), **({"kind": "core"} if job_id in core else {})}
+             "select": _select(exercises), **({"kind": "core"} if job_id in core else {}),
+             **({"env": known_results.hidden_job(job_id, impl, None, record_dir)["env"]} if record_dir else {})}
             for job_id, (impl, exercises) in runs.items()]
     modules = [ex.module for ex in load_rubric().exercises.values()]
     raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
@@ -138,7 +122,7 @@ def over_standins(dest: Path) -> Path:
 
 def alone(ex_id: str, dest: Path) -> Path:
     """``dest``: the reference modules of ``ex_id`` and of what it depends on; tripwires for all the others."""
-    keep = {ex_id, *depends_on(ex_id)}
+    keep = {ex_id, *load_rubric().depends_on_all(ex_id)}
     _copy_solutions(dest)
     for other in load_rubric().exercises.values():
         if other.id not in keep:

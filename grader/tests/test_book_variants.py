@@ -18,7 +18,7 @@ from __future__ import annotations
 import pytest
 
 from grader.authoring import mutation
-from grader.rubric import REPO_ROOT, TESTS_DIR
+from grader.rubric import REPO_ROOT, TESTS_DIR, load_rubric
 
 try:
     from . import hidden_runner as hr
@@ -53,7 +53,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     jobs, broken = {}, {}
     for v in [*VARIANTS, CONTROL]:
         try:
-            jobs[v["name"]] = (hr.overlay(v, tmp / v["name"]), hr.affected_by(v["exercise"]))
+            jobs[v["name"]] = (hr.overlay(v, tmp / v["name"]), load_rubric().affected_by(v["exercise"]))
         except (mutation.PatchError, KeyError) as err:
             broken[v["name"]] = hr.HiddenRunError(str(err))
     return {**hr.run_hidden(jobs), **broken}

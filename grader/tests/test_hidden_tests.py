@@ -25,7 +25,7 @@ import re
 
 import pytest
 
-from grader.authoring import mutation
+from grader.authoring import known_results, mutation
 from grader.rubric import load_rubric
 
 try:
@@ -35,6 +35,7 @@ except ImportError:
 
 MUTANTS = mutation.load_mutants()
 EXERCISES = load_rubric().exercises
+RECORDS = "__records__"  # the runs' entry holding the folder of what their checks recorded
 MUTANT_KEYS = {*mutation.PATCH_KEYS, "mistake", "collateral", "cause", "also_named"}
 # (e): a mutant that changes nothing, and mutant 20 without the collateral it needs.
 _M20 = next(m for m in MUTANTS if m["name"] == "20_causal_mask_not_cut_to_tokens")
@@ -69,6 +70,7 @@ def _completed(results):
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Every run of (a)-(e) at once: ``{job id: {nodeid: Outcome} or the error}``."""
     tmp = tmp_path_factory.mktemp("hidden")
+    (tmp / "records").mkdir()
     jobs = {"solutions": (hr.SOLUTIONS_DIR, None), "stubs": (hr.EXERCISES_DIR, None)}
     standins = hr.over_standins(tmp / "standins")
     built_on = sorted({dep for ex in EXERCISES.values() for dep in ex.depends_on})
@@ -79,11 +81,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     broken = {}
     for m in [*MUTANTS, *(control for control, _ in CONTROLS.values())]:
         try:
-            jobs[m["name"]] = (hr.overlay(m, tmp / m["name"]), hr.affected_by(m["exercise"]))
+            jobs[m["name"]] = (hr.overlay(m, tmp / m["name"]), load_rubric().affected_by(m["exercise"]))
         except (mutation.PatchError, KeyError) as err:
             broken[m["name"]] = err
-    return {**hr.run_hidden(jobs, terse=("stubs",), standins=("over standins",),
-                           core=("standins alone",)), **broken}
+    return {**hr.run_hidden(jobs, terse=("stubs",), standins=("over standins",), core=("standins alone",),
+                           record_dir=tmp / "records"), **broken, RECORDS: tmp / "records"}
+
+
+@pytest.mark.timeout(300)
+def test_the_known_results_of_the_hidden_tests_are_what_the_mutants_give(runs):
+    """tests/known_results.json (what the hidden tests' feedback names causes from) equals what the mutants
+    with a cause gave in these runs (grader/authoring/known_results.py writes it the same way)."""
+    mutants = known_results.library((known_results.MUTANTS,))
+    records = known_results.read_records(runs[RECORDS], ["solutions", *(m["name"] for m in mutants)])
+    records[known_results.SOLVED] = records.pop("solutions")
+    text = known_results.render(known_results.known_results(records, mutants))
+    assert text == known_results.HIDDEN_DATA_FILE.read_text(encoding="utf-8"), (
+        "out of date: run python -m grader.authoring.known_results")
 
 
 @pytest.mark.timeout(300)
@@ -144,7 +158,7 @@ def test_mutant_suite_is_well_formed():
             problems.append(f"{m.get('name')}: no mistake described")
         problems += mutation.patch_problems(m)
         for other in m.get("collateral", ()):
-            if other == m["exercise"] or other not in hr.affected_by(m["exercise"]):
+            if other == m["exercise"] or other not in load_rubric().affected_by(m["exercise"]):
                 problems.append(f"{m['name']}: collateral {other!r} does not depend on {m['exercise']!r} in rubric.json")
     assert not problems, "\n".join(problems)
 
