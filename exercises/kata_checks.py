@@ -43,7 +43,8 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR, WRONG_DEVICE, WRONG_DIM, no_scale,
     scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED, NOT_RENORMALIZED, MASKED_WITH_ZEROS,
     DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS, KEYS_TIMES_QUERIES, DIVIDED_BY_P,
-    RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED, MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND)
+    RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED, MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND,
+    DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -245,6 +246,7 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
         raise
     except Exception as err:  # noqa: BLE001 - matched below, else re-raised
         kata_known.record(call, err)
+        kata_known.mark_recorded(err)
         text = f"{type(err).__name__}: {err}"
         causes = kata_known.causes(call, err) or [message for pattern, message in errors if pattern in text]
         if not causes:

@@ -91,6 +91,10 @@ MERGED_IN_WRONG_ORDER = ("merged the heads in the wrong order: transpose(1, 2) b
 RANDN_FOR_RAND = ("the weights come from torch.randn: SelfAttention_v1 draws them with torch.rand (uniform in [0, 1)), "
                   "as the documents do")
 
+DROPOUT_BEFORE_SOFTMAX = ("dropout was applied to the scores before the softmax: apply it to the attention weights after "
+                          "the softmax, before @ values")
+ONE_HEAD_REPEATED = ("the heads are one module repeated ([head] * num_heads): build num_heads separate "
+                     "CausalAttention modules, each with its own weights")
 
 def no_scale(d: int, name: str = "d_k") -> str:
     return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"

@@ -386,6 +386,41 @@ MUTANTS: list[dict] = [
         "replace": "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
         "with": "attn_weights = torch.softmax(attn_scores / x.shape[-1] ** 0.5, dim=-1)",
     },
+    {
+        "name": "54_causal_softmax_over_queries",
+        "cause": "WRONG_DIM",
+        "exercise": "03_causal/causal_attention",
+        "collateral": ["04_multihead/multihead_wrapper"],
+        "mistake": "CausalAttention takes the softmax over dim=-2 (the queries) instead of the keys.",
+        "replace": "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+        "with": "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-2)",
+    },
+    {
+        "name": "55_causal_masked_with_zeros",
+        "cause": "MASKED_WITH_ZEROS",
+        "exercise": "03_causal/causal_attention",
+        "collateral": ["04_multihead/multihead_wrapper"],
+        "mistake": "CausalAttention fills the future scores with 0 instead of -inf.",
+        "replace": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+        "with": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], 0.0)",
+    },
+    {
+        "name": "56_causal_dropout_on_the_scores",
+        "cause": "DROPOUT_BEFORE_SOFTMAX",
+        "exercise": "03_causal/causal_attention",
+        "collateral": ["04_multihead/multihead_wrapper"],
+        "mistake": "CausalAttention applies dropout to the scores before the softmax instead of to the weights after it.",
+        "replace": "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n        attn_weights = self.dropout(attn_weights)",
+        "with": "attn_weights = torch.softmax(self.dropout(attn_scores) / keys.shape[-1] ** 0.5, dim=-1)",
+    },
+    {
+        "name": "57_mask_renormalized_without_keepdim",
+        "cause": "NO_KEEPDIM",
+        "exercise": "03_causal/causal_mask",
+        "mistake": "mask_and_renormalize sums each row without keepdim=True.",
+        "replace": "return masked / masked.sum(dim=-1, keepdim=True)",
+        "with": "return masked / masked.sum(dim=-1)",
+    },
 ]
 
 # The multi-head group's mutants live beside this file (a module over 450 lines is too long to read).

@@ -150,4 +150,29 @@ MUTANTS: list[dict] = [
         "replace": "return x.transpose(1, 2).reshape(b, num_tokens, num_heads * head_dim)",
         "with": "return x.permute(0, 2, 3, 1).reshape(b, num_tokens, num_heads * head_dim)",
     },
+    {
+        "name": "58_mha_softmax_over_queries",
+        "cause": "WRONG_DIM",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention takes the softmax over dim=-2 (the queries) instead of the keys.",
+        "replace": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
+        "with": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-2)",
+    },
+    {
+        "name": "59_mha_masked_with_zeros",
+        "cause": "MASKED_WITH_ZEROS",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention fills the future scores with 0 instead of -inf.",
+        "replace": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+        "with": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], 0.0)",
+    },
+    {
+        "name": "60_wrapper_one_head_repeated",
+        "cause": "ONE_HEAD_REPEATED",
+        "exercise": "04_multihead/multihead_wrapper",
+        "mistake": "MultiHeadAttentionWrapper repeats one CausalAttention num_heads times ([head] * num_heads): every "
+                   "head has the same weights.",
+        "replace": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
+        "with": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)] * num_heads",
+    },
 ]
