@@ -113,9 +113,19 @@ def test_multihead_attention_runs_on_any_device():
     check_tensor(got, call=call, shape=(2, 5, 4))
 
 
-def test_multihead_attention_applies_its_dropout_in_training_mode_only():
-    """dropout=0.5: in training mode the output differs from the output in eval mode (dropout is applied to the
-    attention weights); in eval mode it is the output of the same module built with dropout 0."""
+def _attention_with_dropout(mha, x, num_heads, p, seed):
+    """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax)."""
+    b, t, _ = x.shape
+    q, k, v = (torch.stack(y.split(y.shape[-1] // num_heads, dim=-1), dim=1) for y in (mha.W_query(x), mha.W_key(x), mha.W_value(x)))
+    scores = (q @ k.transpose(2, 3) / q.shape[-1] ** 0.5).masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf)
+    torch.manual_seed(seed)
+    weights = F.dropout(torch.softmax(scores, dim=-1), p, training=True)
+    return mha.out_proj(torch.cat((weights @ v).unbind(1), dim=-1))
+
+
+def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode_only():
+    """dropout=0.5: in training mode, nn.Dropout's draws under seed 5 on the attention weights after the
+    softmax; in eval mode none (the output with dropout 0)."""
     m = load("multihead_attention")
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(3))
     mha = m.MultiHeadAttention(3, 4, 6, 0.5, num_heads=2)
@@ -124,9 +134,12 @@ def test_multihead_attention_applies_its_dropout_in_training_mode_only():
         in_eval = mha.eval()(x)
         torch.manual_seed(5)
         in_training = mha.train()(x)
+        expected = _attention_with_dropout(mha, x, 2, 0.5, seed=5)
     if torch.allclose(in_training, in_eval):
         fail(f"torch.manual_seed(5); {call}(x) in training mode", "returned the same output as in eval mode",
              f"likely cause: {DROPOUT_NOT_APPLIED}")
+    assert_close(in_training, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode")
+    assert_close(in_eval, _attention(mha, x, 2), atol=1e-5, call=f"{call}.eval()(x)")
 
 
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():

@@ -175,4 +175,12 @@ MUTANTS: list[dict] = [
         "replace": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
         "with": "[CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)] * num_heads",
     },
+    {
+        "name": "61_mha_dropout_on_the_scores",
+        "cause": "DROPOUT_BEFORE_SOFTMAX",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention applies dropout to the scores before the softmax instead of to the weights after it.",
+        "replace": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n        attn_weights = self.dropout(attn_weights)",
+        "with": "attn_weights = torch.softmax(self.dropout(attn_scores) / self.head_dim**0.5, dim=-1)",
+    },
 ]
