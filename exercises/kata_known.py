@@ -170,12 +170,16 @@ def creation_order(module: Any) -> str | None:
 
 
 def output_depends_on(module: Any, x: torch.Tensor, name: str) -> bool:
-    """Whether changing the parameter ``name`` changes ``module(x)`` (an exact check: no gradient asked)."""
+    """Whether changing the parameter ``name`` changes ``module(x)`` (an exact check: no gradient asked); a
+    module that cannot be run twice so counts as depending on it (no cause is named then)."""
     param = dict(module.named_parameters())[name]
     with torch.no_grad():
-        before = module(x).clone()
-        param.add_(1.0)
         try:
-            return not torch.equal(module(x), before)
-        finally:
-            param.sub_(1.0)
+            before = module(x).clone()
+            param.add_(1.0)
+            try:
+                return not torch.equal(module(x), before)
+            finally:
+                param.sub_(1.0)
+        except Exception:  # noqa: BLE001 - the student's code: its failure is another test's to report
+            return True
