@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Benchmarks (issue 6): the student loop, one ``grader score``, ``score-all`` on a class and nbgrader.
+"""Benchmarks (issues 6, 24): the student loop and progress view, one ``grader score``, ``score-all`` on a class
+and nbgrader.
 
     python benchmarks/run.py [--students 50] [--nbgrader-students 10] [--repeat 3] [--batch-repeat 1]
-                             [--skip-nbgrader] [--quick | --dry-run] [--out benchmarks/results.md]
+                             [--skip-nbgrader | --student-only] [--quick | --dry-run] [--out benchmarks/results.md]
 
 Everything is measured in ONE run on this machine, side by side, with each baseline timed in the same
 run and interleaved with what it is compared to (``python -c "import torch"`` runs between all the
@@ -13,10 +14,12 @@ waited for, the CPU seconds the whole machine was busy meanwhile (/proc/stat), a
 * ``× import torch``: the time over the median of all ``python -c "import torch"`` runs;
 * ``× baseline``: the time over the row named in the ``baseline`` column (< 1: faster).
 
-The issue's targets are checked below the table: ``grader score`` at most 2x ``import torch``;
-``score-all`` at least 20x the throughput of one ``pytest tests --impl SUB`` process per submission
-for 50 submissions; the CSV has one row per student; `grader nbgrader` gives the solved notebooks full
-points in nbgrader's export.
+The targets are checked below the table: ``grader score`` at most 2x ``import torch`` (issue 6); the
+progress view (``python check_progress.py``, what ``grader check`` runs) at most 1.5x ``import torch``
+(issue 24), on the stubs and on the solutions; the CSV has one row per student; `grader nbgrader` gives
+the solved notebooks full points in nbgrader's export. ``score-all``'s throughput over one ``pytest tests
+--impl SUB`` process per submission is reported beside the in-process floor's, with no target: issue 6's
+20x, retired, is out of reach of the hidden tests themselves (benchmarks/README.md).
 
 The ``in-process-floor`` row is what the hidden tests themselves cost, with no isolation at all:
 torch and pytest imported once, then ``--jobs`` processes each run the hidden tests on their share
@@ -61,7 +64,7 @@ from benchmarks.timing import (BIN, BenchError, Row, Timing, cores, code_version
 from grader.rubric import GROUPS  # noqa: E402
 
 # The keys of the table's rows, in order (grader/tests/test_benchmarks.py checks them).
-ROW_KEYS = ("import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
+ROW_KEYS = ("import-torch", "student-pass", "student-fail", "progress-pass", "progress-fail", "score-auto", "score-none", "pytest-impl",
             "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade")
 
 
@@ -104,6 +107,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each single command (default 3; median reported)")
     parser.add_argument("--batch-repeat", type=int, default=1, help="runs of each batch measurement (default 1)")
     parser.add_argument("--skip-nbgrader", action="store_true", help="leave out the Jupyter class (grader nbgrader)")
+    parser.add_argument("--student-only", action="store_true",
+                        help="only the student loop and the progress view, against import torch (no grading)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 3 students, 2 for nbgrader, every command once, no warm-up")
     parser.add_argument("--dry-run", action="store_true",
@@ -122,14 +127,14 @@ def warm_up(bench: Bench) -> None:
     """Not timed: the page cache and the __pycache__ folders of the grader and tests."""
     bench.baseline_torch()
     bench.rows["import-torch"].timings.clear()
-    if not bench.args.quick:
+    if not (bench.args.quick or bench.args.student_only):
         log("warm-up")
         run_timed([sys.executable, "-m", "grader", "score", str(SOLUTIONS), "--sandbox", "none"])
         run_timed([sys.executable, "-m", "pytest", "tests", "--impl", str(SOLUTIONS), "-q"])
 
 
 def measure_student_loop(bench: Bench) -> None:
-    """1. The student loop, in copies of the student release (exercises/ + pytest.ini)."""
+    """1. The student loop and the progress view, in copies of the student release (exercises/ + pytest.ini)."""
     # Imported here, not at the top: the timed --in-process-floor subprocess runs this file without it.
     from grader.authoring.release import build_student_release
 
@@ -140,12 +145,19 @@ def measure_student_loop(bench: Bench) -> None:
     rows = (bench.add("student-pass", "student loop, solutions filled in (passes)", "pytest exercises/03_causal",
                       "import-torch"),
             bench.add("student-fail", "student loop, the stubs (fails)", "pytest exercises/03_causal", "import-torch"))
+    progress = (bench.add("progress-pass", "progress view, solutions filled in (every module done)",
+                          "python check_progress.py", "import-torch"),
+                bench.add("progress-fail", "progress view, the stubs (every module not started)",
+                          "python check_progress.py", "import-torch"))
     cmd = [sys.executable, "-m", "pytest", "exercises/03_causal"]
+    check = [sys.executable, "check_progress.py"]  # exit 0 whenever the tests ran, whatever they say
     for i in range(bench.args.repeat):
-        log(f"student loop {i + 1}/{bench.args.repeat}")
+        log(f"student loop and progress view {i + 1}/{bench.args.repeat}")
         bench.baseline_torch()
         rows[0].timings.append(run_timed(cmd, cwd=passing, ok=(0,))[0])
         rows[1].timings.append(run_timed(cmd, cwd=failing, ok=(1,))[0])
+        progress[0].timings.append(run_timed(check, cwd=passing, ok=(0,))[0])
+        progress[1].timings.append(run_timed(check, cwd=failing, ok=(0,))[0])
 
 
 def measure_one_submission(bench: Bench, sub: Path) -> None:
@@ -248,15 +260,17 @@ def target_checks(bench: Bench) -> list[Check]:
     rows = {key: row for key, row in bench.rows.items() if row.timings}
     checks: list[Check] = []
     torch_s = rows["import-torch"].wall() if "import-torch" in rows else float("nan")
-    for key, what in (("score-auto", f"grader score (sandbox auto: {bench.isolation}) ≤ 2x import torch"),
-                      ("score-none", "grader score --sandbox none ≤ 2x import torch")):
+    for key, what, most in (("score-auto", f"grader score (sandbox auto: {bench.isolation}) ≤ 2x import torch", 2.0),
+                            ("score-none", "grader score --sandbox none ≤ 2x import torch", 2.0),
+                            ("progress-pass", "progress view, solutions filled in ≤ 1.5x import torch", 1.5),
+                            ("progress-fail", "progress view, the stubs ≤ 1.5x import torch", 1.5)):
         if key in rows:
             ratio = rows[key].wall() / torch_s
-            checks.append((what, ratio <= 2.0, f"{ratio:.2f}x", True))
+            checks.append((what, ratio <= most, f"{ratio:.2f}x", True))
     if "score-all" in rows and "pytest-impl-each" in rows:
         speedup = rows["pytest-impl-each"].wall() / rows["score-all"].wall()
-        checks.append((f"score-all throughput ≥ 20x one pytest process per submission ({bench.args.students} "
-                       f"submissions, --jobs {bench.jobs})", speedup >= 20, f"{speedup:.1f}x", True))
+        checks.append((f"score-all's throughput over one pytest process per submission ({bench.args.students} "
+                       f"submissions, --jobs {bench.jobs})", None, f"{speedup:.1f}x", True))
     if "in-process-floor" in rows and "pytest-impl-each" in rows:
         bound = rows["pytest-impl-each"].wall() / rows["in-process-floor"].wall()
         checks.append(("the in-process floor's throughput over one pytest process per submission (what the hidden "
@@ -282,12 +296,13 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(args, Path(tmp_name), cores(), {"import-torch": torch_row})
         warm_up(bench)
         bench.section("student loop", measure_student_loop)
-        sub = solution_submission(bench.tmp / "solution-submission")
-        bench.section("single submission", lambda b: measure_one_submission(b, sub))
-        klass = bench.tmp / "class"
-        plan = build_class(klass, args.students)
-        bench.section("score-all", lambda b: measure_class(b, klass, plan))
-        if not args.skip_nbgrader:
+        if not args.student_only:
+            sub = solution_submission(bench.tmp / "solution-submission")
+            bench.section("single submission", lambda b: measure_one_submission(b, sub))
+            klass = bench.tmp / "class"
+            plan = build_class(klass, args.students)
+            bench.section("score-all", lambda b: measure_class(b, klass, plan))
+        if not (args.skip_nbgrader or args.student_only):
             bench.section("nbgrader", measure_nbgrader)
         bench.baseline_torch()
     checks = bench.checks + target_checks(bench)

@@ -4,15 +4,15 @@ chapter, which modules are done, failing or not started, and what to do next.
     python -m grader check [--watch]          (also: attention-kata check) in the full repository
     python check_progress.py [--watch]        in the students' repository (the release)
 
-One source: the student release ships this very file as ``check_progress.py`` (grader/authoring/release.py
-copies it, and writes ``kata_modules.json`` beside it from the rubric), so it uses the standard library only.
-The modules, in chapter order: the rubric's, passed in by the command line, else ``kata_modules.json``'s.
+One source: the student release ships this very file as ``check_progress.py``, and beside it
+``progress_pytest.py``, the one pytest run whose outcomes this module judges (grader/progress_pytest.py:
+what the run costs, and why). grader/authoring/release.py copies both and writes ``kata_modules.json``
+beside them from the rubric; so both use the standard library only. The modules, in chapter order: the
+rubric's, passed in by the command line, else ``kata_modules.json``'s.
 
-How it stays cheap (about what ``pytest exercises`` costs): pytest runs once, in one subprocess, over
-the whole ``exercises/`` folder, with this module as a plugin (``-p``) that writes every test's outcome
-to a JSON file. Each test is then given to a module: by its file's name, ``test_<module>.py``; else by
-the module its name starts with (``test_causal_mask_...``), checked against the exercise modules its
-body uses (the file's ``from <module> import`` lines), which also decide alone when the name says nothing.
+Each test is given to a module: by its file's name, ``test_<module>.py``; else by the module its name
+starts with (``test_causal_mask_...``), checked against the exercise modules its body uses (the file's
+``from <module> import`` lines), which also decide alone when the name says nothing.
 
 A module is *not started* while its tests fail only with its own ``NotImplementedError: ... not
 written yet``, *done* when they all pass, *failing* otherwise. Exit status: 0 when the tests ran
@@ -26,20 +26,19 @@ import ast
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+if __package__:  # grader.progress, in the full repository
+    from grader.progress_pytest import Run, TestResult, run_tests
+else:  # check_progress.py, in the students' repository: progress_pytest.py is beside it
+    from progress_pytest import Run, TestResult, run_tests
+
 MODULES_FILE = "kata_modules.json"
-OUT_ENV = "KATA_PROGRESS_OUT"
 NOT_WRITTEN = "not written yet"
-# Plugins of a developer's environment the public tests do not need (hypothesis: 0.4 s of import); blocking
-# one that is not installed does nothing.
-_BLOCKED_PLUGINS = ("no:cacheprovider", "no:hypothesispytest", "no:anyio")
 _IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".hypothesis"}
 
 
@@ -47,96 +46,10 @@ class ProgressError(Exception):
     """Unusable input (no exercises folder, no module list): one line, exit code 2."""
 
 
-# --- the pytest plugin: runs inside the pytest subprocess --------------------------------------------
-_records: list[dict] = []
-
-
-def _message(report) -> str:
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None and getattr(crash, "message", None):
-        return str(crash.message)
-    text = getattr(report, "longreprtext", "") or ""
-    errors = [line[2:].strip() for line in text.splitlines() if line.startswith("E ")]
-    if errors:
-        return errors[-1] if not errors[-1].startswith("^") else errors[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else ""
-
-
-def pytest_collectreport(report) -> None:
-    if report.failed:
-        _records.append({"nodeid": report.nodeid, "when": "collect", "outcome": "failed", "message": _message(report)})
-
-
-def pytest_runtest_logreport(report) -> None:
-    if report.when == "call" or report.outcome != "passed":
-        _records.append({"nodeid": report.nodeid, "when": report.when, "outcome": report.outcome,
-                         "message": _message(report) if report.outcome == "failed" else ""})
-
-
-def pytest_sessionfinish(session, exitstatus) -> None:
-    if out := os.environ.get(OUT_ENV):
-        Path(out).write_text(json.dumps({"rootdir": str(session.config.rootpath),
-                                         "exitstatus": int(exitstatus), "records": _records}))
-
-
-# --- running the tests ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Module:
     group: str  # "03_causal"
     name: str  # "causal_mask"
-
-
-@dataclass
-class TestResult:
-    nodeid: str
-    path: Path  # the test file
-    function: str  # "test_causal_mask_is_lower_triangular"
-    outcome: str  # "passed" | "failed" | "skipped"
-    message: str = ""
-
-
-@dataclass
-class Run:
-    tests: list[TestResult]
-    collect_errors: dict[Path, str]  # test file -> its error
-    exitstatus: int
-    output: str
-    seconds: float
-
-
-def run_tests(exercises: Path) -> Run:
-    """Run pytest once over ``exercises`` in a subprocess; every test's outcome."""
-    # The name under which the pytest subprocess imports this module as a plugin, and the folder it needs on sys.path.
-    name = __name__ if __name__ != "__main__" else Path(__file__).stem
-    root = Path(__file__).resolve().parents[name.count(".")]
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="kata-progress-") as tmp:
-        out = Path(tmp) / "outcomes.json"
-        env = {**os.environ, OUT_ENV: str(out),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-        command = [sys.executable, "-m", "pytest", str(exercises), "-q", "-p", name, "--continue-on-collection-errors",
-                   *(arg for blocked in _BLOCKED_PLUGINS for arg in ("-p", blocked))]
-        proc = subprocess.run(command, cwd=exercises.parent, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL)
-        data = json.loads(out.read_text()) if out.is_file() else {"rootdir": str(exercises.parent),
-                                                                    "exitstatus": proc.returncode, "records": []}
-    rootdir = Path(data["rootdir"])
-    merged: dict[str, TestResult] = {}
-    errors: dict[Path, str] = {}
-    rank = {"passed": 0, "skipped": 1, "failed": 2}
-    for rec in data["records"]:
-        file_part, _, rest = rec["nodeid"].partition("::")
-        path = (rootdir / file_part).resolve()
-        if rec["when"] == "collect":
-            errors[path] = rec["message"]
-            continue
-        function = rest.split("::")[-1].split("[")[0]
-        test = merged.setdefault(rec["nodeid"], TestResult(rec["nodeid"], path, function, rec["outcome"], rec["message"]))
-        if rank[rec["outcome"]] > rank[test.outcome]:
-            test.outcome, test.message = rec["outcome"], rec["message"]
-    return Run(list(merged.values()), errors, data["exitstatus"], proc.stdout + proc.stderr,
-               time.perf_counter() - start)
 
 
 # --- which module a test belongs to -------------------------------------------------------------------
@@ -279,7 +192,7 @@ def judge(modules: Sequence[Module], run: Run, exercises: Path | None = None) ->
                 status.detail = f"needs {', '.join(others)} (not written yet)"
             else:
                 wrong = [t for t in failed if t not in own]
-                status.detail = f"{wrong[0].function}: {wrong[0].message}" if wrong else f"{len(own)} test(s): not written yet"
+                status.detail = f"{wrong[0].function}: {reason(wrong[0].message)}" if wrong else f"{len(own)} test(s): not written yet"
         statuses.append(status)
     return statuses, unassigned
 
@@ -310,7 +223,7 @@ def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path
         tests = f"{s.passed}/{s.total} tests pass" if s.total else ""
         lines.append(f"{number:>3}  {name}  {paint(f'{_LOOKS[s.state][1]} {s.state:<11}', s.state)}  {tests}")
         if s.detail:
-            lines.append(f"     {' ' * width}    {_shorten(s.detail, 100)}")
+            lines.append(f"     {' ' * width}    {_shorten(s.detail, 200)}")
     if unassigned:
         lines += ["", f"{len(unassigned)} test(s) belong to no module: " + ", ".join(t.function for t in unassigned[:5])]
     lines.append("")
@@ -326,7 +239,7 @@ def render(statuses: list[Status], unassigned: list[TestResult], exercises: Path
             lines += ["", *("    " + line if line else "" for line in section.splitlines()), ""]
         own_file = exercises / m.group / f"test_{m.name}.py"
         target = f"{shown}/{m.group}/{own_file.name}" if own_file.is_file() else f"{shown}/{m.group}"
-        lines += [f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(failure.message, 110)}"
+        lines += [f"  {paint('FAILED', 'failing')} {failure.function}: {_shorten(reason(failure.message), 200)}"
                   for failure in todo.failures[:3] if todo.state == "failing"]
         lines.append(f"Run its tests: pytest {target}    Hints: {shown}/{m.group}/hints.md, section '## {m.name}'")
     lines.append(f"(checked {time.strftime('%H:%M:%S')}, {run.seconds:.1f} s)")
@@ -346,6 +259,13 @@ def _display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
     except ValueError:
         return str(path)
+
+
+def reason(message: str) -> str:
+    """What a failure's one line says: the check's ``likely cause:`` line when it names one (a cause is named
+    only when reproduced: kata_known.py), else the message itself."""
+    lines = [line.strip() for line in message.splitlines()]
+    return next((line for line in lines if line.startswith("likely cause:")), " ".join(message.split()))
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -370,7 +290,7 @@ HELP = ("your progress: run the public tests of every module once and show which
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of the command, shared by ``attention-kata check`` and the stand-alone script."""
+    """The options of the command, shared by the grader's ``check`` (full repository) and the stand-alone script."""
     parser.description = (HELP[0].upper() + HELP[1:] + ". Not started: the tests fail only with the module's own "
                           "NotImplementedError (not written yet). Cost: about one `pytest exercises`.")
     parser.add_argument("--watch", action="store_true",

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from string import Template
 
-from grader import attention_view, progress
+from grader import attention_view, progress, progress_pytest
 from grader.authoring.nbgrader_release import _IGNORE, TEMPLATES, ReleaseError, build_nbgrader_course
 from grader.rubric import EXERCISES_DIR, GROUPS, load_rubric
 
@@ -43,8 +43,10 @@ def build_release(out: Path) -> None:
 # --- the student repository ----------------------------------------------------------------------
 
 
-# The students' own tools, shipped as the very files the grader's `check` and `view` commands run.
-STUDENT_SCRIPTS = {"check_progress.py": progress.__file__, "view_attention.py": attention_view.__file__}
+# The students' own tools, shipped as the very files the grader's `check` and `view` commands run. The progress
+# view is two: check_progress.py imports progress_pytest.py from its own folder, by that name.
+STUDENT_SCRIPTS = {"check_progress.py": progress.__file__, "progress_pytest.py": progress_pytest.__file__,
+                   "view_attention.py": attention_view.__file__}
 
 
 def build_student_release(dest: Path) -> None:

@@ -20,8 +20,8 @@ from grader.authoring import mutation
 from grader.rubric import load_rubric
 
 REPO = Path(__file__).resolve().parents[2]
-EXPECTED_ROWS = ["import-torch", "student-pass", "student-fail", "score-auto", "score-none", "pytest-impl",
-                 "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade"]
+EXPECTED_ROWS = ["import-torch", "student-pass", "student-fail", "progress-pass", "progress-fail", "score-auto",
+                 "score-none", "pytest-impl", "score-all", "in-process-floor", "pytest-impl-each", "nbgrader-grade"]
 
 
 def _table(text: str) -> dict[str, dict[str, str]]:
@@ -59,11 +59,17 @@ def test_dry_run_writes_the_table(tmp_path: Path):
     assert rows["score-all"]["per"] == rows["in-process-floor"]["per"] == rows["pytest-impl-each"]["per"] == "3"
     assert "- DRY RUN: " in text and "- info: score-all CSV has 3 rows (one per student): not checked (dry run)" in text
     assert "nbgrader export: 8 rows, all at full marks: not checked (dry run)" in text  # 2 students x 4 groups
-    for target in ("grader score (sandbox auto", "grader score --sandbox none", "score-all throughput"):
+    # Today's targets (issue 24): grader score at most 2x import torch, the progress view at most 1.5x; the
+    # score-all throughput is a figure beside the in-process floor's, its 20x target retired.
+    for target in ("grader score (sandbox auto", "grader score --sandbox none ≤ 2x import torch",
+                   "progress view, solutions filled in ≤ 1.5x import torch",
+                   "progress view, the stubs ≤ 1.5x import torch"):
         assert any(line.startswith(("- PASS: ", "- FAIL: ")) and target in line and line.endswith("x")
                    for line in text.splitlines()), target
-    assert any(line.startswith("- info: the in-process floor's throughput") and line.endswith("x")
-               for line in text.splitlines()), text
+    for figure in ("score-all's throughput over one pytest process", "the in-process floor's throughput"):
+        assert any(line.startswith(f"- info: {figure}") and line.endswith("x") for line in text.splitlines()), figure
+    assert "20x" not in text, "the retired score-all target"
+    assert rows["progress-pass"]["command"] == rows["progress-fail"]["command"] == "`python check_progress.py`"
     assert "ERROR" not in text
 
 

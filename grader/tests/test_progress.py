@@ -1,5 +1,6 @@
-"""grader.progress (``attention-kata check``): states per module, test-to-module mapping in both layouts
-of the public tests, and the command line.
+"""grader.progress (``attention-kata check``) and grader.progress_pytest (its one pytest run): states per
+module, test-to-module mapping in both layouts of the public tests, what keeps the run cheap, and the
+command line.
 
 The synthetic trees below need no torch (a pytest run of them takes a fraction of a second). The real
 public tests decide the states in test_release.py, where the students' copy of this module,
@@ -9,6 +10,7 @@ public tests decide the states in test_release.py, where the students' copy of t
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import os
 import subprocess
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import progress
+from grader import progress, progress_pytest
 from grader.rubric import REPO_ROOT
 
 NOT_WRITTEN = "raise NotImplementedError(\"{f}: not written yet -- see exercises/{g}/README.md, section '{m}'\")"
@@ -127,6 +129,28 @@ def test_states_and_mapping_in_both_layouts(tree: Path):
     assert "Write `beta()`: it returns 2." in text and "Check: `beta() == 2`." in text
     assert "Other text." not in text and "Write alpha." not in text, "only the next module's section"
     assert "pytest " in text and "g1/test_beta.py" in text
+    # a failure is one line in pytest's output: no traceback re-reads the test's source (grader/progress_pytest.py)
+    assert "Error" in run.output and "assert delta() == 4" not in run.output, run.output[-2000:]
+
+
+def test_the_run_is_cheap_one_thread_one_line_per_failure_torch_left_out_of_gc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The pytest subprocess computes on one thread unless told otherwise, reports failures as one line, and
+    spares its garbage collector torch's objects (grader/progress_pytest.py says what each saves)."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    command, env = progress_pytest.command_and_env(tmp_path / "exercises", tmp_path / "out.json")
+    assert env["OMP_NUM_THREADS"] == "1" and "--tb=line" in command
+    assert command[command.index("-p") + 1] == "grader.progress_pytest", command  # the plugin: this module
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    assert progress_pytest.command_and_env(tmp_path / "exercises", tmp_path / "out.json")[1]["OMP_NUM_THREADS"] == "4"
+    # the plugin's garbage collector: off while collection imports torch, then on, with what was imported frozen
+    frozen = gc.get_freeze_count()
+    try:
+        progress_pytest.pytest_configure(None)
+        assert not gc.isenabled()
+        progress_pytest.pytest_collection_finish(None)
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
+    finally:
+        gc.enable()  # what was frozen stays so, as the grader's own tests leave it (engine.py freezes too)
 
 
 def test_a_module_that_does_not_import_fails_with_the_reason(tree: Path):
@@ -145,6 +169,13 @@ def test_a_stub_whose_tests_trip_over_another_stub_is_not_started(tree: Path):
     statuses, _ = progress.judge(MODULES, progress.run_tests(tree), tree)
     eps = statuses[-1]
     assert (eps.state, eps.detail) == ("not started", "its tests also need beta"), eps
+
+
+def test_the_reason_line_is_the_checks_diagnosis_when_it_names_one():
+    """The one line a failing module gets is the check's ``likely cause:`` line where it has one, else the message."""
+    diagnosed = "called f(x):\n  expected shape (2,): [1, 2]\n  got      shape (2,): [2, 1]\n  likely cause: the mask is transposed"
+    assert progress.reason(diagnosed) == "likely cause: the mask is transposed"
+    assert progress.reason("called f(x):\n  returned None") == "called f(x): returned None"
 
 
 def test_all_done_says_so(tree: Path):

@@ -94,6 +94,45 @@ def test_student_readme_says_how_to_install_and_run(release: Path):
     assert positions == sorted(positions), "the groups must be listed in order"
     ini = (release / "student" / "pytest.ini").read_text()
     assert "timeout = 10" in ini and "pytest-timeout" in ini
+    unplaced = _full_repository_commands(release / "student")
+    assert unplaced == [], "commands the students' repository does not have, with no note saying where they run:\n" \
+        + "\n".join(unplaced)
+
+
+# The full repository's commands, which the students' repository lacks: `python -m grader check` (not a module
+# of the grader package: `python -m grader.authoring.stubs` says where a file came from). A mention is fine in a
+# paragraph that says whose commands they are.
+FULL_REPOSITORY_COMMAND = re.compile(r"python3? -m grader(?![\w.])")
+WHERE_IT_RUNS = re.compile(r"full repository|instructor's (repository|side)")
+
+
+def _full_repository_commands(student: Path) -> list[str]:
+    """'file:line: text' for each full-repository command in the students' text (every file but the documents
+    themselves) whose paragraph (lines between blank ones, comment marks aside) says nothing of where it runs."""
+    found = []
+    text_files = [p for p in student.rglob("*") if p.is_file() and p.suffix in (".md", ".py", ".yml", ".txt", ".ini")]
+    for path in sorted(p for p in text_files if not (p.suffix == ".txt" and p.parent.name == "documents")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        starts = [0] + [i + 1 for i, line in enumerate(lines) if not line.strip(" \t#")] + [len(lines)]
+        for start, end in zip(starts, starts[1:]):
+            paragraph = "\n".join(lines[start:end])
+            if WHERE_IT_RUNS.search(paragraph):
+                continue
+            found += [f"{path.relative_to(student)}:{i + 1}: {lines[i].strip()}"
+                      for i in range(start, end) if FULL_REPOSITORY_COMMAND.search(lines[i])]
+    return found
+
+
+def test_the_command_check_finds_a_full_repository_command_with_no_note(tmp_path: Path):
+    (tmp_path / "exercises" / "documents").mkdir(parents=True)
+    (tmp_path / "README.md").write_text("Progress: `python check_progress.py`.\n\nGrade: `python -m grader score`.\n\n"
+                                        "In the full repository: `python -m grader check`.\n")
+    (tmp_path / "check_progress.py").write_text('"""Also: python -m grader check.\n\n'
+                                                'In the full repository:\n    python -m grader check\n"""\n')
+    (tmp_path / "exercises" / "kata.py").write_text("# written by python -m grader.authoring.stubs\n")
+    (tmp_path / "exercises" / "documents" / "notes.txt").write_text("python -m grader score\n")
+    assert _full_repository_commands(tmp_path) == ["README.md:3: Grade: `python -m grader score`.",
+                                                   'check_progress.py:1: """Also: python -m grader check.']
 
 
 # --- the documents, the links, and the students' own tools ----------------------------------------------
@@ -182,12 +221,13 @@ WITH_SOLUTIONS = ("attention_scores", "normalization", "context_vectors", "scale
 
 @pytest.mark.timeout(150)
 def test_check_progress_runs_in_the_student_release(release: Path, tmp_path: Path):
-    """check_progress.py alone (no grader package) in a copy of the student folder where some modules are
-    solved: the real public tests decide each module's state."""
+    """check_progress.py and its progress_pytest.py alone (no grader package) in a copy of the student folder
+    where some modules are solved: the real public tests decide each module's state."""
     student = release / "student"
     modules = json.loads((student / "kata_modules.json").read_text())["modules"]
     assert [(m["group"], m["module"]) for m in modules] == [(ex.group, ex.module) for ex in load_rubric().exercises.values()]
-    assert (student / "check_progress.py").read_text() == (REPO_ROOT / "grader" / "progress.py").read_text()
+    for shipped, source in (("check_progress.py", "progress.py"), ("progress_pytest.py", "progress_pytest.py")):
+        assert (student / shipped).read_text() == (REPO_ROOT / "grader" / source).read_text(), shipped
     mine = tmp_path / "student"
     shutil.copytree(student, mine, ignore=shutil.ignore_patterns("__pycache__"))
     fill_in(mine / "exercises", WITH_SOLUTIONS)
