@@ -12,5 +12,5 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
     simulated_gpu.py  a GPU with real values for the GPU-run check (the public tests use the same
-                 file: exercises/kata_gpu.py links to it)
+                 file as exercises/kata_gpu.py, kept equal by grader/tests/test_simulated_gpu.py)
 """

@@ -26,8 +26,10 @@ Every CPU tensor made while the mode is on is remembered with the line of code t
 caller outside torch and outside the kata's own tools), so that the error names the tensor that stayed
 on the CPU and where it came from.
 
-This file is the grader's worker's (grader/sandbox/kata_worker/) and, through the link
-``exercises/kata_device.py``, the public tests'. It imports nothing but torch and the standard library.
+The public tests use ``exercises/kata_gpu.py``; the grader's worker runs
+``grader/sandbox/kata_worker/simulated_gpu.py``, a copy that CI keeps byte for byte the same
+(grader/tests/test_simulated_gpu.py): the sandbox shows the worker its own folder only, and a link would
+not survive a checkout without symbolic links. It imports nothing but torch and the standard library.
 """
 
 from __future__ import annotations
