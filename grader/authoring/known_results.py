@@ -74,10 +74,8 @@ def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict,
         (tmp / "pytest.ini").write_text(INI)
         (tmp / "records").mkdir()
 
-        record_env = _students_module("kata_known").RECORD_ENV
-
         def job(run: str, **spec) -> dict:
-            return {"id": run, "env": {record_env: str(record_file(tmp / "records", run))}, **spec}
+            return {"id": run, "env": record_env(tmp / "records", run), **spec}
 
         jobs, broken = [job(STUBS), job(SOLVED, path=SOLVED_PATH)], {}
         for patch in patches:
@@ -98,12 +96,22 @@ def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict,
     return {**raw, **broken}, records
 
 
+def hidden_select(exercises: list[str] | None) -> list[str] | None:
+    """The node id prefixes of the hidden tests of ``exercises`` (None: all)."""
+    if exercises is None:
+        return None
+    rubric = load_rubric().exercises
+    return [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
+
+
+def record_env(record_dir: Path, run: str) -> dict[str, str]:
+    """The environment under which a run's checks record what they are given (exercises/kata_known.py)."""
+    return {_students_module("kata_known").RECORD_ENV: str(record_file(record_dir, run))}
+
+
 def hidden_job(run: str, impl: Path, exercises: list[str] | None, record_dir: Path) -> dict:
     """A forked_pytest job running the hidden tests of ``exercises`` (all: None) on ``impl``, recording."""
-    rubric = load_rubric().exercises
-    select = None if exercises is None else [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
-    return {"id": run, "options": {"impl": str(impl)}, "select": select,
-            "env": {_students_module("kata_known").RECORD_ENV: str(record_file(record_dir, run))}}
+    return {"id": run, "options": {"impl": str(impl)}, "select": hidden_select(exercises), "env": record_env(record_dir, run)}
 
 
 def run_hidden_tests(patches: list[dict]) -> dict[str, list[dict]]:

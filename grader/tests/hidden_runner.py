@@ -54,14 +54,6 @@ class HiddenRunError(RuntimeError):
     """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def _select(exercises: list[str] | None) -> list[str] | None:
-    """The node id prefixes of the hidden tests of ``exercises`` (None: all)."""
-    if exercises is None:
-        return None
-    rubric = load_rubric().exercises
-    return [f"{rubric[ex].test_file.relative_to(REPO_ROOT).as_posix()}::" for ex in exercises]
-
-
 def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = (),
                standins: tuple[str, ...] = (), core: tuple[str, ...] = (),
                record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
@@ -78,8 +70,8 @@ def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str,
     """
     jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {}),
                                        **({"standins": ",".join(STANDIN_MODULES)} if job_id in standins else {})},
-             "select": _select(exercises), **({"kind": "core"} if job_id in core else {}),
-             **({"env": known_results.hidden_job(job_id, impl, None, record_dir)["env"]} if record_dir else {})}
+             "select": known_results.hidden_select(exercises), **({"kind": "core"} if job_id in core else {}),
+             **({"env": known_results.record_env(record_dir, job_id)} if record_dir else {})}
             for job_id, (impl, exercises) in runs.items()]
     modules = [ex.module for ex in load_rubric().exercises.values()]
     raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
