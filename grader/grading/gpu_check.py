@@ -13,10 +13,12 @@ and input, and the student's outputs are compared with it.
   own exercise says why). It is tried on T = 5 < context_length, then on T = context_length, and
   the device run uses the first input the CPU run gets right: a mistake unrelated to devices (a mask
   not cut to T x T) is charged by the module's own exercise, once, not again here.
-* The wrapper builds on CausalAttention: when the student's CausalAttention does not match the
-  reference, the wrapper is judged on its own part, with its own heads standing in for the reference
-  (its output must be its heads' outputs concatenated, in the reference's shape); the reference never
-  enters the worker.
+* The wrapper builds on CausalAttention. When the student's CausalAttention passes here, the wrapper
+  runs with its own heads. Otherwise (it fails on the CPU or on the device, or is not there) the wrapper
+  is judged as its re-grade is (grader/grading/scoring.py): in a domain of its own where the stand-in of
+  tests/standins/causal_attention.py takes the student's CausalAttention's place, against the reference
+  wrapper built over the same stand-in. A correct wrapper is graded whatever its CausalAttention is (one
+  mistake, one charge), and the reference never enters a domain.
 * A module that is not there (no file, a file that does not parse, or one importing a kata module
   that is not there: read from the submission's files, never from a run) is left out: the check's
   points are split over the modules that are, and its own exercise charges it. With none there the
@@ -41,7 +43,8 @@ grader exercise it on the simulated GPU, and on a faked CUDA (the real branch on
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +76,9 @@ SIMULATED = "simulated"  # the device_run probe's name for the simulated GPU
 TOKENS_TRIED = (5, None)  # None: T = context_length
 _MAX_SOURCE_BYTES = 2**20
 WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
+# ``over_standins(substitutes)``: a context that opens a domain of the same submission with the stand-ins
+# ``substitutes`` (module name -> tests/standins/ file) in place of the student's modules, and gives its impl.
+OverStandins = Callable[[Mapping[str, Path]], AbstractContextManager[Any]]
 
 
 @dataclass(frozen=True)
@@ -81,24 +87,25 @@ class PartResult:
     verdict: str  # passed | failed | absent (not there) | left out (fails on the CPU)
     message: str
     cpu_matched: bool = False  # its CPU run matched: a failure is the device's
+    over_standin: bool = False  # the wrapper, judged over the stand-in CausalAttention (said even when passed)
 
 
 def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str,
-                 own_heads: bool = False) -> PartResult:
+                 standins: frozenset[str] = frozenset()) -> PartResult:
     """Run one module on the CPU and on ``device``; the verdict for it, against the reference.
 
-    ``own_heads`` (the wrapper, when the student's CausalAttention fails): a wrapper whose output is
-    not the reference's may still be right about its own part, its heads' outputs concatenated."""
+    ``standins``: the modules that stand-ins replace in ``impl``'s domain (the wrapper's re-judging);
+    the reference is then built over the same stand-ins, and they count as there."""
     import torch  # costly: the command line reads this module's choices without it
 
     torch.manual_seed(0)
-    reference = getattr(tests_module("reference.py").ref(ref_module), name)(*args, **kwargs).eval()
+    reference = getattr(tests_module("reference.py").ref(ref_module, standins), name)(*args, **kwargs).eval()
     d_in, context_length = args[0], args[2]
     inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(1))
               for t in TOKENS_TRIED]
     with torch.no_grad():
         expected = [reference(x) for x in inputs]
-    absent = _absent(impl, name, ref_module)
+    absent = _absent(impl, name, ref_module, standins)
     if absent is not None:
         return absent
     try:
@@ -112,7 +119,7 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
         student.eval()
     except Exception as err:  # the exercise's own tests judge this; here it only means "cannot check"
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
-    cpu_outs, errors = [], []
+    errors = []
     for x, want in zip(inputs, expected):
         try:
             out = student(x)
@@ -123,20 +130,6 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
             out = None
         if _matches(out, want):
             return _device_verdict(impl, name, student, x, want, device)
-        cpu_outs.append(out)
-    if own_heads:
-        try:
-            for x, out, want in zip(inputs, cpu_outs, expected):
-                if out is None:
-                    continue
-                own = torch.cat([head(x) for head in student.heads], dim=-1)
-                # Heads that return zeros compute nothing (a real one never does, with these weights): no part to judge.
-                if own.shape == want.shape and bool(own.abs().sum() > 0) and _matches(out, own):
-                    return _device_verdict(impl, name, student, x, own, device)
-        except WorkerFailure as err:
-            return PartResult(name, "failed", f"{name} on the CPU: {err}")
-        except Exception:
-            pass  # no heads, or heads that cannot run: judged as below
     if len(errors) == len(inputs):
         err = errors[0]
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
@@ -144,21 +137,22 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
                                       "the GPU-run check needs a module that works on the CPU first")
 
 
-def _absent(impl: Any, name: str, module: str) -> PartResult | None:
+def _absent(impl: Any, name: str, module: str, standins: frozenset[str] = frozenset()) -> PartResult | None:
     """The verdict for a module that is not there (read from the submission's files), or None."""
     root = getattr(getattr(impl, "_kata_client", None), "submission_dir", None)
-    missing = None if root is None else not_there(Path(root), module)
+    missing = None if root is None else not_there(Path(root), module, standins)
     if not missing:
         return None
     return PartResult(name, "absent", f"{name}: not there ({missing}); left out here (the check's points are "
                                       "split over the modules that are), its own exercise counts it")
 
 
-def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> str | None:
+def not_there(root: Path, module: str, there: frozenset[str] = frozenset()) -> str | None:
     """Why the submission's ``module`` is not there, read from its files (never run), or None.
 
     Not there: no regular ``<module>.py`` in any group folder, one that does not parse, or one that
-    imports a kata module that is not there. Decided from the files, not from a run in the worker, so
+    imports a kata module that is not there (``there``: modules that need no looking at, a stand-in's or
+    one already looked at). Decided from the files, not from a run in the worker, so
     that code cannot make itself vanish from this check (by failing its import only here)."""
     candidates = [root / group / f"{module}.py" for group in GROUPS]
     found = [f for f in candidates if f.is_file() and not f.is_symlink()]
@@ -174,8 +168,8 @@ def not_there(root: Path, module: str, _seen: frozenset[str] = frozenset()) -> s
         return None
     kata_modules = load_rubric().module_groups
     imported = imported_modules(tree)
-    for other in sorted(imported & set(kata_modules) - _seen - {module}):
-        why = not_there(root, other, _seen | {module})
+    for other in sorted(imported & set(kata_modules) - there - {module}):
+        why = not_there(root, other, there | {module})
         if why:
             return f"it imports {other}: {why}"
     return None
@@ -201,7 +195,7 @@ def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor")
     """The verdict from the worker's ``device_run`` report (plain data only) and the expected output.
 
     Called only for a module whose CPU run matched the reference on this input (or, for the wrapper on a
-    broken CausalAttention, its own heads' outputs concatenated); ``expected`` is that CPU output."""
+    the stand-in CausalAttention, the reference wrapper's over it); ``expected`` is that CPU output."""
     plain = run.get("plain_tensor_attributes") or []
     strays = run.get("stray_tensors") or []
     shown = "the GPU (simulated)" if device == SIMULATED else device
@@ -232,46 +226,41 @@ def _hint(error: str, plain: list[str], strays: list[str]) -> str:
     return " Create tensors in forward with device=x.device, or register them as buffers."
 
 
-def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str, bool] | None = None,
-                  scope: Collection[str] | None = None) -> GpuCheckResult:
+def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandins,
+                  works_on_cpu: Mapping[str, bool] | None = None, scope: Collection[str] | None = None) -> GpuCheckResult:
     """The check's line in the report; ``mode`` is one of GPU_CHOICES.
 
     One mistake, one charge: ``works_on_cpu`` says, for each module checked, whether its own exercise's
     core tests all pass (grader/grading/grade.py); one that does not is left out of the check's share, as a
-    missing one is (its exercise charges it), except the wrapper on a CausalAttention that fails: it is
-    judged on its own part (its heads' outputs concatenated). A wrapper whose heads fail on the device
-    because the student's CausalAttention does is left out too (CausalAttention is charged for it).
+    missing one is (its exercise charges it). The wrapper on a CausalAttention that does not pass here is
+    judged over the stand-in, in the domain ``over_standins(substitutes)`` opens (see OverStandins); it is
+    checked last, so that the caller may end ``impl``'s domain first.
     ``scope``: the modules whose share counts (an nbgrader assignment's); the others may still be run,
     to tell whose mistake a failure is, and count nothing. The points are 0 only when no module counts.
     """
     if mode == "skip":
         return GpuCheckResult.skipped("skipped (--gpu skip)")
-    import torch  # costly (see check_module)
-
-    if mode == "simulate":
-        device, label = SIMULATED, "cuda:0 (simulated: --gpu simulate)"
-    elif not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
-        if mode == "require":
-            raise GpuUnavailable("--gpu require: CUDA is not available on this machine")
-        device, label = SIMULATED, "cuda:0 (simulated: no CUDA here)"
-    elif not impl.cuda_info().get("available"):
-        if mode == "require":
-            raise GpuUnavailable("--gpu require: CUDA is available here but not inside the sandbox")
-        device, label = SIMULATED, "cuda:0 (simulated: the sandbox cannot reach the GPU)"
-    else:
-        device, label = "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
+    device, label = _device(impl, mode)
     works = dict(works_on_cpu or {})
     parts: dict[str, PartResult] = {}
-    for name, module, args, kwargs in MODULES_CHECKED:
-        parts[name] = _check_part(impl, name, module, args, kwargs, device, works, parts)
-    counted = [p for name, p in parts.items() if scope is None or name in scope]
+    for name, module, args, kwargs in sorted(MODULES_CHECKED, key=lambda m: m[0] == WRAPPER):
+        if name == WRAPPER and scope is not None and name not in scope:
+            continue  # it tells nothing of another module's mistake
+        # The wrapper's own core tests ran over the student's CausalAttention: they say little when it fails.
+        if name == WRAPPER and parts[WRAPPED].verdict != "passed" and (works.get(name, True) or not works.get(WRAPPED, True)):
+            parts[name] = _wrapper_over_standin(over_standins, module, args, kwargs, device, works)
+        elif not works.get(name, True):
+            parts[name] = _absent(impl, name, module) or PartResult(name, "left out", LEFT_OUT.format(name=name))
+        else:
+            parts[name] = check_module(impl, name, module, args, kwargs, device)
+    counted = [parts[name] for name, *_ in MODULES_CHECKED if scope is None or name in scope]
     there = [p for p in counted if p.verdict not in ("absent", "left out")]
     good = [p for p in there if p.verdict == "passed"]
     score = round(points * len(good) / len(there), 2) if there else 0.0
     failed = len(good) < len(there) or not there
     status = ("simulated_" if device == SIMULATED else "") + ("failed" if failed else "passed")
     # One line per module: an error's own line breaks (where it was raised) are folded into it.
-    message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed") or (
+    message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed" or p.over_standin) or (
         "all three modules run on the device" if len(counted) == 3 else f"all {len(counted)} modules run on the device")
     if not there:
         message = ("none of the three modules is there: nothing to run on the device\n" if len(counted) == 3 and all(
@@ -280,26 +269,37 @@ def run_gpu_check(impl: Any, mode: str, points: float, works_on_cpu: Mapping[str
     return GpuCheckResult(score, points, status, label, message)
 
 
+def _device(impl: Any, mode: str) -> tuple[str, str]:
+    """(the device the check runs on, its label in the report); GpuUnavailable for ``--gpu require``
+    without CUDA in the grader or in the sandbox."""
+    import torch  # costly (see check_module)
+
+    if mode == "simulate":
+        return SIMULATED, "cuda:0 (simulated: --gpu simulate)"
+    if not torch.cuda.is_available():  # the grader's torch decides, not the worker's word
+        if mode == "require":
+            raise GpuUnavailable("--gpu require: CUDA is not available on this machine")
+        return SIMULATED, "cuda:0 (simulated: no CUDA here)"
+    if not impl.cuda_info().get("available"):
+        if mode == "require":
+            raise GpuUnavailable("--gpu require: CUDA is available here but not inside the sandbox")
+        return SIMULATED, "cuda:0 (simulated: the sandbox cannot reach the GPU)"
+    return "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
+
+
 LEFT_OUT = ("{name}: left out here, it fails its own exercise's core tests on the CPU (charged there, once); "
             "the check's points are split over the modules that work on the CPU")
 
 
-def _check_part(impl: Any, name: str, module: str, args: tuple, kwargs: dict, device: str,
-                works: Mapping[str, bool], parts: Mapping[str, PartResult]) -> PartResult:
-    """One module's verdict: passed | failed | absent | left out (see run_gpu_check)."""
-    wrapped = parts.get(WRAPPED)
-    if name == WRAPPER and wrapped is not None and (wrapped.verdict in ("absent", "left out") or (
-            wrapped.verdict == "failed" and not wrapped.cpu_matched)):
-        part = check_module(impl, name, module, args, kwargs, device, own_heads=True)
-        if part.verdict == "failed" and "on the CPU" in part.message and not works.get(name, True):
-            return PartResult(name, "left out", f"{name}: left out here, it does not run on the CPU over your "
-                                                f"CausalAttention (which its own exercise charges, once)")
-        return part
-    if not works.get(name, True):
-        return _absent(impl, name, module) or PartResult(name, "left out", LEFT_OUT.format(name=name))
-    part = check_module(impl, name, module, args, kwargs, device)
-    if name == WRAPPER and part.verdict == "failed" and wrapped is not None and wrapped.cpu_matched \
-            and wrapped.verdict == "failed":
-        return PartResult(name, "left out", f"{name}: left out here, its heads are your CausalAttention, which "
-                                            "fails on the device (charged there, once)")
-    return part
+def _wrapper_over_standin(over_standins: OverStandins, module: str, args: tuple, kwargs: dict, device: str,
+                          works: Mapping[str, bool]) -> PartResult:
+    """The wrapper's verdict over the stand-in CausalAttention, in a domain of its own."""
+    rubric = load_rubric()
+    wrapped = rubric.exercises[rubric.owner_of[WRAPPED]]
+    with over_standins({wrapped.module: wrapped.standin_file}) as standin_impl:
+        part = check_module(standin_impl, WRAPPER, module, args, kwargs, device, frozenset({wrapped.module}))
+    if part.verdict == "failed" and not part.cpu_matched and not works.get(WRAPPER, True):
+        return PartResult(WRAPPER, "left out", LEFT_OUT.format(name=WRAPPER))
+    over = "judged over a stand-in CausalAttention (tests/standins/) since yours does not pass this check"
+    message = f"{WRAPPER}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
+    return replace(part, message=message, over_standin=True)

@@ -3,10 +3,12 @@
 Every worker runs in an isolation domain forked from a template that imported torch once
 (grader/sandbox/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
-request. The GPU-run check comes next, in the same domain (under ``--gpu skip`` it runs nothing). A re-grade (grader/grading/scoring.py) gets a domain of
-its own, with stand-ins, never reference code, in place of the modules it builds on. Each domain is
-ended (and, where the student's uid shares the machine, its processes killed and files removed) before
-the next starts; a report is returned only after that.
+request. The GPU-run check comes next, in the same domain (under ``--gpu skip`` it runs nothing); its
+wrapper part, when the student's CausalAttention does not pass it, in a domain over the stand-in. A
+re-grade (grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in
+place of the modules it builds on. Each domain is ended (and, where the student's uid shares the
+machine, its processes killed and files removed) before the next starts; a report is returned only
+after that.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import tempfile
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from grader.grading import engine
-from grader.grading.gpu_check import run_gpu_check
+from grader.grading.gpu_check import OverStandins, run_gpu_check
 from grader.grading.intake import locate_submission
 from grader.grading.options import GradeOptions
 from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
@@ -27,8 +30,6 @@ from grader.rubric import Rubric, load_rubric
 from grader.sandbox.client import WorkerFailure
 from grader.sandbox.domains import Domains
 from grader.sandbox.modes import choose_isolation
-
-
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),
@@ -56,10 +57,19 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
             run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
         tests_worker = engine.start_worker(root, start=False, **limits)  # the GPU-run check runs in it too
+
+        @contextmanager
+        def over_standins(substitutes):  # asked for last, if at all: the tests' domain ends first
+            tests_worker.close()
+            from grader.grading.remote_impl import RemoteImpl  # imports torch (see _gpu_check)
+
+            with engine.start_worker(root, substitutes=substitutes, **limits) as worker:
+                yield RemoteImpl(worker, rubric.owner_of)
+
         try:
             outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
                                                                               keep_open=True))
-            gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises)
+            gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
         finally:
             tests_worker.close()
 
@@ -82,7 +92,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
 
 def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
-               exercises: tuple[str, ...] | None) -> GpuCheckResult:
+               exercises: tuple[str, ...] | None, over_standins: OverStandins) -> GpuCheckResult:
     """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require). A module
     whose exercise fails its own core tests is left out of its share; with ``exercises`` (an nbgrader
     assignment), only their modules' shares count."""
@@ -95,6 +105,6 @@ def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
     scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
     impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points, works, scope)
+        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, works, scope)
     except WorkerFailure as failure:
         return GpuCheckResult(0.0, rubric.gpu_points, "failed", "unknown", f"the worker failed: {failure}")

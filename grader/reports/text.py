@@ -58,8 +58,7 @@ def _gpu_lines(gpu: dict[str, Any], colour: bool) -> list[str]:
         "failed" if gpu["max_score"] else "partial")
     lines = [f"{_paint(_MARK[state], state, colour)} GPU-run check ({gpu['status']}, {_safe(str(gpu['device']))}) "
              f"{gpu['score']:6.2f} / {gpu['max_score']:g}"]
-    if gpu["message"]:
-        lines.append(f"      {_safe(str(gpu['message']))}")
+    lines += [f"      {line}" for line in _safe(str(gpu["message"])).splitlines()]  # one line per module
     return lines
 
 

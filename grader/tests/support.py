@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -126,11 +127,19 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
     client = start_worker(sub, domains=domains)
+
+    def impl_of(worker):
+        impl = RemoteImpl(worker, load_rubric().owner_of)
+        return FakeCuda(impl, corrupt) if fake_cuda else impl
+
+    @contextmanager
+    def over_standins(substitutes):  # as a grading does: one domain at a time
+        client.close()
+        with start_worker(sub, domains=domains, substitutes=substitutes) as worker:
+            yield impl_of(worker)
+
     try:
-        impl = RemoteImpl(client, load_rubric().owner_of)
-        if fake_cuda:
-            impl = FakeCuda(impl, corrupt)
-        return run_gpu_check(impl, mode, 10.0, works)
+        return run_gpu_check(impl_of(client), mode, 10.0, over_standins, works)
     finally:
         client.close()
 

@@ -23,6 +23,7 @@ REGISTERED = 'self.register_buffer("mask", torch.triu(torch.ones(context_length,
 
 
 MHA = Path("04_multihead") / "multihead_attention.py"
+WRAPPER = Path("04_multihead") / "multihead_wrapper.py"
 
 
 def submission(tmp_path: Path, old: str = "", new: str = "", file: Path = CAUSAL) -> Path:
@@ -58,9 +59,9 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
     assert result.status == "simulated_failed"
     assert "'mask'" in result.message and "register_buffer" in result.message
     assert "from self.mask, a plain attribute" in result.message
-    # CausalAttention fails; the wrapper built on it is left out (its heads fail: one mistake, one charge); MHA passes
-    assert result.score == pytest.approx(5.0, abs=0.01)
-    assert "MultiHeadAttentionWrapper: left out here, its heads are your CausalAttention" in result.message
+    # CausalAttention fails; the wrapper is judged over the stand-in and passes (one mistake, one charge); MHA passes
+    assert result.score == pytest.approx(20 / 3, abs=0.01)
+    assert result.message.splitlines()[1] == OVER_STANDIN_PASSED
 
 
 def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Path, check) -> None:
@@ -71,6 +72,8 @@ def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Pa
             "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
+OVER_STANDIN = "judged over a stand-in CausalAttention (tests/standins/) since yours does not pass this check"
+OVER_STANDIN_PASSED = f"MultiHeadAttentionWrapper: runs on the device, {OVER_STANDIN}"
 NAN_CHECK = "        if bool(torch.isnan(x).any()) or x.abs().max().item() > 1e6:\n            raise ValueError('bad input')\n"
 
 
@@ -82,17 +85,30 @@ def test_data_dependent_ops_run_on_the_simulated_gpu(tmp_path: Path, check) -> N
 
 def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: Path, check) -> None:
     """The dodge that the meta device called inconclusive (10/10): a branch on a value before a mask made on
-    the CPU. It fails on a GPU, and here: CausalAttention fails, the wrapper built on it is left out (one
-    mistake, one charge), MultiHeadAttention passes."""
+    the CPU, in both modules that mask. Both fail, as on a GPU; the wrapper, correct, is judged over the
+    stand-in and keeps its third: 3.33/10. In CausalAttention alone: 6.67/10 (the wrapper is not charged
+    for its heads' mistake: one mistake, one charge)."""
     dodge = submission(tmp_path, "        keys = self.W_key(x)\n",
                        NAN_CHECK + "        self.mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                                    "        keys = self.W_key(x)\n")
-    result = check(dodge)
-    assert (result.status, result.score) == ("simulated_failed", pytest.approx(5.0, abs=0.01)), result.message
-    assert result.message.splitlines()[0].startswith("CausalAttention fails on the GPU (simulated): RuntimeError: "
-                                                     "Expected all tensors to be on the same device")
-    assert "from the tensor made at causal_attention.py, line 60: self.mask = torch.triu(torch.ones(num_tokens" in result.message
-    assert "inconclusive" not in result.message
+    alone = check(dodge)
+    assert (alone.status, alone.score) == ("simulated_failed", pytest.approx(20 / 3, abs=0.01)), alone.message
+    assert alone.message.splitlines()[0].startswith("CausalAttention fails on the GPU (simulated): RuntimeError: "
+                                                    "Expected all tensors to be on the same device")
+    assert "from the tensor made at causal_attention.py, line 60: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
+    assert alone.message.splitlines()[1:] == [OVER_STANDIN_PASSED]
+    source = (dodge / MHA).read_text()
+    old = "        queries = self.W_query(x)"
+    (dodge / MHA).write_text(source.replace(old, NAN_CHECK + "        mask = torch.triu(torch.ones(num_tokens, num_tokens), "
+                                                             "diagonal=1).bool()\n" + old, 1).replace(
+        "self.mask.bool()[:num_tokens, :num_tokens]", "mask"))
+    both = check(dodge)
+    assert (both.status, both.score) == ("simulated_failed", pytest.approx(10 / 3, abs=0.01)), both.message
+    lines = both.message.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["CausalAttention fails on the GPU (simulated)",
+                                                      "MultiHeadAttentionWrapper", "MultiHeadAttention fails on the GPU (simulated)"]
+    assert "made at multihead_attention.py, line 68: mask = torch.triu(" in lines[2], lines[2]
+    assert "inconclusive" not in both.message
 
 
 def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
@@ -126,33 +142,38 @@ def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path, ch
     assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
 
 
-def test_the_wrapper_on_an_identity_causal_attention_is_judged_on_its_own_heads(tmp_path: Path, check) -> None:
+def test_the_wrapper_on_an_identity_causal_attention_is_judged_over_the_stand_in(tmp_path: Path, check) -> None:
     """CausalAttention returns its values (no attention): its exercise charges that; here it is left out
-    (a numeric mistake is not the check's to charge). The wrapper built on it is judged on its own part
-    (its heads' outputs concatenated); MultiHeadAttention on its own: full marks."""
+    (a numeric mistake is not the check's to charge). The wrapper built on it is judged over the stand-in,
+    as its re-grade is; MultiHeadAttention on its own: full marks."""
     sub = submission(tmp_path, "        return attn_weights @ values\n", "        return values\n")
     result = check(sub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
     assert result.score == pytest.approx(10.0), result.message
     assert result.message.splitlines() == ["CausalAttention: left out here, it fails its own exercise's core tests on "
                                            "the CPU (charged there, once); the check's points are split over the "
-                                           "modules that work on the CPU"]
+                                           "modules that work on the CPU", OVER_STANDIN_PASSED]
     unknown = check(sub)  # told nothing of its tests: the mismatch is found here, and charged
     assert unknown.score == pytest.approx(20 / 3, abs=0.01), unknown.message
 
 
 def test_a_stub_is_left_out_as_a_missing_module_is(tmp_path: Path, check) -> None:
-    """A CausalAttention whose forward raises (a stub) is left out, as a deleted file is, and so is the
-    wrapper that cannot run over it: the check's points go to MultiHeadAttention. A stub and a deleted
-    file score the same."""
+    """A CausalAttention whose forward raises (a stub) is left out, as a deleted file is; the wrapper built
+    on either is judged over the stand-in. A stub and a deleted file score the same, and a wrapper that is
+    a stub too is left out over the stand-in as well."""
     stub = submission(tmp_path / "stub", "        num_tokens = x.shape[-2]\n", "        raise NotImplementedError('not written yet')\n")
     result = check(stub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
     assert result.score == pytest.approx(10.0), result.message
     lines = result.message.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("CausalAttention: left out here")
-    assert lines[1].startswith("MultiHeadAttentionWrapper: left out here, it does not run on the CPU")
+    assert len(lines) == 2 and lines[0].startswith("CausalAttention: left out here") and lines[1] == OVER_STANDIN_PASSED
     deleted = submission(tmp_path / "deleted")
     (deleted / CAUSAL).unlink()
-    assert check(deleted, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False)).score == result.score
+    again = check(deleted, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
+    assert (again.score, again.message.splitlines()[1:]) == (result.score, [OVER_STANDIN_PASSED])
+    source = (stub / WRAPPER).read_text()
+    (stub / WRAPPER).write_text(source.replace("        return torch.cat(", "        raise NotImplementedError\n        return torch.cat("))
+    both = check(stub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
+    assert both.score == pytest.approx(10.0) and both.message.splitlines()[1].startswith(
+        "MultiHeadAttentionWrapper: left out here, it fails its own exercise's core tests"), both.message
 
 
 def test_a_module_not_there_is_left_out(tmp_path: Path, check) -> None:
@@ -167,21 +188,21 @@ def test_a_module_not_there_is_left_out(tmp_path: Path, check) -> None:
 
 def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path, check) -> None:
     """Whether a module is there is read from its files: one that fails its import only when run (here, or
-    only in this check's worker) cannot make itself vanish from the check. The wrapper imports it: it fails too."""
+    only in this check's worker) cannot make itself vanish from the check. The wrapper that imports it is
+    judged over the stand-in."""
     sub = submission(tmp_path)
     (sub / CAUSAL).write_text("raise ImportError('not in this worker')\n" + (sub / CAUSAL).read_text())
     result = check(sub)  # told nothing of its tests
-    assert (result.status, result.score) == ("simulated_failed", pytest.approx(10 / 3, abs=0.01)), result.message
+    assert (result.status, result.score) == ("simulated_failed", pytest.approx(20 / 3, abs=0.01)), result.message
     lines = result.message.splitlines()
-    assert [line.split(" (")[0] for line in lines] == ["CausalAttention cannot be imported",
-                                                       "MultiHeadAttentionWrapper cannot be imported"]
+    assert [line.split(" (")[0] for line in lines] == ["CausalAttention cannot be imported", OVER_STANDIN_PASSED.split(" (")[0]]
 
 
 def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> None:
-    """No causal_attention.py (so no wrapper either) and no multihead_attention.py: 0, not a free 10."""
+    """No causal_attention.py, multihead_wrapper.py or multihead_attention.py: 0, not a free 10."""
     sub = submission(tmp_path)
-    (sub / CAUSAL).unlink()
-    (sub / "04_multihead" / "multihead_attention.py").unlink()
+    for file in (CAUSAL, WRAPPER, MHA):
+        (sub / file).unlink()
     result = check(sub)
     assert (result.status, result.score) == ("simulated_failed", 0.0), result.message
     assert result.message.splitlines()[0] == "none of the three modules is there: nothing to run on the device"
@@ -195,7 +216,7 @@ def test_the_simulation_imports_no_compiler(tmp_path: Path, shared_domains) -> N
     with (sub / "01_simple_attention" / "attention_scores.py").open("a") as f:
         f.write("\n\ndef dynamo_imported():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
     with start_worker(sub, domains=shared_domains) as client:
-        result = run_gpu_check(RemoteImpl(client, load_rubric().owner_of), "auto", 10.0)
+        result = run_gpu_check(RemoteImpl(client, load_rubric().owner_of), "auto", 10.0, pytest.fail)
         assert result.status == "simulated_passed", result.message
         assert RemoteImpl(client, {"dynamo_imported": "01_simple_attention/attention_scores"}).dynamo_imported() is False
 

@@ -226,6 +226,16 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
     assert "\033[" in to_text(data, colour=True)
 
 
+def test_text_report_indents_every_line_of_the_gpu_check() -> None:
+    """The GPU-run check's message has one line per module: each sits under the check's row."""
+    report = _report(set())
+    report.gpu_check = GpuCheckResult(20 / 3, 10.0, "simulated_failed", "cuda:0 (simulated)",
+                                      "CausalAttention fails on the GPU\nMultiHeadAttentionWrapper: runs on the device")
+    lines = to_text(to_json(report), colour=False).splitlines()
+    row = next(i for i, line in enumerate(lines) if "GPU-run check" in line)
+    assert lines[row + 1:row + 3] == ["      CausalAttention fails on the GPU", "      MultiHeadAttentionWrapper: runs on the device"]
+
+
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_score_offers_every_format_of_the_table(name: str) -> None:
     """A new report format is its module and one line of grader/reports/formats.py: ``score --format``
