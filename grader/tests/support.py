@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
 from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
-from grader.sandbox.modes import MODES as ALL_MODES
+from grader.sandbox.modes import MODES as ALL_MODES, SHARED_TOPS
 
 REPO = Path(__file__).resolve().parents[2]
 # Which isolation modes this machine can run, and why not where it cannot.
@@ -355,3 +356,48 @@ def cpu_points() -> float:
     """The most a grading without the GPU-run check (``--gpu skip``, the fake job) can give: the rubric's."""
     rubric = load_rubric()
     return rubric.max_score - rubric.gpu_points
+
+
+def owned_by(uid: int) -> list[str]:
+    """What ``uid`` owns in the shared places and the SysV IPC tables (the clean-up's whole reach).
+
+    The walk looks wherever the uid could have made something: the entries of every folder it may write
+    to (its own whatever their modes), reached through folders it may enter (the student runs with its
+    uid as its only group). Elsewhere it looks at folders only: a checkout's .venv under /tmp, 46,000
+    files, cost 3 s of CPU per call when every file was looked at. What other tests remove meanwhile
+    is skipped."""
+    found: list[str] = []
+
+    def visit(folder: str, writable: bool) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not (writable or is_dir):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+            except OSError:  # gone meanwhile
+                continue
+            if st.st_uid == uid:
+                found.append(entry.path)
+            if is_dir and _may(st, uid, stat.S_IXGRP, stat.S_IXOTH):
+                visit(entry.path, _may(st, uid, stat.S_IWGRP, stat.S_IWOTH))
+
+    for top in SHARED_TOPS:
+        if os.path.isdir(top):
+            visit(top, _may(os.lstat(top), uid, stat.S_IWGRP, stat.S_IWOTH))
+    for table, owner in (("shm", 7), ("msg", 7), ("sem", 4)):
+        rows = Path(f"/proc/sysvipc/{table}").read_text().splitlines()[1:]
+        found += [f"sysv {table} {row.split()[1]}" for row in rows if int(row.split()[owner]) == uid]
+    return found
+
+
+def _may(st: os.stat_result, uid: int, group: int, other: int) -> bool:
+    """May ``uid`` (whose only group is ``uid``) do to a folder of this owner and mode what the mode bit
+    ``group`` or ``other`` allows (search, write)? To its own folders, anything: it may change their modes."""
+    if st.st_uid == uid:
+        return True
+    return bool(st.st_mode & (group if st.st_gid == uid else other))

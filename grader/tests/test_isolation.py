@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import site
-import stat
 import struct
 import subprocess
 import sys
@@ -38,9 +37,9 @@ from grader.reports.json_report import to_json
 from grader.rubric import REPO_ROOT, load_rubric
 from grader.sandbox.client import WorkerClient
 from grader.sandbox.domains import Domains
-from grader.sandbox.modes import (SHARED_TOPS, UID_BASE, SandboxUnavailable, choose_isolation, reap, running_as,
-                                  student_uid, uid_problem)
-from support import PROBLEMS, SOLUTIONS, WHERE, build_submission, run_check, toy
+from grader.sandbox.modes import (UID_BASE, SandboxUnavailable, choose_isolation, reap, running_as, student_uid,
+                                  uid_problem)
+from support import PROBLEMS, SOLUTIONS, WHERE, build_submission, owned_by, run_check, toy
 
 pytestmark = pytest.mark.timeout(600)
 REFERENCE_LINE = "self.register_buffer(\"mask\", torch.triu(torch.ones(context_length, context_length), diagonal=1))"
@@ -152,47 +151,6 @@ def attention_scores():
 """
 
 
-def _owned_by(uid: int) -> list[str]:
-    """What ``uid`` owns in the shared places and the SysV IPC tables (the clean-up's whole reach).
-
-    The walk looks wherever the uid could have made something: the entries of every folder it may write
-    to (its own whatever their modes), reached through folders it may enter (the student runs with its
-    uid as its only group). Elsewhere it looks at folders only: a checkout's .venv under /tmp, 46,000
-    files, cost 3 s of CPU per call when every file was looked at."""
-    found: list[str] = []
-
-    def visit(folder: str, writable: bool) -> None:
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            return
-        for entry in entries:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if not (writable or is_dir):
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if st.st_uid == uid:
-                found.append(entry.path)
-            if is_dir and _may(st, uid, stat.S_IXGRP, stat.S_IXOTH):
-                visit(entry.path, _may(st, uid, stat.S_IWGRP, stat.S_IWOTH))
-
-    for top in SHARED_TOPS:
-        if os.path.isdir(top):
-            visit(top, _may(os.lstat(top), uid, stat.S_IWGRP, stat.S_IWOTH))
-    for table, owner in (("shm", 7), ("msg", 7), ("sem", 4)):
-        rows = Path(f"/proc/sysvipc/{table}").read_text().splitlines()[1:]
-        found += [f"sysv {table} {row.split()[1]}" for row in rows if int(row.split()[owner]) == uid]
-    return found
-
-
-def _may(st: os.stat_result, uid: int, group: int, other: int) -> bool:
-    """May ``uid`` (whose only group is ``uid``) do to a folder of this owner and mode what the mode bit
-    ``group`` or ``other`` allows (search, write)? To its own folders, anything: it may change their modes."""
-    if st.st_uid == uid:
-        return True
-    return bool(st.st_mode & (group if st.st_gid == uid else other))
-
-
 def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> None:
     """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a file in
     /dev/shm and SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of
@@ -202,7 +160,7 @@ def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> 
     if not isolating.isolation.mode.seccomp.ipc:  # no IPC namespace of its own: the filter refuses SysV IPC
         assert not {"sysv shm", "sysv msg", "sysv sem"} & set(done), done
     assert not isolating.survivors
-    assert not _owned_by(isolating.isolation.uid)
+    assert not owned_by(isolating.isolation.uid)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a uid of its own to clean up)")
@@ -222,9 +180,9 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
         out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True, timeout=30,
                              user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
         assert "sysv shm" in out.stdout and "locked folder" in out.stdout, out.stderr
-        assert _owned_by(uid)
+        assert owned_by(uid)
         reap(uid)
-        assert not _owned_by(uid) and not running_as(uid)
+        assert not owned_by(uid) and not running_as(uid)
     finally:
         shutil.rmtree(copy)
 
