@@ -53,9 +53,11 @@ def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     assert result.device == "cuda:0 (simulated: no CUDA here)"
 
 
-def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, check) -> None:
+def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, isolating) -> None:
+    """In every isolating mode: the wrapper's domain over the stand-in starts once the tests' domain has
+    ended (in uid mode both have the student's uid, and the first one's clean-up would kill the second)."""
     plain = "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)"
-    result = check(submission(tmp_path, REGISTERED, plain))
+    result = run_check(submission(tmp_path, REGISTERED, plain), domains=isolating)
     assert result.status == "simulated_failed"
     assert "'mask'" in result.message and "register_buffer" in result.message
     assert "from self.mask, a plain attribute" in result.message
