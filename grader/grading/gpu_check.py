@@ -152,8 +152,8 @@ def not_there(root: Path, module: str, there: frozenset[str] = frozenset()) -> s
 
     Not there: no regular ``<module>.py`` in any group folder, one that does not parse, or one that
     imports a kata module that is not there (``there``: modules that need no looking at, a stand-in's or
-    one already looked at). Decided from the files, not from a run in the worker, so
-    that code cannot make itself vanish from this check (by failing its import only here)."""
+    one already looked at). Decided from the files, not from a run in the worker, so that code cannot
+    make itself vanish from this check (by failing its import only here)."""
     candidates = [root / group / f"{module}.py" for group in GROUPS]
     found = [f for f in candidates if f.is_file() and not f.is_symlink()]
     if not found:
@@ -194,8 +194,8 @@ def _matches(out: Any, expected: "torch.Tensor") -> bool:
 def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
     """The verdict from the worker's ``device_run`` report (plain data only) and the expected output.
 
-    Called only for a module whose CPU run matched the reference on this input (or, for the wrapper on a
-    the stand-in CausalAttention, the reference wrapper's over it); ``expected`` is that CPU output."""
+    Called only for a module whose CPU run matched the reference on this input (for the wrapper over the
+    stand-in CausalAttention, the reference wrapper's over it); ``expected`` is that CPU output."""
     plain = run.get("plain_tensor_attributes") or []
     strays = run.get("stray_tensors") or []
     shown = "the GPU (simulated)" if device == SIMULATED else device
