@@ -12,7 +12,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pytest
 
@@ -20,9 +20,11 @@ from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
-from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from grader.sandbox.modes import MODES as ALL_MODES, SHARED_TOPS
+
+if TYPE_CHECKING:
+    from grader.grading.remote_impl import RemoteImpl
 
 REPO = Path(__file__).resolve().parents[2]
 # Which isolation modes this machine can run, and why not where it cannot.
@@ -124,6 +126,10 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
               domains=None, works: dict[str, bool] | None = None):
     """``works``: which modules pass their own exercise's core tests, as a grading tells the check
     (default: all)."""
+    # Imported here: it imports torch (2 s), and the xdist controller, which loads this module through
+    # conftest.py and runs no test, would start its workers that much later.
+    from grader.grading.remote_impl import RemoteImpl
+
     if fake_cuda:  # the grader's own torch decides whether there is CUDA: say there is
         monkeypatch.setattr("torch.cuda.is_available", lambda: True)
         monkeypatch.setattr("torch.cuda.get_device_name", lambda *a: "Fake GPU")
