@@ -344,10 +344,37 @@ def _reap_as_uid(uid: int, tops: list[str]) -> None:
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.01)
-    kept = sum(_remove_owned(os.path.join(top, entry), uid)
-               for top in tops for entry in _entries(top))
+    kept = sum(_sweep(top, uid) for top in tops)
     kept += _remove_sysv_ipc(uid)
     print(len(left), kept)
+
+
+def _sweep(folder: str, uid: int) -> int:
+    """Remove what ``uid`` owns in ``folder`` and in every folder below it that the uid may list: a
+    world-writable folder inside a shared place (a 1777 /tmp/.X11-unix, a 0777 folder someone made
+    in /tmp) takes the uid's files as /tmp does, and the next student of the same uid would find
+    them. Entries are looked at only where the uid may write (it can have made nothing elsewhere);
+    elsewhere only the folders are followed, never a symbolic link. The count of what it could not
+    remove."""
+    writable = os.access(folder, os.W_OK)
+    kept = 0
+    for entry in _scandir(folder):
+        try:
+            if writable and entry.stat(follow_symlinks=False).st_uid == uid:
+                kept += _remove_owned(entry.path, uid)
+            elif entry.is_dir(follow_symlinks=False):
+                kept += _sweep(entry.path, uid)
+        except OSError:  # gone meanwhile
+            continue
+    return kept
+
+
+def _scandir(folder: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
 
 
 def _entries(folder: str) -> list[str]:

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -134,7 +135,8 @@ def attention_scores():
             ("locked folder", lambda: (os.makedirs(keep + '/inner'), open(keep + '/inner/f', 'w').close(),
                                        os.chmod(keep + '/inner', 0o077), os.chmod(keep, 0o077))),
             ("copied copy", lambda: shutil.copytree(os.path.dirname(os.path.dirname(me.__file__)), keep + '-copy')),
-            ("shm file", lambda: open(f'/dev/shm/kata-keep-{os.getuid()}', 'w').close())]:
+            ("shm file", lambda: open(f'/dev/shm/kata-keep-{os.getuid()}', 'w').close()),
+            ("dropped file", lambda: open(f'/tmp/kata-dropbox-{os.getuid()}/inner/f', 'w').close())]:
         try:
             make()
             done.append(name)
@@ -151,16 +153,32 @@ def attention_scores():
 """
 
 
+@contextmanager
+def dropbox(uid: int):
+    """A world-writable folder inside a root-owned one in /tmp (as /tmp/.X11-unix is, or a 0777 folder
+    someone made): where LEFTOVERS drops a file, which the clean-up must find below the top of /tmp."""
+    box = Path("/tmp") / f"kata-dropbox-{uid}"
+    (box / "inner").mkdir(parents=True)
+    (box / "inner").chmod(0o777)
+    try:
+        yield
+    finally:
+        shutil.rmtree(box)
+
+
 def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> None:
     """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a file in
-    /dev/shm and SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of
-    its uid is left anywhere, and the clean-up said nothing went wrong."""
-    done = toy_call(isolating, tmp_path, LEFTOVERS)
-    assert "locked folder" in done and "copied copy" in done
-    if not isolating.isolation.mode.seccomp.ipc:  # no IPC namespace of its own: the filter refuses SysV IPC
-        assert not {"sysv shm", "sysv msg", "sysv sem"} & set(done), done
-    assert not isolating.survivors
-    assert not owned_by(isolating.isolation.uid)
+    /dev/shm, one in a world-writable folder below the top of /tmp (without a mount namespace) and
+    SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of its uid is
+    left anywhere, and the clean-up said nothing went wrong."""
+    with dropbox(isolating.isolation.uid):
+        done = toy_call(isolating, tmp_path, LEFTOVERS)
+        assert "locked folder" in done and "copied copy" in done
+        assert ("dropped file" in done) == isolating.isolation.mode.shares_the_machine, done
+        if not isolating.isolation.mode.seccomp.ipc:  # no IPC namespace of its own: the filter refuses SysV IPC
+            assert not {"sysv shm", "sysv msg", "sysv sem"} & set(done), done
+        assert not isolating.survivors
+        assert not owned_by(isolating.isolation.uid)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a uid of its own to clean up)")
@@ -177,12 +195,13 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
     module = copy / "01_simple_attention" / "attention_scores.py"
     module.write_text(code)
     try:
-        out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True, timeout=30,
-                             user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
-        assert "sysv shm" in out.stdout and "locked folder" in out.stdout, out.stderr
-        assert owned_by(uid)
-        reap(uid)
-        assert not owned_by(uid) and not running_as(uid)
+        with dropbox(uid):
+            out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True,
+                                 timeout=30, user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
+            assert "sysv shm" in out.stdout and "locked folder" in out.stdout and "dropped file" in out.stdout, out.stderr
+            assert owned_by(uid)
+            reap(uid)
+            assert not owned_by(uid) and not running_as(uid)
     finally:
         shutil.rmtree(copy)
 
