@@ -31,7 +31,8 @@ from grader.grading.options import GradeOptions
 from grader.grading.intake import SubmissionError
 from grader.reports.json_report import to_json
 from grader.sandbox.domains import Domains, TemplateError
-from grader.sandbox.modes import Survivors, choose_isolation, processes_of
+from grader.sandbox.modes import Survivors, choose_isolation
+from grader.sandbox.reaper import processes_of
 
 # Seconds a job may take to end (its template killed, its student's uid's processes killed and its files
 # removed: well under a second) before it is killed itself.

@@ -38,8 +38,8 @@ from grader.reports.json_report import to_json
 from grader.rubric import REPO_ROOT, load_rubric
 from grader.sandbox.client import WorkerClient
 from grader.sandbox.domains import Domains
-from grader.sandbox.modes import (UID_BASE, SandboxUnavailable, choose_isolation, reap, running_as, student_uid,
-                                  uid_problem)
+from grader.sandbox.modes import UID_BASE, SandboxUnavailable, choose_isolation, reap, student_uid, uid_problem
+from grader.sandbox.reaper import running_as
 from support import PROBLEMS, SOLUTIONS, WHERE, build_submission, owned_by, run_check, toy
 
 pytestmark = pytest.mark.timeout(600)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from grader.rubric import REPO_ROOT
-from grader.sandbox.modes import UID_BASE, processes_of, running_as
+from grader.sandbox.modes import UID_BASE
+from grader.sandbox.reaper import processes_of, running_as
 from support import ISOLATING, fake_class, venv_env
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
