@@ -26,12 +26,11 @@ from support import ISOLATING, MODES
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
 # course, the forked pytest runs), and a test whose attacker writes to the host's /tmp while its other
 # mode asserts it is clean: under pytest-xdist each (module, or module::test) runs whole on one worker.
-# Every other test is scheduled on its own, but for those of the uid and none modes: each test module's
-# tests of such a mode run on one worker (MODE_SCOPES, per module), so a template of that mode starts at
-# most once per module (2 to 4 s of CPU; bwrap's is the shared_domains one that every worker starts
-# anyway) while two modules' attacks of one mode may run side by side (one scope per mode made the uid
-# attacks, 140 s of them, one serial chain). (xdist's own xdist_group marks
-# do nothing under pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
+# Every other test is scheduled on its own, but for those of the uid and none modes: all tests of such a
+# mode run on one worker (MODE_SCOPES), so that only one worker starts a template of that mode (2 to 4 s
+# of CPU, and more where an attack kills it; bwrap's is the shared_domains one that every worker starts
+# anyway). The uid chain is about 35 s of a run's 140. (xdist's own xdist_group marks do nothing under
+# pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
 MODE_SCOPES = {"uid": "mode uid", "none": "mode none"}
 ONE_WORKER = {
     "test_batch.py": "batch",
@@ -39,7 +38,7 @@ ONE_WORKER = {
     "test_hidden_tests.py": "hidden_runs",
     "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
     "test_exercises.py": "public_runs",
-    "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"] + " test_isolation.py",  # its uid
+    "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # its uid
     "test_gradebook.py": "gradebook",
 }
 HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("mode ")}
@@ -69,7 +68,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             path, _, test = nodeid.partition("::")
             module = path.rsplit("/", 1)[-1]
             name, _, params = test.partition("[")
-            mode = next((f"{MODE_SCOPES[p]} {module}" for p in params.rstrip("]").split("-") if p in MODE_SCOPES), None)
+            mode = next((MODE_SCOPES[p] for p in params.rstrip("]").split("-") if p in MODE_SCOPES), None)
             return ONE_WORKER.get(f"{module}::{name}") or ONE_WORKER.get(module) or mode or nodeid
 
         def _assign_work_unit(self, node) -> None:
