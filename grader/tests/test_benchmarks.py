@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,8 @@ def test_dry_run_writes_the_table(tmp_path: Path):
                    for line in text.splitlines()), target
     for figure in ("score-all's throughput over one pytest process", "the in-process floor's throughput"):
         assert any(line.startswith(f"- info: {figure}") and line.endswith("x") for line in text.splitlines()), figure
-    assert "20x" not in text, "the retired score-all target"
+    # (a ratio such as "1.20x" is a measured figure, not the target)
+    assert not re.search(r"(?<![\d.])20x", text), "the retired score-all target"
     assert rows["progress-pass"]["command"] == rows["progress-fail"]["command"] == "`python check_progress.py`"
     assert "ERROR" not in text
 
