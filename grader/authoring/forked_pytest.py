@@ -29,6 +29,7 @@ writes the known mistakes' results): it runs the driver in a subprocess.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
@@ -192,6 +193,7 @@ class _ForkAfterCollection:
             why = f"the collection of pytest {' '.join(self.spec['args'])} imported code under test: {imported}"
             self.results = {job["id"]: {"rc": -1, "tests": {}, "output": why} for job in self.spec["jobs"]}
             return True
+        gc.freeze()  # the collection's objects too: no job's collection walks (and so copies) their pages
         self.results = drive(self.spec["jobs"], lambda job: _run_job(session, job), self.parallel, self.timeout, self.logs)
         return True
 
@@ -223,6 +225,8 @@ def main(argv: list[str]) -> int:
         importlib.import_module(ep.module)
     if importlib.util.find_spec("hypothesis"):  # its pytest plugin imports it at the end of every session
         importlib.import_module("hypothesis")
+    gc.freeze()  # what the imports made lives as long as the driver: a forked child's collection need not
+    # walk it, and walking it would copy every page the child shares with the driver
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="forked-pytest-logs-") as logs:
         for i, session in enumerate(spec["sessions"]):  # one after another, each in its own process
