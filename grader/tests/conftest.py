@@ -24,7 +24,7 @@ from support import ISOLATING, MODES
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
-# course, the forked pytest runs), and a test whose attacker writes to the host's /tmp while its other
+# course, the forked pytest runs: split over two workers, each would build it), and a test whose attacker writes to the host's /tmp while its other
 # mode asserts it is clean: under pytest-xdist each (module, or module::test) runs whole on one worker.
 # Every other test is scheduled on its own, but for those of the uid and none modes: all tests of such a
 # mode run on one worker (MODE_SCOPES), so that only one worker starts a template of that mode (2 to 4 s
@@ -36,6 +36,7 @@ ONE_WORKER = {
     "test_batch.py": "batch",
     "test_nbgrader_course.py": "nbgrader_course",
     "test_hidden_tests.py": "hidden_runs",
+    "test_book_variants.py": "book_variants",  # its runs (a forked-pytest driver) are two tests' fixture
     "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
     "test_exercises.py": "public_runs",
     "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # its uid
