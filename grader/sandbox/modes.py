@@ -282,6 +282,8 @@ class Survivors(Exception):
 # queues live in the mqueue filesystem where one is mounted; the worker's seccomp filter refuses
 # mq_open and SysV IPC in uid mode, so that nothing can be made where it cannot be listed).
 SHARED_TOPS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/dev/mqueue")
+
+
 def reap(uid: int, scratch_dirs: list[Path] = ()) -> None:
     """Kill every process of ``uid``, remove its files from the shared places (whatever their modes)
     and from ``scratch_dirs``, and its SysV IPC objects, all as ``uid`` itself (it can only touch what
