@@ -5,8 +5,8 @@ what that uid owns): grader/sandbox/modes.py's ``reap()`` starts it as root,
 
 and it drops to ``UID`` before anything else. A script of the standard library's lighter modules,
 never importing the grader: it starts once per domain, and importing ``grader.sandbox.modes`` cost
-70 ms of CPU each time, five times the reaper's own work. The grader reads which processes a uid
-runs from here too (:func:`processes_of`).
+70 ms of CPU each time, more than the reaper's own work (benchmarks/uid_cleanup.py). The grader reads
+which processes a uid runs from here too (:func:`processes_of`).
 """
 
 from __future__ import annotations
@@ -64,27 +64,30 @@ def reap_as_uid(uid: int, tops: list[str]) -> None:
     print(len(left), kept)
 
 
-def _sweep(folder: str, uid: int) -> int:
-    """Remove what ``uid`` owns in ``folder`` and in every folder below it that the uid may list: a
+def _sweep(top: str, uid: int) -> int:
+    """Remove what ``uid`` owns in ``top`` and in every folder below it that the uid may list: a
     world-writable folder inside a shared place (a 1777 /tmp/.X11-unix, a 0777 folder someone made
     in /tmp) takes the uid's files as /tmp does, and the next student of the same uid would find
     them. Entries are looked at only where the uid may write (it can have made nothing elsewhere);
-    elsewhere only the folders are followed, never a symbolic link. The count of what it could not
-    remove."""
-    writable = os.access(folder, os.W_OK)
-    kept = 0
-    for entry in _scandir(folder):
-        try:
-            if writable and entry.stat(follow_symlinks=False).st_uid == uid:
-                kept += _remove_owned(entry.path, uid)
-            elif entry.is_dir(follow_symlinks=False):
-                kept += _sweep(entry.path, uid)
-        except OSError:  # gone meanwhile
-            continue
+    elsewhere only the folders are followed, never a symbolic link. A loop, not a recursion: a tree
+    as deep as another student cares to make (a concurrent job's) must not stop it. The count of what
+    it could not remove."""
+    kept, todo = 0, [top]
+    while todo:
+        folder = todo.pop()
+        writable = os.access(folder, os.W_OK)
+        for entry in _scandir(folder):
+            try:
+                if writable and entry.stat(follow_symlinks=False).st_uid == uid:
+                    kept += _remove_owned(folder, entry.name, uid)
+                elif entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+            except OSError:  # gone meanwhile
+                continue
     return kept
 
 
-def _scandir(folder: str) -> list[os.DirEntry]:
+def _scandir(folder: str | int) -> list[os.DirEntry]:
     try:
         with os.scandir(folder) as entries:
             return list(entries)
@@ -92,39 +95,80 @@ def _scandir(folder: str) -> list[os.DirEntry]:
         return []
 
 
-def _entries(folder: str) -> list[str]:
-    try:
-        return os.listdir(folder)
-    except OSError:
-        return []
+def _remove_owned(parent: str, name: str, uid: int) -> int:
+    """Remove ``parent/name``, which ``uid`` owns: a file, or a folder with everything in it that the uid
+    owns, after giving the owner the right to (a 0077 or 0555 folder of its own no longer stops it).
+    The count of what the uid owns and could not remove.
 
-
-def _remove_owned(path: str, uid: int) -> int:
-    """Remove ``path`` if ``uid`` owns it (a folder with everything in it that the uid owns, after giving
-    the owner the right to: a 0077 or 0555 folder of its own no longer stops it); the count of what
-    the uid owns and could not remove."""
+    A folder is emptied from the bottom up, relative to one open folder at a time (``..`` leads back
+    up): neither the depth of the tree the student made nor the length of its paths stops the clean-up
+    (a recursion did, at a thousand folders, and the uid's next student was refused its grades too)."""
     try:
-        st = os.lstat(path)
-    except OSError:
+        os.unlink(os.path.join(parent, name))  # a file, a link: anything but a folder
         return 0
-    if st.st_uid != uid:
-        return 0
-    if stat.S_ISDIR(st.st_mode):
-        try:
-            os.chmod(path, 0o700)
-        except OSError:
-            pass
-        kept = sum(_remove_owned(os.path.join(path, entry), uid) for entry in _entries(path))
-        try:
-            os.rmdir(path)
-        except OSError:
-            return kept + 1
-        return kept
-    try:
-        os.unlink(path)
+    except IsADirectoryError:
+        pass
     except OSError:
         return 1
-    return 0
+    try:
+        here = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return 1
+    kept = 0
+    left = [[name]]  # for each folder entered (and ``parent``): its subfolders still to remove
+    entered: list[str] = []  # the names of the folders entered, from ``name`` down to ``here``
+    try:
+        while left:
+            if left[-1]:
+                child = left[-1].pop()
+                try:
+                    os.chmod(child, 0o700, dir_fd=here)  # a folder of the uid's (no process of it runs now)
+                    below = os.open(child, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=here)
+                except OSError:
+                    kept += 1
+                    continue
+                os.close(here)
+                here = below
+                entered.append(child)
+                folders, not_removed = _empty_but_folders(here, uid)
+                left.append(folders)
+                kept += not_removed
+                continue
+            left.pop()
+            if not entered:
+                break
+            done = entered.pop()
+            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+            os.close(here)
+            here = up
+            try:
+                os.rmdir(done, dir_fd=here)
+            except OSError:
+                kept += 1
+    finally:
+        os.close(here)
+    return kept
+
+
+def _empty_but_folders(folder: int, uid: int) -> tuple[list[str], int]:
+    """Remove what ``uid`` owns in the open ``folder`` but its folders; (those folders' names, the count of
+    what could not be removed). What another user owns stays (the folder's removal then fails, and counts)."""
+    folders, kept = [], 0
+    for entry in _scandir(folder):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_uid != uid:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            folders.append(entry.name)
+            continue
+        try:
+            os.unlink(entry.name, dir_fd=folder)
+        except OSError:
+            kept += 1
+    return folders, kept
 
 
 def _remove_sysv_ipc(uid: int) -> int:

@@ -373,12 +373,13 @@ def owned_by(uid: int) -> list[str]:
     files, cost 3 s of CPU per call when every file was looked at. What other tests remove meanwhile
     is skipped."""
     found: list[str] = []
-
-    def visit(folder: str, writable: bool) -> None:
+    todo = [(top, _may(os.lstat(top), uid, stat.S_IWGRP, stat.S_IWOTH)) for top in SHARED_TOPS if os.path.isdir(top)]
+    while todo:  # a loop: a student's chain of folders may be deeper than Python's recursion limit
+        folder, writable = todo.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
-            return
+            continue
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -390,11 +391,7 @@ def owned_by(uid: int) -> list[str]:
             if st.st_uid == uid:
                 found.append(entry.path)
             if is_dir and _may(st, uid, stat.S_IXGRP, stat.S_IXOTH):
-                visit(entry.path, _may(st, uid, stat.S_IWGRP, stat.S_IWOTH))
-
-    for top in SHARED_TOPS:
-        if os.path.isdir(top):
-            visit(top, _may(os.lstat(top), uid, stat.S_IWGRP, stat.S_IWOTH))
+                todo.append((entry.path, _may(st, uid, stat.S_IWGRP, stat.S_IWOTH)))
     for table, owner in (("shm", 7), ("msg", 7), ("sem", 4)):
         rows = Path(f"/proc/sysvipc/{table}").read_text().splitlines()[1:]
         found += [f"sysv {table} {row.split()[1]}" for row in rows if int(row.split()[owner]) == uid]

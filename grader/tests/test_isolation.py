@@ -136,7 +136,8 @@ def attention_scores():
                                        os.chmod(keep + '/inner', 0o077), os.chmod(keep, 0o077))),
             ("copied copy", lambda: shutil.copytree(os.path.dirname(os.path.dirname(me.__file__)), keep + '-copy')),
             ("shm file", lambda: open(f'/dev/shm/kata-keep-{os.getuid()}', 'w').close()),
-            ("dropped file", lambda: open(f'/tmp/kata-dropbox-{os.getuid()}/inner/f', 'w').close())]:
+            ("dropped file", lambda: open(f'/tmp/kata-dropbox-{os.getuid()}/inner/f', 'w').close()),
+            ("deep folder", lambda: [os.mkdir(keep + '-deep' + '/d' * i) for i in range(1200)])]:
         try:
             make()
             done.append(name)
@@ -167,13 +168,13 @@ def dropbox(uid: int):
 
 
 def test_nothing_of_a_domain_outlives_it(isolating: Domains, tmp_path: Path) -> None:
-    """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a file in
-    /dev/shm, one in a world-writable folder below the top of /tmp (without a mount namespace) and
-    SysV IPC objects of mode 0666 (where it may make them). After its domain, nothing of its uid is
-    left anywhere, and the clean-up said nothing went wrong."""
+    """A student leaves a folder of mode 0077, a copy of its own copy (read-only folders), a chain of
+    1200 folders, a file in /dev/shm, one in a world-writable folder below the top of /tmp (without a
+    mount namespace) and SysV IPC objects of mode 0666 (where it may make them). After its domain,
+    nothing of its uid is left anywhere, and the clean-up said nothing went wrong."""
     with dropbox(isolating.isolation.uid):
         done = toy_call(isolating, tmp_path, LEFTOVERS)
-        assert "locked folder" in done and "copied copy" in done
+        assert "locked folder" in done and "copied copy" in done and "deep folder" in done
         assert ("dropped file" in done) == isolating.isolation.mode.shares_the_machine, done
         if not isolating.isolation.mode.seccomp.ipc:  # no IPC namespace of its own: the filter refuses SysV IPC
             assert not {"sysv shm", "sysv msg", "sysv sem"} & set(done), done
@@ -198,7 +199,7 @@ def test_the_clean_up_removes_what_a_uid_owns_whatever_its_modes() -> None:
         with dropbox(uid):
             out = subprocess.run([sys.executable, "-E", "-s", "-S", str(module)], capture_output=True, text=True,
                                  timeout=30, user=uid, group=uid, extra_groups=[], cwd="/", env={"PATH": "/usr/bin:/bin"})
-            assert "sysv shm" in out.stdout and "locked folder" in out.stdout and "dropped file" in out.stdout, out.stderr
+            assert all(made in out.stdout for made in ("sysv shm", "locked folder", "dropped file", "deep folder")), out.stderr
             assert owned_by(uid)
             reap(uid)
             assert not owned_by(uid) and not running_as(uid)
