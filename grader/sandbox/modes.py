@@ -37,7 +37,7 @@ from pathlib import Path
 
 from grader.rubric import REPO_ROOT
 from grader.sandbox.bubblewrap import bwrap_argv, bwrap_problem, python_paths
-from grader.sandbox.reaper import processes_of
+from grader.sandbox.reaper import UID_BASE, processes_of
 
 WORKER_LIB = Path(__file__).resolve().parent  # holds the kata_worker package
 REAPER = WORKER_LIB / "reaper.py"  # the uid-mode clean-up, started once per domain
@@ -49,8 +49,6 @@ WORKER_PACKAGE = WORKER_LIB / "kata_worker"
 SANDBOX_ROOT = "/kata"
 SANDBOX_LIB = f"{SANDBOX_ROOT}/lib"  # where bubblewrap shows the kata_worker package
 COPY, SCRATCH, STAGING = "copy", "scratch", "tmp"
-# A uid range no real account uses; each grading process gets its own (base + its pid).
-UID_BASE = 0x7E000000
 SECRETS = ("solutions", "tests", ".git")  # what student code must not read (relative to the repository)
 NO_SANDBOX_WARNING = "graded without isolation: the student's code ran as a plain process of this user"
 
