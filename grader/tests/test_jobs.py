@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader.rubric import REPO_ROOT
-from grader.sandbox.modes import UID_BASE
+from grader.sandbox.modes import UID_BASE, reap
 from grader.sandbox.reaper import processes_of, running_as
 from support import ISOLATING, fake_class, venv_env
 
@@ -139,3 +139,22 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
                 os.kill(pid, 9)
             except OSError:
                 pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (two uids of their own)")
+def test_a_concurrent_students_folders_never_stop_a_clean_up(tmp_path: Path) -> None:
+    """uid mode: two jobs' students share /tmp. One leaves a chain of 3000 folders there (deeper than
+    Python's recursion and than a path may be long); the other job's clean-up completes and leaves it,
+    and its own clean-up then removes the whole chain."""
+    mine, theirs = UID_BASE - 8192 - os.getpid() % 4096, UID_BASE + 0x10000 + os.getpid() % 4096
+    chain = f"/tmp/kata-chain-{theirs}"
+    code = f"import os\nos.mkdir({chain!r}); os.chdir({chain!r})\nfor _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\n"
+    subprocess.run([sys.executable, "-I", "-S", "-c", code], check=True, user=theirs, group=theirs, extra_groups=[],
+                   cwd="/", env={"PATH": "/usr/bin:/bin"})
+    try:
+        reap(mine)
+        assert os.path.isdir(chain)
+        reap(theirs)
+        assert not os.path.lexists(chain)
+    finally:
+        subprocess.run(["rm", "-rf", chain], check=False)
