@@ -29,8 +29,9 @@ GRADER_DIR = Path(__file__).resolve().parents[1]
 
 
 # Test modules whose tests share an expensive module-scoped fixture (a graded class, the nbgrader
-# course, the forked pytest runs: split over two workers, each would build it), and a test whose attacker writes to the host's /tmp while its other
-# mode asserts it is clean: under pytest-xdist each (module, or module::test) runs whole on one worker.
+# course, the forked pytest runs: split over two workers, each would build it), and a test whose
+# attacker writes to the host's /tmp while its other mode asserts it is clean: under pytest-xdist each
+# (module, or module::test) runs whole on one worker.
 # Every other test is scheduled on its own, but for those of the uid and none modes: all tests of such a
 # mode run on one worker (MODE_SCOPES), so that only one worker starts a template of that mode (2 to 4 s
 # of CPU, and more where an attack kills it; bwrap's is the shared_domains one that every worker starts
@@ -51,13 +52,14 @@ HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):
-        # The suite starts a hundred and more Pythons that import the grader (CLI runs, jobs, templates).
-        # Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) none of them may write its
-        # bytecode, and each compiled the grader anew (0.1 s of CPU): compile it once, here (not its tests).
-        compileall.compile_dir(GRADER_DIR, quiet=2, rx=re.compile(r"/grader/tests/"))
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller did all of this
+        return
+    # The suite starts a hundred and more Pythons that import the grader (CLI runs, jobs, templates).
+    # Where PYTHONDONTWRITEBYTECODE is set (as on this project's machines) none of them may write its
+    # bytecode, and each compiled the grader anew (0.08 s of CPU): compile it once, here (not its tests).
+    compileall.compile_dir(GRADER_DIR, quiet=2, rx=re.compile(r"/grader/tests/"))
     whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
-    if (whole_suite and config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput")
+    if (whole_suite and config.pluginmanager.hasplugin("xdist")
             and config.getoption("numprocesses", None) is None and not config.getoption("collectonly")
             and not config.getoption("usepdb")):
         workers = len(os.sched_getaffinity(0))

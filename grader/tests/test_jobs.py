@@ -1,4 +1,5 @@
-"""score-all's jobs (grader/classroom/jobs.py): a killed score-all leaves nothing running, in every isolation mode."""
+"""score-all's jobs (grader/classroom/jobs.py): a killed score-all leaves nothing running, in every isolation mode;
+in uid mode, one job's student cannot stop another job's clean-up."""
 
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (two uids of their own)")
-def test_a_concurrent_students_folders_never_stop_a_clean_up(tmp_path: Path) -> None:
+def test_a_concurrent_students_folders_never_stop_a_clean_up() -> None:
     """uid mode: two jobs' students share /tmp. One leaves a chain of 3000 folders there (deeper than
     Python's recursion and than a path may be long); the other job's clean-up completes and leaves it,
     and its own clean-up then removes the whole chain."""
