@@ -48,6 +48,8 @@ CLOSE_TIMEOUT = 5.0  # how long a grading waits for a failed session's thread to
 PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:randomly", "-p", "no:logging",
                # these two call gc.collect() several times per session: 0.27 s each with torch loaded
                "-p", "no:unraisableexception", "-p", "no:threadexception",
+               # the session outlives its start: the process's own stderr decides where a crash is told
+               "-p", "no:faulthandler",
                "-W", "ignore::UserWarning", "--no-header", "--tb=no", "--continue-on-collection-errors",
                # the session's thread shares the process's stdout and stderr: pytest captures neither
                # (it would take the waiting grader's too); the tests' own output goes to os.devnull
@@ -304,6 +306,8 @@ class _Session:
                 run.finished = True
             finally:
                 self.current = None
+                # pytest's reporter keeps every report of its session: a job grading a class would keep them all
+                session.config.pluginmanager.get_plugin("terminalreporter").stats.clear()
                 run.done.set()
         return True
 

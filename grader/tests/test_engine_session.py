@@ -11,6 +11,7 @@ hidden tests at all (a usage error) ended the same way: no test run, and nothing
 from __future__ import annotations
 
 import _thread
+import gc
 import shutil
 import signal
 import threading
@@ -93,3 +94,24 @@ def test_hidden_tests_pytest_refuses_end_the_grading_with_the_reason(tmp_path: P
     (tests / "01_simple_attention" / "test_of_no_exercise.py").write_text("def test_it(impl):\n    pass\n")
     with pytest.raises(SessionEnded, match="ended before its tests ran: pytest exited"):
         run_hidden_tests(SOLUTIONS_DIR, tests_dir=tests, domains=templates(mode))
+
+
+@pytest.mark.parametrize("mode", ["none"])
+def test_a_process_grading_student_after_student_keeps_no_earlier_report(tmp_path: Path, templates, mode: str) -> None:
+    """A score-all job grades its share of the class in one session: what pytest keeps of a grading (its
+    reporter kept every report of the session) must not grow with the number of students graded."""
+    from _pytest.reports import TestReport
+
+    stubs = SOLUTIONS_DIR.parent / "exercises"
+
+    def reports_kept() -> int:
+        gc.collect()  # what is only garbage does not count
+        return sum(isinstance(o, TestReport) for o in gc.get_objects())
+
+    counts = []
+    for _ in range(3):
+        failed = run_hidden_tests(stubs, domains=templates(mode), exercises=[SCORES])
+        assert failed and not any(o.passed for o in failed)
+        del failed
+        counts.append(reports_kept())
+    assert counts[2] <= counts[1], counts
