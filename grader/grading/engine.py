@@ -11,9 +11,9 @@ come from pytest's reports, never from anything the submission can write.
 One pytest session per process: configured and collected once, in a thread of its own that waits
 between gradings, and every grading runs its tests there as pytest's own test loop does (as
 grader/authoring/forked_pytest.py runs a collected session's tests once per job). A job grading a class
-pays pytest's start and the collection once, not for every student (0.1 s of a grading's 0.7 s of CPU
-here). A Ctrl-C, or score-all's SIGTERM, reaches the grading that waits, never pytest: the grading ends
-with KeyboardInterrupt, never with a report whose tests not yet run count as failed.
+pays pytest's start and the collection once, not for every student (a quarter of the grader's CPU per
+grading here: benchmarks/grading_session.py). A Ctrl-C reaches the grading that waits, never pytest: the
+grading ends with KeyboardInterrupt, never with a report whose tests not yet run count as failed.
 
 Bounding a hostile submission's cost: after a timeout in a test of exercise E, E's later tests that
 reach one of the public names that test used (``split_heads``) fail at once ("not run: an earlier
@@ -209,7 +209,8 @@ class _Run:
 
 
 class SessionEnded(RuntimeError):
-    """The hidden tests' pytest session ended (a usage error, an internal error): no grading can run."""
+    """The hidden tests' pytest session ended (a usage error, an internal error): the grading that asked
+    cannot be graded (the next grading starts a session of its own)."""
 
 
 class _Session:
