@@ -44,7 +44,7 @@ MAX_STARTS = 12
 DEATHS_PER_EXERCISE = 2  # after that many worker deaths in its tests, an exercise's other tests are not run
 TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
-CLOSE_TIMEOUT = 5.0  # how long a grading waits for a failed session's thread to say why it ended
+SESSION_END_WAIT = 5.0  # how long a grading waits for a failed session's thread to say why it ended
 PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:randomly", "-p", "no:logging",
                # these two call gc.collect() several times per session: 0.27 s each with torch loaded
                "-p", "no:unraisableexception", "-p", "no:threadexception",
@@ -262,7 +262,7 @@ class _Session:
                 run.cancelled = True
                 raise
         if not run.finished:  # pytest's internal error: its thread is ending, and says why
-            self.thread.join(CLOSE_TIMEOUT)
+            self.thread.join(SESSION_END_WAIT)
             raise SessionEnded(f"the hidden tests' pytest session ended during a grading: {self.ended}")
 
     @contextlib.contextmanager
