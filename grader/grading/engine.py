@@ -360,6 +360,8 @@ def _session(tests_dir: Path) -> Iterator[_Session]:
         return
     with _shared_lock:
         if _shared is None or not _shared.alive():
+            if _shared is not None:
+                _shared.sink.close()  # an ended session's: its thread writes nothing any more
             _shared = _Session(tests_dir).start()
     yield _shared
 
