@@ -14,7 +14,6 @@ milliseconds (this process) and the machine's (all cores, from /proc/stat: run i
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -23,23 +22,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import machine_busy  # noqa: E402
 from grader.grading import engine  # noqa: E402
 from grader.rubric import TESTS_DIR, load_rubric  # noqa: E402
 from grader.sandbox.domains import Domains  # noqa: E402
 from grader.sandbox.modes import choose_isolation  # noqa: E402
 
 
-def busy_seconds() -> float:
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:8]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
 
 def timed(run) -> tuple[float, float, float]:
-    wall, own, machine = time.perf_counter(), time.process_time(), busy_seconds()
+    wall, own, machine = time.perf_counter(), time.process_time(), machine_busy()
     run()
     return ((time.perf_counter() - wall) * 1000, (time.process_time() - own) * 1000,
-            (busy_seconds() - machine) * 1000)
+            (machine_busy() - machine) * 1000)
 
 
 def shared_session(submission: Path, domains: Domains) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import machine_busy  # noqa: E402
 from grader.sandbox.domains import Domains  # noqa: E402
 from grader.sandbox.modes import REAPER, SHARED_TOPS, UID_BASE, choose_isolation, reap  # noqa: E402
 
@@ -33,16 +34,11 @@ IMPORTING = (f"import runpy, sys; sys.path.insert(0, {str(REPO)!r}); import grad
              f"sys.argv = [{str(REAPER)!r}, *sys.argv[1:]]; runpy.run_path({str(REAPER)!r}, run_name='__main__')")
 
 
-def busy_seconds() -> float:
-    with open("/proc/stat") as f:
-        ticks = [int(v) for v in f.readline().split()[1:8]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-
 
 def timed(run) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), busy_seconds()
+    wall, cpu = time.perf_counter(), machine_busy()
     run()
-    return (time.perf_counter() - wall) * 1000, (busy_seconds() - cpu) * 1000
+    return (time.perf_counter() - wall) * 1000, (machine_busy() - cpu) * 1000
 
 
 def importing_reap(uid: int) -> None:
