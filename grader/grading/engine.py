@@ -153,7 +153,8 @@ class _Run:
         self.cancelled = False  # its grading was interrupted: the tests still to run fail at once
 
     def wants(self, path: Path) -> bool:
-        return self.files is None or path in self.files
+        """Whether the run takes in ``path``: one of its test files, or a folder holding one."""
+        return self.files is None or any(f == path or path in f.parents for f in self.files)
 
     def impl(self, exercise: str) -> Any:
         """The ``impl`` of a test of ``exercise`` (tests/conftest.py)."""
@@ -315,7 +316,7 @@ class _Session:
     def _run_tests(self, config: Any, run: _Run) -> None:
         config.kata_standins = run.standins  # the reference dependents over them (tests/conftest.py)
         for path, nodeid, why in self.uncollected:
-            if run.files is None or any(f == path or path in f.parents for f in run.files):
+            if run.wants(path):
                 run.record_uncollected(path, nodeid, why)
         items = [item for item in self.items if run.wants(Path(item.path))]
         for i, item in enumerate(items):  # a cancelled run's tests fail at once (_Run.impl), torn down as usual
