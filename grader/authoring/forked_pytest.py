@@ -19,7 +19,9 @@ Code under test is only ever imported in a job's process, which ends with the jo
 per-test outcomes as JSON through a pipe; the driver writes ``{job id: {"rc": exit code, "tests": {nodeid:
 [status, exercise, message]}, "output": tail, "seconds": wall}}`` to OUT.json. ``status`` is ``passed``,
 ``skipped``, ``failed`` or ``error`` (a test reported twice keeps its worst); ``exercise`` is the
-hidden tests' ``exercise`` property ("" elsewhere); ``output`` (the job's stdout and stderr) is kept only
+hidden tests' ``exercise`` property ("" elsewhere); ``message`` is a failure's exception as pytest
+prints it, without the traceback (``--tb=no``: its first line starts with ``E``); ``output`` (the job's
+stdout and stderr) is kept only
 when the exit code is not pytest's 0 or 1; ``rc`` is -1 when the job died or timed out, or when its
 session's collection failed.
 
@@ -44,9 +46,12 @@ from typing import Callable
 HERE = Path(__file__).resolve()
 REPO_ROOT = HERE.parents[2]  # grader/authoring/ -> the repository
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-# Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), and in-process capture
-# (each forked job has its own copy of it, where file-descriptor capture would share one file).
-QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q", "--capture=sys"]
+# Every session: no cache, no gc.collect() of torch's heap at its end (0.3 s), in-process capture
+# (each forked job has its own copy of it, where file-descriptor capture would share one file), and a
+# failure's text without its traceback: what the results keep is the exception's text (pytest's "E"
+# lines), and the source of every frame, which pytest parses whole for each failure, cost a fifth of the
+# hidden and the public runs' CPU.
+QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q", "--capture=sys", "--tb=no"]
 
 
 def run_sessions(sessions: list[dict], *, parallel: int = 2, timeout: float = 120,

@@ -128,7 +128,7 @@ def run_hidden_tests(patches: list[dict]) -> dict[str, list[dict]]:
             mutation.write_patched(patch, impl)
             jobs.append(hidden_job(patch["name"], impl, rubric.affected_by(patch["exercise"]), tmp / "records"))
         modules = [ex.module for ex in rubric.exercises.values()]
-        forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
+        forked_pytest.run_sessions([{"args": [str(TESTS_DIR)], "cwd": str(REPO_ROOT), "forbid": modules,
                                      "jobs": jobs}], timeout=180)
         return read_records(tmp / "records", [j["id"] for j in jobs])
 

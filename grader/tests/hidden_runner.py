@@ -54,27 +54,24 @@ class HiddenRunError(RuntimeError):
     """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], terse: tuple[str, ...] = (),
-               standins: tuple[str, ...] = (), core: tuple[str, ...] = (),
-               record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[str, ...] = (),
+               core: tuple[str, ...] = (), record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
 
-    The hidden tests are collected once (``pytest tests --tb=short``); each run is a forked child that sets
-    ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``terse`` report their
-    failures in one line each (``--tb=line``: the stubs' 99 NotImplementedErrors, 1 s less). The runs
-    named in ``standins`` are re-grades: their dirs hold the stand-ins of what their exercises build on
+    The hidden tests are collected once (``pytest tests``); each run is a forked child that sets
+    ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``standins`` are re-grades: their dirs hold the stand-ins of what their exercises build on
     (:func:`over_standins`), and their expected values are the reference's over the same stand-ins.
     The runs named in ``core`` run their core tests alone. With ``record_dir``, every check records what it
     was given in ``<job id>.jsonl`` there (exercises/kata_known.py; grader/authoring/known_results.py reads them).
     """
-    jobs = [{"id": job_id, "options": {"impl": str(impl), **({"tbstyle": "line"} if job_id in terse else {}),
+    jobs = [{"id": job_id, "options": {"impl": str(impl),
                                        **({"standins": ",".join(STANDIN_MODULES)} if job_id in standins else {})},
              "select": known_results.hidden_select(exercises), **({"kind": "core"} if job_id in core else {}),
              **({"env": known_results.record_env(record_dir, job_id)} if record_dir else {})}
             for job_id, (impl, exercises) in runs.items()]
     modules = [ex.module for ex in load_rubric().exercises.values()]
-    raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR), "--tb=short"], "cwd": str(REPO_ROOT), "forbid": modules,
+    raw = forked_pytest.run_sessions([{"args": [str(TESTS_DIR)], "cwd": str(REPO_ROOT), "forbid": modules,
                                        "jobs": jobs}], timeout=180)
     results: dict[str, dict[str, Outcome] | HiddenRunError] = {}
     for job_id, (impl, exercises) in runs.items():
