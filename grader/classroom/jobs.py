@@ -17,8 +17,10 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -123,10 +125,11 @@ def job_main(argv: list[str]) -> int:
     options = GradeOptions.from_json(argv[1])
     # torch imported once for all of this job's students; each of them gets domains of their own
     domains = _JobDomains(choose_isolation(options.sandbox, for_class=True))
+    scratch = _JobScratch()
     if len(argv) == 4:
         lifeline = int(argv[3])
         os.set_inheritable(lifeline, False)
-        threading.Thread(target=_watch_lifeline, args=(lifeline, domains), daemon=True).start()
+        threading.Thread(target=_watch_lifeline, args=(lifeline, domains, scratch), daemon=True).start()
     answer = sys.stdout
     sys.stdout = sys.stderr  # nothing but answers on the channel
     try:
@@ -134,7 +137,8 @@ def job_main(argv: list[str]) -> int:
         for line in sys.stdin:
             task = json.loads(line)
             try:
-                result = {"report": to_json(grade(Path(task["path"]), GradeOptions.from_json(task["options"]), domains))}
+                result = {"report": to_json(grade(Path(task["path"]), GradeOptions.from_json(task["options"]), domains,
+                                                  scratch.folder))}
             except (SubmissionError, GpuUnavailable) as err:
                 result = {"error": str(err)}
             except Survivors as err:  # no result while a process of the student's uid runs: this job ends
@@ -147,12 +151,13 @@ def job_main(argv: list[str]) -> int:
             answer.flush()
     finally:
         domains.close()  # (or wait for the lifeline's watcher to have done it)
+        scratch.remove()
     return 0
 
 
-def _watch_lifeline(fd: int, domains: _JobDomains) -> None:
+def _watch_lifeline(fd: int, domains: _JobDomains, scratch: _JobScratch) -> None:
     """Block until score-all's end of the lifeline closes (nothing is ever written on it); then end the
-    domains and exit, whatever the main thread is doing."""
+    domains, remove the job's scratch and exit, whatever the main thread is doing."""
     try:
         while os.read(fd, 4096):
             pass
@@ -160,8 +165,37 @@ def _watch_lifeline(fd: int, domains: _JobDomains) -> None:
         pass
     try:
         domains.close()
+        scratch.remove()
     finally:
         os._exit(1)
+
+
+class _JobScratch:
+    """The job's folder (root's, 0700, in the system's temporary folder) for its gradings' scratch folders.
+
+    A job the lifeline ends exits at once (``os._exit``): the grading under way never removes its own
+    scratch folder (an unzipped submission, say), so the job removes them all. It first moves its
+    ``folder`` aside, within a folder of its own (which no student's process can reach), so that the
+    grading under way, which reaches it by its path only, can no longer write in what is being removed."""
+
+    def __init__(self) -> None:
+        self._own = Path(tempfile.mkdtemp(prefix=f"kata-job-{os.getpid()}-"))
+        self.folder = self._own / "scratch"
+        self.folder.mkdir()
+        self._removing = threading.Lock()  # the main thread and the lifeline's watcher: one removes, the other waits
+
+    def remove(self) -> None:
+        with self._removing:
+            ended = self._own / "ended"
+            try:
+                os.rename(self.folder, ended)
+            except OSError:  # removed already
+                return
+            shutil.rmtree(ended, ignore_errors=True)
+            try:
+                self._own.rmdir()
+            except OSError:
+                pass
 
 
 class _JobDomains(Domains):

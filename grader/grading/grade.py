@@ -33,10 +33,12 @@ from grader.sandbox.modes import choose_isolation
 
 
 def grade(path: Path, options: GradeOptions = GradeOptions(),
-          domains: Domains | None = None) -> GradeReport:
+          domains: Domains | None = None, scratch_in: Path | None = None) -> GradeReport:
     """Grade the submission at ``path``; raises SubmissionError when it cannot be graded at all.
 
     ``domains`` overrides ``options.sandbox``: batch grading passes one template for all its students.
+    The grading's scratch folder (unzipped and regrouped submissions) goes in ``scratch_in`` (a job's own
+    folder, which the job removes however it ends), by default in the system's temporary folder.
     """
     started = time.perf_counter()
     rubric = load_rubric()
@@ -46,7 +48,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     if domains is None:
         with Domains(choose_isolation(options.sandbox)) as own:
             return grade(path, options, own)
-    with tempfile.TemporaryDirectory(prefix="kata-grade-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="kata-grade-", dir=scratch_in) as scratch:
         left_out: list[str] = []  # files of the submission that are not graded (grader/grading/intake.py)
         root = locate_submission(path, Path(scratch), left_out)
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -102,7 +103,8 @@ def _python_start_seconds() -> float:
 def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> None:
     """kill -9 of score-all while its job grades a student sleeping in a call (and in a child it forked):
     the job, its template (with bubblewrap: the sandbox) and every process of the student's uid are
-    gone within about two seconds (the job's lifeline, grader/classroom/jobs.py), not when the call times out."""
+    gone within about two seconds (the job's lifeline, grader/classroom/jobs.py), not when the call times out;
+    so is the job's folder, with the scratch folder of the grading it was in."""
     klass = fake_class(tmp_path / "class", {})
     (klass / "sleeper" / "01_simple_attention").mkdir(parents=True)
     (klass / "sleeper" / "01_simple_attention" / "attention_scores.py").write_text(SLEEPER)
@@ -110,13 +112,14 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
                              "--sandbox", sandbox, "--gpu", "skip", "--jobs", "1", "--timeout", "600"],
                             cwd=REPO_ROOT, env=venv_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     tree: dict[int, str] = {}
-    uid = None
+    uid = job = None
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             jobs = _children(proc.pid)  # the job (the template is the job's child)
             if jobs:
-                uid = UID_BASE + jobs[0]
+                job = jobs[0]
+                uid = UID_BASE + job
                 if len(_sleepers(uid)) == 2:  # the worker and its fork, in the sleeping call
                     break
             time.sleep(0.05)
@@ -132,6 +135,7 @@ def test_a_killed_score_all_leaves_no_process(tmp_path: Path, sandbox: str) -> N
             time.sleep(0.02)
         assert not _running(tree) and not processes_of(uid), (
             f"{time.monotonic() - killed:.1f} s after the kill: running {_running(tree)}, the uid's {processes_of(uid)}")
+        assert not list(Path(tempfile.gettempdir()).glob(f"kata-job-{job}-*")), "the killed job left its folder"
     finally:
         proc.kill()
         proc.wait()
