@@ -89,7 +89,7 @@ def test_a_class_graded_one_after_another(isolating: Domains, tmp_path: Path) ->
     assert decoy.read_text() == '{"score": 0}'
     assert not any((Path(p) / "sitecustomize.py").exists() for p in [*site.getsitepackages(), *sys.path]
                    if "kata" not in p and p), "a planted sitecustomize.py"
-    decoy.unlink()
+    shutil.rmtree(decoy.parent)
 
 
 def test_disk_and_processes_are_capped(isolating: Domains, tmp_path: Path) -> None:
