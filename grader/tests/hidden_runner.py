@@ -11,12 +11,16 @@
   what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
   process importing it;
 * ``mutant_problems()`` judges one mutant's run (which exercises' tests can reach a module:
-  ``Rubric.affected_by`` in grader/rubric.py).
+  ``Rubric.affected_by`` in grader/rubric.py);
+* ``proof_runs()``: every run of test_hidden_tests.py and of test_book_variants.py, in one driver, once
+  per process (the two modules run on one worker: grader/tests/conftest.py).
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -133,3 +137,49 @@ def mutant_problems(mutant: dict, results: dict[str, Outcome] | HiddenRunError) 
         if o.exercise not in allowed and not o.passed:
             problems.append(f"breaks {o.exercise or '?'}: {nodeid} {o.status}: {o.first_line}")
     return problems
+
+
+MUTANTS = mutation.load_mutants()
+# A mutant that changes nothing, and mutant 20 without the collateral it needs: the mutant verdict
+# must judge both wrong (test_hidden_tests.py (e)), with these beginnings of a problem.
+_M20 = next(m for m in MUTANTS if m["name"] == "20_causal_mask_not_cut_to_tokens")
+CONTROLS = {
+    "control_noop": ({"name": "control_noop", "exercise": _M20["exercise"], "mistake": "none",
+                      "replace": _M20["replace"], "with": _M20["replace"]}, "survived: no test of "),
+    "control_undeclared_collateral": ({**_M20, "name": "control_undeclared_collateral", "collateral": []},
+                                      "breaks 04_multihead/multihead_wrapper: "),
+}
+VARIANTS = mutation.load_patches(TESTS_DIR / "mutants" / "book_variants.py", "VARIANTS")
+# The book variants' verdict can fail: the notebook's scale forgotten altogether is no book variant.
+BOOK_CONTROL = {"name": "control_no_scale", "exercise": "02_trainable_weights/scaled_attention",
+                "source": "none", "differs": "a real mistake",
+                "replace": "attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)",
+                "with": "attn_weights = torch.softmax(attn_scores, dim=-1)"}
+
+
+@functools.cache
+def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[str, list[dict]]]:
+    """``({run: {nodeid: Outcome} or the error}, {run: what its checks recorded})``: the solutions, the
+    stubs, the stand-ins alone and under a correct dependent, each exercise alone, every mutant and
+    control, every book variant and its control (a patch that cannot be applied: its HiddenRunError)."""
+    exercises = load_rubric().exercises
+    with tempfile.TemporaryDirectory(prefix="hidden-proofs-") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "records").mkdir()
+        jobs = {"solutions": (SOLUTIONS_DIR, None), "stubs": (EXERCISES_DIR, None)}
+        standins = over_standins(tmp / "standins")
+        jobs["standins alone"] = (standins, sorted({dep for ex in exercises.values() for dep in ex.depends_on}))
+        jobs["over standins"] = (standins, [ex_id for ex_id, ex in exercises.items() if ex.depends_on])
+        for i, ex_id in enumerate(exercises):
+            jobs[f"alone {ex_id}"] = (alone(ex_id, tmp / f"alone-{i}"), [ex_id])
+        broken: dict[str, HiddenRunError] = {}
+        patches = [*MUTANTS, *(control for control, _ in CONTROLS.values()), *VARIANTS, BOOK_CONTROL]
+        assert len({p["name"] for p in patches} | set(jobs)) == len(patches) + len(jobs), "two runs of one name"
+        for patch in patches:
+            try:
+                jobs[patch["name"]] = (overlay(patch, tmp / patch["name"]), load_rubric().affected_by(patch["exercise"]))
+            except (mutation.PatchError, KeyError) as err:
+                broken[patch["name"]] = HiddenRunError(str(err))
+        results = run_hidden(jobs, standins=("over standins",), core=("standins alone",), record_dir=tmp / "records")
+        records = known_results.read_records(tmp / "records", ["solutions", *(m["name"] for m in MUTANTS)])
+    return {**results, **broken}, records

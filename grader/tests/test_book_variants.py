@@ -9,31 +9,25 @@ its causal masks. Each is applied to a copy of ``solutions/``, and every hidden 
 that can import the changed module (its own, and those built on it: hidden_runner.affected_by) must
 pass. A control, a real mistake judged by the same verdict, must be rejected.
 
-All the runs share one warm process (hidden_runner.run_hidden, grader/authoring/forked_pytest.py).
+All the runs share one warm process with test_hidden_tests.py's (hidden_runner.proof_runs,
+grader/authoring/forked_pytest.py).
 """
 
 from __future__ import annotations
 
-
 import pytest
 
 from grader.authoring import mutation
-from grader.rubric import REPO_ROOT, TESTS_DIR, load_rubric
+from grader.rubric import REPO_ROOT
 
 try:
     from . import hidden_runner as hr
 except ImportError:
     import hidden_runner as hr
 
-VARIANTS_FILE = TESTS_DIR / "mutants" / "book_variants.py"
-VARIANTS = mutation.load_patches(VARIANTS_FILE, "VARIANTS")
+VARIANTS, CONTROL = hr.VARIANTS, hr.BOOK_CONTROL
 VARIANT_KEYS = {*mutation.PATCH_KEYS, "source", "differs"}
 DOCUMENTS = REPO_ROOT / "exercises" / "documents"
-# The verdict can fail: the notebook's scale forgotten altogether is no book variant.
-CONTROL = {"name": "control_no_scale", "exercise": "02_trainable_weights/scaled_attention",
-           "source": "none", "differs": "a real mistake",
-           "replace": "attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)",
-           "with": "attn_weights = torch.softmax(attn_scores, dim=-1)"}
 
 
 def variant_problems(variant: dict, results: dict[str, hr.Outcome] | hr.HiddenRunError) -> list[str]:
@@ -47,16 +41,9 @@ def variant_problems(variant: dict, results: dict[str, hr.Outcome] | hr.HiddenRu
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def runs() -> dict:
     """``{variant name: {nodeid: Outcome} or the error}`` for every variant and the control."""
-    tmp = tmp_path_factory.mktemp("book")
-    jobs, broken = {}, {}
-    for v in [*VARIANTS, CONTROL]:
-        try:
-            jobs[v["name"]] = (hr.overlay(v, tmp / v["name"]), load_rubric().affected_by(v["exercise"]))
-        except (mutation.PatchError, KeyError) as err:
-            broken[v["name"]] = hr.HiddenRunError(str(err))
-    return {**hr.run_hidden(jobs), **broken}
+    return hr.proof_runs()[0]
 
 
 def test_book_variants_are_well_formed():

@@ -15,8 +15,8 @@
 (f) the stand-ins a re-grade gives (tests/standins/) are not the answer: they fail every core test of
     their own exercises; and a correct dependent over them passes all its tests.
 
-All the runs share one warm process (hidden_runner.run_hidden, grader/authoring/forked_pytest.py): torch is imported
-once, each run is a forked child, two at a time.
+All the runs share one warm process with test_book_variants.py's (hidden_runner.proof_runs,
+grader/authoring/forked_pytest.py): torch is imported once, each run is a forked child, two at a time.
 """
 
 from __future__ import annotations
@@ -33,18 +33,9 @@ try:
 except ImportError:
     import hidden_runner as hr
 
-MUTANTS = mutation.load_mutants()
+MUTANTS = hr.MUTANTS
 EXERCISES = load_rubric().exercises
-RECORDS = "__records__"  # the runs' entry holding the folder of what their checks recorded
 MUTANT_KEYS = {*mutation.PATCH_KEYS, "mistake", "collateral", "cause", "also_named"}
-# (e): a mutant that changes nothing, and mutant 20 without the collateral it needs.
-_M20 = next(m for m in MUTANTS if m["name"] == "20_causal_mask_not_cut_to_tokens")
-CONTROLS = {
-    "control_noop": ({"name": "control_noop", "exercise": _M20["exercise"], "mistake": "none",
-                      "replace": _M20["replace"], "with": _M20["replace"]}, "survived: no test of "),
-    "control_undeclared_collateral": ({**_M20, "name": "control_undeclared_collateral", "collateral": []},
-                                      "breaks 04_multihead/multihead_wrapper: "),
-}
 
 
 def _summary(results: dict[str, hr.Outcome]) -> str:
@@ -67,33 +58,17 @@ def _completed(results):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Every run of (a)-(e) at once: ``{job id: {nodeid: Outcome} or the error}``."""
-    tmp = tmp_path_factory.mktemp("hidden")
-    (tmp / "records").mkdir()
-    jobs = {"solutions": (hr.SOLUTIONS_DIR, None), "stubs": (hr.EXERCISES_DIR, None)}
-    standins = hr.over_standins(tmp / "standins")
-    built_on = sorted({dep for ex in EXERCISES.values() for dep in ex.depends_on})
-    jobs["standins alone"] = (standins, built_on)
-    jobs["over standins"] = (standins, [ex_id for ex_id, ex in EXERCISES.items() if ex.depends_on])
-    for i, ex_id in enumerate(EXERCISES):
-        jobs[f"alone {ex_id}"] = (hr.alone(ex_id, tmp / f"alone-{i}"), [ex_id])
-    broken = {}
-    for m in [*MUTANTS, *(control for control, _ in CONTROLS.values())]:
-        try:
-            jobs[m["name"]] = (hr.overlay(m, tmp / m["name"]), load_rubric().affected_by(m["exercise"]))
-        except (mutation.PatchError, KeyError) as err:
-            broken[m["name"]] = err
-    return {**hr.run_hidden(jobs, standins=("over standins",), core=("standins alone",),
-                           record_dir=tmp / "records"), **broken, RECORDS: tmp / "records"}
+def runs() -> dict:
+    """Every run of (a)-(e): ``{run: {nodeid: Outcome} or the error}``."""
+    return hr.proof_runs()[0]
 
 
 @pytest.mark.timeout(300)
-def test_the_known_results_of_the_hidden_tests_are_what_the_mutants_give(runs):
+def test_the_known_results_of_the_hidden_tests_are_what_the_mutants_give():
     """tests/known_results.json (what the hidden tests' feedback names causes from) equals what the mutants
     with a cause gave in these runs (grader/authoring/known_results.py writes it the same way)."""
     mutants = known_results.library((known_results.MUTANTS,))
-    records = known_results.read_records(runs[RECORDS], ["solutions", *(m["name"] for m in mutants)])
+    records = {run: hr.proof_runs()[1][run] for run in ["solutions", *(m["name"] for m in mutants)]}
     records[known_results.SOLVED] = records.pop("solutions")
     text = known_results.render(known_results.known_results(records, mutants))
     assert text == known_results.HIDDEN_DATA_FILE.read_text(encoding="utf-8"), (
@@ -173,7 +148,7 @@ def test_every_mutant_is_caught_by_its_own_exercise_only(runs):
 
 @pytest.mark.timeout(300)
 def test_the_mutant_verdict_rejects_a_no_op_and_undeclared_collateral_damage(runs):
-    for name, (control, expected) in CONTROLS.items():
+    for name, (control, expected) in hr.CONTROLS.items():
         problems = hr.mutant_problems(control, runs[name])
         assert any(p.startswith(expected) for p in problems), (name, expected, problems)
 
