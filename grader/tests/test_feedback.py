@@ -20,7 +20,7 @@ from grader.reports.gradescope import to_gradescope
 from grader.reports.sources import document_names, readable_sources
 from grader.reports.visibility import redact, wrap
 from grader.rubric import EXERCISES_DIR, TESTS_DIR, load_rubric
-from grader.tests.support import fake_class, fake_report
+from support import fake_class, fake_report
 
 MASK = "03_causal/causal_mask"
 VALUES = ", ".join(f"0.{1000 + i}" for i in range(36))

@@ -20,7 +20,7 @@ from grader.reports.gradescope import to_gradescope
 from grader.reports.json_report import dumps, to_json
 from grader.reports.text import to_text
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
-from grader.tests.support import fake_job, fake_report
+from support import fake_job, fake_report
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
                   "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
@@ -93,9 +93,8 @@ def _outcomes(failing: set[str]) -> list[TestOutcome]:
     ]
 
 
-def test_broken_dependency_costs_points_once(tmp_path: Path) -> None:
+def test_broken_dependency_costs_points_once() -> None:
     rubric = load_rubric()
-    sub = make_submission(tmp_path / "sub")
     calls = []
 
     def regrade(ids, substitutes):

@@ -20,7 +20,7 @@ from grader.reports.class_numbers import (NOTHING_TO_RUN, not_started, summarize
                                           without_absolute_paths)
 from grader.reports.class_summary import NO_MATPLOTLIB, write_summary
 from grader.rubric import load_rubric
-from grader.tests.support import fake_report
+from support import fake_report
 
 MASK, DROP = "03_causal/causal_mask", "03_causal/attention_dropout"
 STUB_SAYS = "not written yet"  # what a stub says (grader/authoring/stubs.py: CODE_STUB)
