@@ -58,14 +58,15 @@ class HiddenRunError(RuntimeError):
     """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[str, ...] = (),
-               core: tuple[str, ...] = (), record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[str, ...] = (), core: tuple[str, ...] = (),
+               record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
 
     The hidden tests are collected once (``pytest tests``); each run is a forked child that sets
-    ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``standins`` are re-grades: their dirs hold the stand-ins of what their exercises build on
-    (:func:`over_standins`), and their expected values are the reference's over the same stand-ins.
+    ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``standins`` are
+    re-grades: their dirs hold the stand-ins of what their exercises build on (:func:`over_standins`),
+    and their expected values are the reference's over the same stand-ins.
     The runs named in ``core`` run their core tests alone. With ``record_dir``, every check records what it
     was given in ``<job id>.jsonl`` there (exercises/kata_known.py; grader/authoring/known_results.py reads them).
     """
