@@ -21,9 +21,8 @@ per-test outcomes as JSON through a pipe; the driver writes ``{job id: {"rc": ex
 ``skipped``, ``failed`` or ``error`` (a test reported twice keeps its worst); ``exercise`` is the
 hidden tests' ``exercise`` property ("" elsewhere); ``message`` is a failure's exception as pytest
 prints it, without the traceback (``--tb=no``: its first line starts with ``E``); ``output`` (the job's
-stdout and stderr) is kept only
-when the exit code is not pytest's 0 or 1; ``rc`` is -1 when the job died or timed out, or when its
-session's collection failed.
+stdout and stderr) is kept only when the exit code is not pytest's 0 or 1; ``rc`` is -1 when the job
+died or timed out, or when its session's collection failed.
 
 ``run_sessions()`` is the API (for the project's tests, and for grader/authoring/known_results.py, which
 writes the known mistakes' results): it runs the driver in a subprocess.
