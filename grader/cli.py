@@ -356,10 +356,12 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_nbgrader(args: argparse.Namespace) -> int:
     """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
     try:
+        if Path(args.course).is_dir():
+            # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
+            # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
+            # course: the other students' notebooks, and the solutions in source/.
+            check_class_isolation(args.sandbox, Path(args.course))
         course = find_course(args.course, args.assignment)
-        # Refuse before anything is written. Under uid isolation (no mount namespace) a student's code
-        # could otherwise read the course: the other students' notebooks, and the solutions in source/.
-        check_class_isolation(args.sandbox, course.root)
         prepare_work_dir(course)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
