@@ -26,7 +26,7 @@ from grader.authoring.release import ReleaseError, build_release
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.grades_sheet import unescaped
 from grader.classroom.merge import MergeError, merge
-from grader.classroom.nbgrader_course import CourseError, find_course, grade_course, prepare_work_dir
+from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.files import private_files
@@ -356,12 +356,12 @@ def cmd_view(args: argparse.Namespace) -> int:
 def cmd_nbgrader(args: argparse.Namespace) -> int:
     """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
     try:
-        if Path(args.course).is_dir():
-            # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
-            # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
-            # course: the other students' notebooks, and the solutions in source/.
-            check_class_isolation(args.sandbox, Path(args.course))
         course = find_course(args.course, args.assignment)
+        # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
+        # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
+        # course: the other students' notebooks, and the solutions in source/.
+        check_class_isolation(args.sandbox, course.root)
+        check_gradebook(course)
         prepare_work_dir(course)
         signal.signal(signal.SIGTERM, _raise_interrupt)
         summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,

@@ -97,7 +97,8 @@ class CourseSummary:
 
 
 def find_course(root: Path, assignment: str | None = None) -> Course:
-    """The course at ``root`` and the assignments to grade; CourseError when it cannot be graded."""
+    """The course at ``root`` and the assignments to grade, from its folders (:func:`check_gradebook`
+    reads its gradebook); CourseError when it cannot be graded."""
     root = Path(root)
     if not root.is_dir():
         raise CourseError(f"{root}: not a directory")
@@ -116,13 +117,18 @@ def find_course(root: Path, assignment: str | None = None) -> Course:
     if not students:
         raise CourseError(f"{root}: nothing submitted (no submitted/<student>/<assignment>/ for an assignment "
                           f"of this course: {', '.join(GROUPS)})")
-    for group in students:
+    return Course(root, list(students), students)
+
+
+def check_gradebook(course: Course) -> None:
+    """CourseError unless the course's gradebook holds each assignment to grade (``nbgrader
+    generate_assignment`` ran). Nothing is created."""
+    for group in course.assignments:
         try:
-            with ClassGradebook(root / "gradebook.db", group, must_exist=True):
-                pass  # the course's assignment (GradebookError otherwise): nothing is created
+            with ClassGradebook(course.gradebook, group, must_exist=True):
+                pass
         except GradebookError as err:
             raise CourseError(str(err)) from None
-    return Course(root, list(students), students)
 
 
 def prepare_work_dir(course: Course) -> None:

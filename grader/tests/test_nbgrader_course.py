@@ -27,7 +27,7 @@ import pytest
 from grader.authoring.nbgrader_release import GPU_CELL, gpu_group, notebook_modules
 from grader.authoring.release import build_release
 from grader.classroom.gradebook import ensure_alembic_on_path, stamp_new_gradebook
-from grader.classroom.nbgrader_course import CourseError, find_course
+from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course
 from grader.classroom.notebook_intake import JOURNEY
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
@@ -91,11 +91,11 @@ def test_an_assignment_the_gradebook_does_not_hold_is_refused_before_anything_is
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}"):
         pass
     with pytest.raises(CourseError, match="generate_assignment 03_causal first"):
-        find_course(tmp_path)
+        check_gradebook(find_course(tmp_path))
     with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:  # a due date set before generate_assignment
         gb.add_assignment("03_causal")
     with pytest.raises(CourseError, match="no notebook of this kata's course: run nbgrader generate_assignment"):
-        find_course(tmp_path)
+        check_gradebook(find_course(tmp_path))
     other = tmp_path / "other"
     (other / "submitted" / "bob" / "hw1").mkdir(parents=True)
     shutil.copy(tmp_path / "gradebook.db", other / "gradebook.db")
