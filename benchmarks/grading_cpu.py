@@ -1,0 +1,95 @@
+#!/usr/bin/env python
+"""Benchmark: the CPU one grading costs, at two commits, interleaved.
+
+    python benchmarks/grading_cpu.py BASELINE [CANDIDATE] [--rounds 3] [--repeat 10] [--sandbox auto]
+
+CANDIDATE defaults to HEAD. Each commit is checked out in a git worktree of its own (a temporary
+folder, removed at the end). Each round runs, for BASELINE then CANDIDATE, one process that imports
+that commit's grader, starts one template (``--sandbox``: the best isolation here by default), grades
+the stubs once untimed, then its ``exercises/`` (the stubs: every test fails) and its ``solutions/``
+``--repeat`` times each. Printed per grading: the grader's own CPU milliseconds (user + system of
+this process: pytest, the hidden tests, the client) and the machine's (all cores, from /proc/stat: the
+domain and the template too; run it on a quiet machine), then the medians over the rounds. The
+GPU-run check is skipped: it grades the same modules again (benchmarks/gpu_check_standin.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KINDS = ("exercises", "solutions")
+
+
+def measure(tree: Path, repeat: int, sandbox: str) -> dict[str, list[float]]:
+    """In this process, with ``tree``'s grader: {kind: [own CPU ms, machine CPU ms]} per grading."""
+    from timing import machine_busy  # this script's folder is first on sys.path: the candidate's
+
+    sys.path.insert(0, str(tree))
+    from grader.grading.grade import grade
+    from grader.grading.options import GradeOptions
+    from grader.sandbox.domains import Domains
+    from grader.sandbox.modes import choose_isolation
+
+    import grader
+
+    assert Path(grader.__file__).resolve().is_relative_to(tree.resolve()), grader.__file__
+    options = GradeOptions(sandbox=sandbox, gpu="skip")
+    with Domains(choose_isolation(sandbox)) as domains:
+        grade(tree / "exercises", options, domains)  # untimed: pytest's start and the collection
+        result = {}
+        for kind in KINDS:
+            own, machine = time.process_time(), machine_busy()
+            for _ in range(repeat):
+                grade(tree / kind, options, domains)
+            result[kind] = [(time.process_time() - own) * 1000 / repeat, (machine_busy() - machine) * 1000 / repeat]
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("baseline")
+    parser.add_argument("candidate", nargs="?", default="HEAD")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--sandbox", default="auto")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # a round's process
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.repeat, args.sandbox)))
+        return 0
+    revs = [subprocess.run(["git", "rev-parse", "--short", rev], cwd=REPO, check=True, capture_output=True,
+                           text=True).stdout.strip() for rev in (args.baseline, args.candidate)]
+    with tempfile.TemporaryDirectory(prefix="grading-cpu-") as tmp:
+        trees = [Path(tmp) / rev for rev in revs]
+        for rev, tree in zip(revs, trees):
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), rev], cwd=REPO, check=True)
+        try:
+            runs: dict[str, list[dict]] = {rev: [] for rev in revs}
+            for round_ in range(1, args.rounds + 1):
+                for rev, tree in zip(revs, trees):
+                    out = subprocess.run([sys.executable, __file__, rev, "--measure", str(tree), "--repeat",
+                                          str(args.repeat), "--sandbox", args.sandbox], cwd=tree, check=True,
+                                         capture_output=True, text=True).stdout
+                    runs[rev].append(json.loads(out.splitlines()[-1]))
+                    cells = "  ".join(f"{k}: own {v[0]:.0f} ms, machine {v[1]:.0f} ms" for k, v in runs[rev][-1].items())
+                    print(f"round {round_} {rev}  {cells}", flush=True)
+        finally:
+            for tree in trees:
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
+    for rev in revs:
+        cells = "  ".join(f"{k}: own {statistics.median(r[k][0] for r in runs[rev]):.0f} ms, machine "
+                          f"{statistics.median(r[k][1] for r in runs[rev]):.0f} ms" for k in KINDS)
+        print(f"median  {rev}  {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
