@@ -30,15 +30,14 @@ KINDS = ("exercises", "solutions")
 
 def measure(tree: Path, repeat: int, sandbox: str) -> dict[str, list[float]]:
     """In this process, with ``tree``'s grader: {kind: [own CPU ms, machine CPU ms]} per grading."""
-    from timing import machine_busy  # this script's folder is first on sys.path: the candidate's
+    from timing import machine_busy  # sys.path[0] is this script's folder (the checkout it was run from)
 
-    sys.path.insert(0, str(tree))
+    sys.path.insert(0, str(tree))  # before the editable install's finder: the grader of ``tree``
+    import grader
     from grader.grading.grade import grade
     from grader.grading.options import GradeOptions
     from grader.sandbox.domains import Domains
     from grader.sandbox.modes import choose_isolation
-
-    import grader
 
     assert Path(grader.__file__).resolve().is_relative_to(tree.resolve()), grader.__file__
     options = GradeOptions(sandbox=sandbox, gpu="skip")
