@@ -64,29 +64,35 @@ def main() -> int:
     if args.measure:
         print(json.dumps(measure(args.measure, args.repeat, args.sandbox)))
         return 0
-    revs = [subprocess.run(["git", "rev-parse", "--short", rev], cwd=REPO, check=True, capture_output=True,
-                           text=True).stdout.strip() for rev in (args.baseline, args.candidate)]
+    revs = []
+    for rev in (args.baseline, args.candidate):
+        found = subprocess.run(["git", "rev-parse", "--verify", "--short", f"{rev}^{{commit}}"], cwd=REPO,
+                               capture_output=True, text=True)
+        if found.returncode != 0:
+            parser.error(f"{rev}: not a commit of this repository")  # one line, exit 2
+        revs.append(found.stdout.strip())
     with tempfile.TemporaryDirectory(prefix="grading-cpu-") as tmp:
-        trees = [Path(tmp) / rev for rev in revs]
-        for rev, tree in zip(revs, trees):
-            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), rev], cwd=REPO, check=True)
+        trees = [Path(tmp) / f"{side}-{rev}" for side, rev in zip(("baseline", "candidate"), revs)]
         try:
-            runs: dict[str, list[dict]] = {rev: [] for rev in revs}
+            for rev, tree in zip(revs, trees):
+                subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), rev], cwd=REPO, check=True)
+            runs: dict[Path, list[dict]] = {tree: [] for tree in trees}
             for round_ in range(1, args.rounds + 1):
-                for rev, tree in zip(revs, trees):
-                    out = subprocess.run([sys.executable, __file__, rev, "--measure", str(tree), "--repeat",
+                for tree in trees:
+                    out = subprocess.run([sys.executable, __file__, "-", "--measure", str(tree), "--repeat",
                                           str(args.repeat), "--sandbox", args.sandbox], cwd=tree, check=True,
                                          capture_output=True, text=True).stdout
-                    runs[rev].append(json.loads(out.splitlines()[-1]))
-                    cells = "  ".join(f"{k}: own {v[0]:.0f} ms, machine {v[1]:.0f} ms" for k, v in runs[rev][-1].items())
-                    print(f"round {round_} {rev}  {cells}", flush=True)
+                    runs[tree].append(json.loads(out.splitlines()[-1]))
+                    cells = "  ".join(f"{k}: own {v[0]:.0f} ms, machine {v[1]:.0f} ms" for k, v in runs[tree][-1].items())
+                    print(f"round {round_} {tree.name}  {cells}", flush=True)
         finally:
             for tree in trees:
-                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False)
-    for rev in revs:
-        cells = "  ".join(f"{k}: own {statistics.median(r[k][0] for r in runs[rev]):.0f} ms, machine "
-                          f"{statistics.median(r[k][1] for r in runs[rev]):.0f} ms" for k in KINDS)
-        print(f"median  {rev}  {cells}")
+                subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False,
+                               capture_output=True)
+    for tree in trees:
+        cells = "  ".join(f"{k}: own {statistics.median(r[k][0] for r in runs[tree]):.0f} ms, machine "
+                          f"{statistics.median(r[k][1] for r in runs[tree]):.0f} ms" for k in KINDS)
+        print(f"median  {tree.name}  {cells}")
     return 0
 
 
