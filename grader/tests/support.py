@@ -123,9 +123,9 @@ WHERE = {"attention_scores": "01_simple_attention/attention_scores",
 
 
 def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
-              domains=None, works: dict[str, bool] | None = None):
-    """``works``: which modules pass their own exercise's core tests, as a grading tells the check
-    (default: all)."""
+              domains=None, fractions: Mapping[str, float] | None = None):
+    """The GPU-run check's result, every module run. ``fractions``: the share of its exercise's core points
+    each module earned, as a grading tells the check (default: all of them)."""
     # Imported here: it imports torch (2 s), and the xdist controller, which loads this module through
     # conftest.py and runs no test, would start its workers that much later.
     from grader.grading.remote_impl import RemoteImpl
@@ -146,7 +146,9 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
             yield impl_of(worker)
 
     try:
-        return run_gpu_check(impl_of(client), mode, 10.0, over_standins, works)
+        rubric = load_rubric()
+        runs = run_gpu_check(impl_of(client), mode, rubric.gpu_points, over_standins)
+        return runs.scored({m.name: (fractions or {}).get(m.name, 1.0) for m in rubric.gpu_modules})
     finally:
         client.close()
 

@@ -311,8 +311,10 @@ def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> No
 def test_identity_modules_earn_no_gpu_points(domains: Domains, tmp_path: Path) -> None:
     """The GPU-run check alone (grade() runs the same check in the same kind of domain: test_gpu_check.py)."""
     result = run_check(build_submission("gpu_identity", tmp_path), domains=domains)
-    assert result.max_score == 10
-    assert result.score <= 10 * 2 / 3 + 0.01, result.message  # CausalAttention's third is lost
+    rubric = load_rubric()
+    assert result.max_score == rubric.gpu_points
+    share = rubric.gpu_points / len(rubric.gpu_modules)
+    assert result.score <= rubric.gpu_points - share + 0.01, result.message  # CausalAttention's share is lost
     assert "CausalAttention does not match the reference on the CPU" in result.message
 
 

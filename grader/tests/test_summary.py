@@ -15,7 +15,7 @@ import pytest
 
 from grader.authoring.stubs import CODE_STUB
 from grader.classroom.grades_sheet import csv_columns, csv_row, json_path
-from grader.grading.gpu_check import run_gpu_check
+from grader.grading.gpu_check import DeviceRuns
 from grader.reports.class_numbers import (NOTHING_TO_RUN, not_started, summarize_class,
                                           without_absolute_paths)
 from grader.reports.class_summary import NO_MATPLOTLIB, write_summary
@@ -26,7 +26,7 @@ MASK, DROP = "03_causal/causal_mask", "03_causal/attention_dropout"
 STUB_SAYS = "not written yet"  # what a stub says (grader/authoring/stubs.py: CODE_STUB)
 STUB = f"NotImplementedError: causal_mask: {STUB_SAYS} -- see exercises/03_causal/README.md\n  (raised at x.py:3)"
 NOT_COUNTED = "passed, but not counted: edge-case tests count in proportion to the core tests' points earned"
-NO_GPU_RUN = f"no module can be judged on the device here (none that is there works on the CPU): {NOTHING_TO_RUN}"
+NO_GPU_RUN = f"no module can earn on the device here (each is not there or fails all its core tests): {NOTHING_TO_RUN}"
 
 
 def report_of(scores: dict[str, float], tests: list[tuple[str, float, float, str, str]], gpu: float = 1.0,
@@ -124,7 +124,7 @@ def test_not_started_is_a_stub_or_a_missing_module_and_nothing_earned():
 def test_the_marks_read_are_what_the_stubs_and_the_gpu_check_say():
     """The stub's words and NOTHING_TO_RUN are other modules': a change there must show here."""
     assert STUB_SAYS in CODE_STUB
-    assert f"): {NOTHING_TO_RUN}" in inspect.getsource(run_gpu_check)
+    assert f"): {NOTHING_TO_RUN}" in inspect.getsource(DeviceRuns.scored)
 
 
 def test_messages_lose_absolute_paths_and_keep_the_rest(tmp_path: Path):
