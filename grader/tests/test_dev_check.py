@@ -97,6 +97,15 @@ def test_a_rubric_the_grader_refuses_is_the_one_line(copy: Path) -> None:
         "03_causal/causal_attention"]
 
 
+def test_a_gpu_check_module_no_exercise_defines_is_the_one_line(copy: Path) -> None:
+    """The GPU-run check's modules live in the rubric: a name no exercise defines is told, in one line."""
+    raw = json.loads((copy / "tests" / "rubric.json").read_text())
+    raw["gpu_check"]["modules"]["MultiHeadAttentionV2"] = {"args": [3, 4, 8, 0.0]}
+    (copy / "tests" / "rubric.json").write_text(json.dumps(raw))
+    assert dev_check.problems(copy) == ["tests/rubric.json: gpu_check.modules names what no exercise defines: "
+                                        "MultiHeadAttentionV2"]
+
+
 def test_a_new_exercise_in_the_rubric_is_told_every_file_it_needs(copy: Path) -> None:
     """The maintainer's first step (docs/maintainers.md): the rubric entry alone, and the check lists the rest."""
     raw = json.loads((copy / "tests" / "rubric.json").read_text())
