@@ -5,8 +5,9 @@ Every worker runs in an isolation domain forked from a template that imported to
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
 request. The GPU-run check's device runs come next, in the same domain (under ``--gpu skip`` it runs
 nothing); its wrapper part, when the student's CausalAttention does not pass it, in a domain over the
-stand-in; its points once the exercises' results (re-grades included) exist. A re-grade (grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in
-place of the modules it builds on. Each domain is ended (and, where the student's uid shares the
+stand-in; its points once the exercises' results (re-grades included) exist. A re-grade
+(grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in place of
+the modules it builds on. Each domain is ended (and, where the student's uid shares the
 machine, its processes killed and files removed) before the next starts; a report is returned only
 after that.
 """
@@ -23,7 +24,7 @@ from grader.grading import engine
 from grader.grading.gpu_check import DeviceRuns, OverStandins, run_gpu_check
 from grader.grading.intake import locate_submission
 from grader.grading.options import GradeOptions
-from grader.grading.results import GradeReport, TestOutcome
+from grader.grading.results import ExerciseResult, GradeReport, TestOutcome
 from grader.grading.scoring import (charge_shortcuts, core_fraction, dependencies, leave_device_tests_to_the_gpu_check,
                                     score_with_regrade, summarize_each)
 from grader.rubric import Rubric, load_rubric
@@ -82,9 +83,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         if device_runs.ran:  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
-        # Each module's share of the check counts as its exercise's core points do, re-grades included.
-        gpu_check = device_runs.scored({name: core_fraction(results[ex].outcomes) or 0.0
-                                        for name, ex in rubric.owner_of.items() if ex in results})
+        gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),
@@ -94,6 +93,12 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         execution_time=time.perf_counter() - started,
         warnings=[*domains.isolation.warnings, *left_out],
     )
+
+
+def _core_fractions(rubric: Rubric, results: dict[str, ExerciseResult]) -> dict[str, float]:
+    """Public name -> the share of its exercise's core points earned, re-grades included: what each module's
+    share of the GPU-run check counts in proportion to."""
+    return {name: core_fraction(results[ex].outcomes) or 0.0 for name, ex in rubric.owner_of.items() if ex in results}
 
 
 def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
