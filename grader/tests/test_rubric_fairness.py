@@ -368,3 +368,19 @@ def test_a_device_bug_costs_the_same_share_whatever_else_is_finished(shared_doma
     assert right.gpu_check.score - plain.gpu_check.score == pytest.approx(SHARE, abs=0.01), plain.gpu_check.message
     assert {k: v for k, v in _scores(plain).items() if k != "gpu_check"} == \
         {k: v for k, v in _scores(right).items() if k != "gpu_check"}
+
+
+def test_in_an_nbgrader_assignment_its_own_modules_share_the_check(shared_domains, tmp_path):
+    """04_multihead as an nbgrader assignment: only its own modules count, each with a fixed share of the
+    check's points among them. The CausalAttention pasted into it left as the stub costs nothing here (the
+    wrapper is judged over the stand-in); a plain-attribute mask in MultiHeadAttention costs its share."""
+    group = RUBRIC.gpu_modules[-1].exercise.split("/")[0]
+    own = [m for m in RUBRIC.gpu_modules if m.exercise.startswith(group + "/")]
+    sub = _without(tmp_path, ["causal_attention"], "stub")
+    path = sub / group / "multihead_attention.py"
+    assert PLAIN_MASK[0] in path.read_text()
+    path.write_text(path.read_text().replace(*PLAIN_MASK))
+    report = grade(sub, GradeOptions(exercises=tuple(ex.id for ex in RUBRIC.in_group(group))), shared_domains)
+    assert report.gpu_check.max_score == RUBRIC.gpu_points
+    assert _lost(report) == pytest.approx({"gpu_check": RUBRIC.gpu_points / len(own)}, abs=0.01), report.gpu_check.message
+    assert [line.split(":")[0].split(" ")[0] for line in report.gpu_check.message.splitlines()] == [m.name for m in own]
