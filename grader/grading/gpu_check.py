@@ -24,8 +24,9 @@ exist (:meth:`DeviceRuns.scored`).
   not cut to T x T) is charged by the module's own exercise, not here. A module whose exercise's core
   tests all pass must match the reference here too: one that does not is told so and earns nothing (it
   runs differently here than in its tests).
-* A module built on another checked module (the rubric's ``depends_on``: the wrapper on
-  CausalAttention) runs with the student's one when that one passed here on the reference's output.
+* A module built on another checked module (as its re-grade takes it, grader/grading/scoring.py's
+  ``dependencies``: the wrapper on CausalAttention) runs with the student's one when that one passed
+  here on the reference's output.
   Otherwise (wrong, failing on the device, not there) it is judged as its re-grade is: in a domain of its
   own where the stand-in of tests/standins/ takes the other module's place, against the reference built
   over the same stand-in (one mistake, one charge; the reference never enters a domain).
@@ -94,6 +95,9 @@ class PartResult:
     def good(self) -> bool:
         """Passed here on the reference's output: what a module built on it may run over."""
         return self.verdict == "passed" and self.reference_matched
+
+
+_UNDECIDED = PartResult("", "undecided", "")  # a module not judged yet (built on one judged later)
 
 
 def check_module(impl: Any, checked: GpuModule, device: str, standins: frozenset[str] = frozenset()) -> PartResult:
@@ -252,16 +256,18 @@ def _device(impl: Any, mode: str) -> tuple[str, str]:
 
 
 def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandins,
-                  may_earn: Mapping[str, bool] | None = None, scope: Collection[str] | None = None) -> "DeviceRuns":
+                  may_earn: Mapping[str, bool] | None = None, scope: Collection[str] | None = None,
+                  builds_on: Mapping[str, Collection[str]] | None = None) -> DeviceRuns:
     """The device runs of the check (``mode`` is one of GPU_CHOICES); their points come later, from
     the exercises' results (:meth:`DeviceRuns.scored`).
 
     ``may_earn``: for each module checked, whether its exercise can earn core points (grader/grading/grade.py:
     some core test passes, or a re-grade over stand-ins may come); one that cannot is not run. ``scope``:
     the modules whose share counts (an nbgrader assignment's); a module another one counted builds on is
-    still run, to tell whose mistake a failure is, and counts nothing. A module judged over stand-ins is
-    run last, in a domain ``over_standins(substitutes)`` opens (see OverStandins), so that the caller may
-    end ``impl``'s domain first.
+    still run, to tell whose mistake a failure is, and counts nothing. ``builds_on``: exercise id -> the
+    exercises it builds on, as its re-grade takes them (default: the rubric's ``depends_on``). A module
+    judged over stand-ins is run last, in a domain ``over_standins(substitutes)`` opens (see OverStandins),
+    so that the caller may end ``impl``'s domain first.
     """
     rubric = load_rubric()
     counted = tuple(m for m in rubric.gpu_modules if scope is None or m.name in scope)
@@ -269,36 +275,44 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
         return DeviceRuns(0.0, skipped="skipped (--gpu skip)" if mode == "skip" else
                           "skipped: no module of the GPU-run check is graded here")
     device, label = _device(impl, mode)
-    needed = {m.name for m in counted} | {b.name for m in counted for b in _built_on(rubric, m)}
+    edges = builds_on if builds_on is not None else {ex.id: ex.depends_on for ex in rubric.exercises.values()}
+    below = {m.name: _built_on(rubric, m, edges) for m in rubric.gpu_modules}
+    needed = {m.name for m in counted} | {b.name for m in counted for b in below[m.name]}
     parts: dict[str, PartResult] = {}
-    later: list[GpuModule] = []
+    later: dict[str, list[GpuModule]] = {}  # module -> those it builds on that stand-ins replace
     for checked in (m for m in rubric.gpu_modules if m.name in needed):
+        replaced = [b for b in below[checked.name] if (b.name in later or not parts.get(b.name, _UNDECIDED).good)
+                    and rubric.exercises[b.exercise].standin_file.is_file()]
         if may_earn is not None and not may_earn.get(checked.name, True):
             parts[checked.name] = _absent(impl, checked) or PartResult(checked.name, "left out", LEFT_OUT)
-        elif any(b in later or not parts[b.name].good for b in _built_on(rubric, checked)):
-            later.append(checked)
+        elif replaced:
+            later[checked.name] = replaced
         else:
             parts[checked.name] = check_module(impl, checked, device)
-    for checked in later:
-        parts[checked.name] = _over_standins(over_standins, checked, device, parts)
+    for checked in (m for m in rubric.gpu_modules if m.name in later):
+        parts[checked.name] = _over_standins(over_standins, checked, device, later[checked.name])
     return DeviceRuns(points, device, label, tuple(parts[m.name] for m in counted))
 
 
-def _built_on(rubric: Rubric, checked: GpuModule) -> list[GpuModule]:
-    """The checked modules that ``checked``'s exercise builds on (the rubric's ``depends_on``, followed)."""
-    below = rubric.depends_on_all(checked.exercise)
-    return [m for m in rubric.gpu_modules if m.exercise in below]
+def _built_on(rubric: Rubric, checked: GpuModule, edges: Mapping[str, Collection[str]]) -> list[GpuModule]:
+    """The checked modules that ``checked``'s exercise builds on (``edges``, followed), in the rubric's order."""
+    found: set[str] = set()
+    todo = list(edges.get(checked.exercise, ()))
+    while todo:
+        ex_id = todo.pop()
+        if ex_id not in found:
+            found.add(ex_id)
+            todo.extend(edges.get(ex_id, ()))
+    return [m for m in rubric.gpu_modules if m.exercise in found - {checked.exercise}]
 
 
 LEFT_OUT = "not run here: its exercise's core tests all fail (charged there, once)"
 
 
-def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str,
-                   parts: Mapping[str, PartResult]) -> PartResult:
-    """``checked``'s verdict over the stand-ins of the checked modules it builds on that did not pass here,
+def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str, replaced: list[GpuModule]) -> PartResult:
+    """``checked``'s verdict over the stand-ins of ``replaced`` (modules it builds on that did not pass here),
     in a domain of its own."""
     rubric = load_rubric()
-    replaced = [m for m in _built_on(rubric, checked) if not parts[m.name].good]
     substitutes = {m.module: rubric.exercises[m.exercise].standin_file for m in replaced}
     with over_standins(substitutes) as standin_impl:
         part = check_module(standin_impl, checked, device, frozenset(substitutes))

@@ -111,11 +111,12 @@ def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
 
     owner = rubric.owner_of
     before = summarize_each(rubric, outcomes)
+    builds_on = {ex_id: dependencies(rubric, ex_id) for ex_id in rubric.exercises}  # as the re-grades take them
     may_earn = {name: (core_fraction(before[ex].outcomes) or 0.0) > 0
-                or any(before[dep].status != "passed" for dep in dependencies(rubric, ex)) for name, ex in owner.items()}
+                or any(before[dep].status != "passed" for dep in builds_on[ex]) for name, ex in owner.items()}
     scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
     impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, may_earn, scope)
+        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, may_earn, scope, builds_on)
     except WorkerFailure as failure:
         return DeviceRuns(rubric.gpu_points, failure=str(failure))

@@ -123,9 +123,9 @@ WHERE = {"attention_scores": "01_simple_attention/attention_scores",
 
 
 def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
-              domains=None, fractions: Mapping[str, float] | None = None):
+              domains=None, fractions: Mapping[str, float] | None = None, builds_on=None):
     """The GPU-run check's result, every module run. ``fractions``: the share of its exercise's core points
-    each module earned, as a grading tells the check (default: all of them)."""
+    each module earned, as a grading tells the check (default: all of them); ``builds_on``: run_gpu_check's."""
     # Imported here: it imports torch (2 s), and the xdist controller, which loads this module through
     # conftest.py and runs no test, would start its workers that much later.
     from grader.grading.remote_impl import RemoteImpl
@@ -147,7 +147,7 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
 
     try:
         rubric = load_rubric()
-        runs = run_gpu_check(impl_of(client), mode, rubric.gpu_points, over_standins)
+        runs = run_gpu_check(impl_of(client), mode, rubric.gpu_points, over_standins, builds_on=builds_on)
         return runs.scored({m.name: (fractions or {}).get(m.name, 1.0) for m in rubric.gpu_modules})
     finally:
         client.close()

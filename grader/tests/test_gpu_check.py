@@ -69,6 +69,21 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, isolating) -> N
     assert result.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
 
 
+def test_a_module_is_judged_over_the_stand_ins_its_regrade_takes(tmp_path: Path, check) -> None:
+    """Which modules a checked one builds on is what its re-grade takes (grade.py passes scoring's
+    dependencies): with the rubric's edge, the wrapper on a CausalAttention that fails here is judged over
+    the stand-in; with none, over the student's own, which fails it too. Edges that loop end."""
+    sub = submission(tmp_path, REGISTERED, "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)")
+    by_id = {m.name: m.exercise for m in RUBRIC.gpu_modules}
+    wrapper, causal = by_id["MultiHeadAttentionWrapper"], by_id["CausalAttention"]
+    alone = check(sub, builds_on={})
+    assert alone.score == pytest.approx(POINTS - 2 * SHARE, abs=0.01), alone.message
+    assert alone.message.splitlines()[1].startswith("MultiHeadAttentionWrapper fails on the GPU (simulated)")
+    looped = check(sub, builds_on={wrapper: {causal}, causal: {wrapper}})
+    assert looped.score == pytest.approx(POINTS - SHARE, abs=0.01), looped.message
+    assert looped.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
+
+
 def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]",
                               "torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"))
