@@ -89,7 +89,6 @@ class PartResult:
     verdict: str  # passed | failed | absent (not there) | left out (cannot earn: not run)
     message: str
     reference_matched: bool = False  # its CPU run matched the reference on the input its device run used
-    over_standin: bool = False  # judged over stand-ins of the modules it builds on (said even when passed)
 
     @property
     def good(self) -> bool:
@@ -319,7 +318,7 @@ def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str,
     names = ", ".join(m.name for m in replaced)
     over = (f"judged over a stand-in {names} (tests/standins/) since yours does not pass this check")
     message = f"{checked.name}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
-    return replace(part, message=message, over_standin=True)
+    return replace(part, message=message)
 
 
 @dataclass(frozen=True)
