@@ -261,7 +261,7 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
     that made it. Returns the CPU's result.
     """
     __tracebackhide__ = True
-    import kata_gpu  # the grader's simulated GPU (grader/sandbox/kata_worker/simulated_gpu.py)
+    import kata_gpu  # the simulated GPU, the same file the grader's worker runs
 
     got = call_checked(fn, *args, call=call, errors=errors)
     where = f"{call} on a GPU (simulated)"
