@@ -176,8 +176,8 @@ def test_every_documented_install_pins_the_readmes_torch():
     unpinned = []
     for path in (f for f in files if f.is_file() and f.suffix != ".pyc"):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            words = re.findall(r"[\w.=<>~!-]+", line.split("#")[0])
-            if "install" in words and any(w == "torch" or w.startswith(("torch=", "torch<", "torch>", "torch~", "torch!"))
-                                          for w in words) and pin not in words:
+            command = re.search(r"\bpip3? install\b([^`#]*)", line)  # a pip command, up to a code span's end
+            words = command.group(1).split() if command else []
+            if any(re.fullmatch(r"torch([=<>~!].*)?", w) for w in words) and pin not in words:
                 unpinned.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
     assert not unpinned, f"install {pin}, as the README does:\n" + "\n".join(unpinned)
