@@ -29,6 +29,10 @@ TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 EXERCISES_DIR = REPO_ROOT / "exercises"  # the students' tree: stubs, public tests, READMEs, hints
 STANDINS_DIR = TESTS_DIR / "standins"  # what a re-grade puts in place of a module (tests/standins/README.md)
+# The students' tools that the grader's worker imports as its own: one file for both sides (exercises/<name>.py),
+# so that a public test and the grader run the same code (the simulated GPU). grader/sandbox/modes.py shows them
+# to the worker.
+WORKER_TOOLS = ("kata_gpu",)
 
 
 class RubricError(ValueError):

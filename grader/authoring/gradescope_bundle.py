@@ -13,7 +13,7 @@ shows as an autograder failure instead of a 0 for the student.
 Why the solutions travel too: the hidden tests compute their expected values with the reference,
 in the grader's process (never in a student's: a re-grade gives the student's code stand-ins,
 ``tests/standins/``). The grader's own tests and ``tests/mutants`` (one-mistake implementations used
-to test the hidden tests) stay out.
+to test the hidden tests) stay out; of ``exercises/`` only the tools the worker imports travel.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ import zipfile
 from pathlib import Path
 
 from grader.reports.visibility import VISIBILITIES
-from grader.rubric import REPO_ROOT
+from grader.rubric import REPO_ROOT, WORKER_TOOLS
 
 SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
 # (folder, excluded sub-folders) copied from the repository.
 FOLDERS = (("grader", ("tests",)), ("tests", ("mutants",)), ("solutions", ()))
-FILES = ("pyproject.toml", "README.md")
+# The top-level files, and the students' tools the worker imports (grader/rubric.py WORKER_TOOLS).
+FILES = ("pyproject.toml", "README.md", *(f"exercises/{name}.py" for name in WORKER_TOOLS))
 _SKIP = ("__pycache__", ".pytest_cache", ".ipynb_checkpoints")
 _README = "# attention-kata autograder\n\nThe grader, hidden tests and solutions of the attention kata, bundled for Gradescope.\n"
 

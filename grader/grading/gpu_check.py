@@ -41,7 +41,7 @@ exist (:meth:`DeviceRuns.scored`).
   passed or failed, never inconclusive; a failure names the tensor that stayed on the CPU and the line
   that made it, where the run shows them. The report has one line per module, with the share it earned.
 * The device: CUDA when the grader's own torch and the sandbox have it (``--gpu auto`` or ``require``);
-  else, or with ``--gpu simulate``, the simulated GPU of grader/sandbox/kata_worker/simulated_gpu.py:
+  else, or with ``--gpu simulate``, the simulated GPU of exercises/kata_gpu.py (the worker imports it):
   tensors that report ``cuda:0`` and hold real values, with CUDA's rules on devices (the same file runs
   the public tests' device checks). It runs in the student's process, so code that rewrites the worker
   could forge it, which is why the report calls it simulated.

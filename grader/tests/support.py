@@ -4,6 +4,7 @@ from each other."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pytest
@@ -20,7 +22,7 @@ from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
-from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
+from grader.rubric import EXERCISES_DIR, GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from grader.sandbox.modes import MODES as ALL_MODES, SHARED_TOPS
 
 if TYPE_CHECKING:
@@ -47,6 +49,17 @@ SOLUTIONS = REPO / "solutions"
 
 
 SUBMISSIONS = Path(__file__).with_name("submissions")
+
+
+def students_tool(name: str) -> ModuleType:
+    """``exercises/<name>.py``, a students' tool the worker imports too (grader/rubric.py WORKER_TOOLS), loaded
+    under its own name as the worker loads it (grader/sandbox/kata_worker/tools.py)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, EXERCISES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def build_submission(name: str, root: Path) -> Path:
