@@ -16,7 +16,7 @@ import pytest
 from grader.grading.engine import start_worker
 from grader.grading.gpu_check import SIMULATED, GpuUnavailable, check_module, run_gpu_check
 from grader.grading.remote_impl import RemoteImpl
-from grader.rubric import load_rubric
+from grader.rubric import SOLUTIONS_DIR, load_rubric
 from support import build_submission, run_check
 
 pytestmark = pytest.mark.timeout(120)
@@ -24,11 +24,19 @@ RUBRIC = load_rubric()
 POINTS = RUBRIC.gpu_points
 SHARE = POINTS / len(RUBRIC.gpu_modules)  # each module's fixed share
 CAUSAL = Path("03_causal") / "causal_attention.py"
+MASK = "self.mask.bool()[:num_tokens, :num_tokens]"
 REGISTERED = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
 
 MHA = Path("04_multihead") / "multihead_attention.py"
 WRAPPER = Path("04_multihead") / "multihead_wrapper.py"
+
+
+def _line(file: Path, text: str, inserted: int = 0) -> str:
+    """``name.py, line N``: the line of the solutions' ``file`` holding ``text``, with ``inserted`` lines
+    added above it (a message names the line of the student's file that made a tensor)."""
+    lines = (SOLUTIONS_DIR / file).read_text().splitlines()
+    return f"{file.name}, line {next(i for i, line in enumerate(lines, 1) if text in line) + inserted}"
 
 
 def submission(tmp_path: Path, old: str = "", new: str = "", file: Path = CAUSAL) -> Path:
@@ -88,7 +96,7 @@ def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Pa
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]",
                               "torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"))
     assert result.status == "simulated_failed" and "device=x.device" in result.message
-    assert ("made at causal_attention.py, line 62: attn_scores = attn_scores.masked_fill(torch.triu(torch.ones("
+    assert (f"made at {_line(CAUSAL, MASK)}: attn_scores = attn_scores.masked_fill(torch.triu(torch.ones("
             "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
@@ -115,7 +123,8 @@ def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: P
     assert (alone.status, alone.score) == ("simulated_failed", pytest.approx(POINTS - SHARE, abs=0.01)), alone.message
     assert alone.message.splitlines()[0].startswith("CausalAttention fails on the GPU (simulated): RuntimeError: "
                                                     "Expected all tensors to be on the same device")
-    assert "from the tensor made at causal_attention.py, line 60: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
+    made = _line(CAUSAL, "        keys = self.W_key(x)", inserted=NAN_CHECK.count("\n"))
+    assert f"from the tensor made at {made}: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
     assert alone.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
     source = (dodge / MHA).read_text()
     old = "        queries = self.W_query(x)"
@@ -127,7 +136,8 @@ def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: P
     lines = both.message.splitlines()
     assert [line.split(":")[0] for line in lines] == ["CausalAttention fails on the GPU (simulated)",
                                                       "MultiHeadAttentionWrapper", "MultiHeadAttention fails on the GPU (simulated)"]
-    assert "made at multihead_attention.py, line 68: mask = torch.triu(" in lines[2], lines[2]
+    made = _line(MHA, "        queries = self.W_query(x)", inserted=NAN_CHECK.count("\n"))
+    assert f"made at {made}: mask = torch.triu(" in lines[2], lines[2]
     assert "inconclusive" not in both.message
 
 
@@ -270,15 +280,15 @@ CORRECT = {
 }
 KEEPS_ON_CPU = {
     "made in forward without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
-                                        "causal_attention.py, line 62"),
+                                        _line(CAUSAL, MASK)),
     "tril form without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]",
-                                  "torch.tril(torch.ones(num_tokens, num_tokens)) == 0", "causal_attention.py, line 62"),
+                                  "torch.tril(torch.ones(num_tokens, num_tokens)) == 0", _line(CAUSAL, MASK)),
     "an additive -inf mask on the CPU": (CAUSAL, "attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
                                          "attn_scores + torch.full((num_tokens, num_tokens), -torch.inf).triu(1)",
-                                         "causal_attention.py, line 62"),
+                                         _line(CAUSAL, MASK)),
     "MHA plain attribute": (MHA, 'self.register_buffer("mask", ', "self.mask = (", "from self.mask, a plain attribute"),
     "MHA mask made without device=": (MHA, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
-                                      "multihead_attention.py, line 70"),
+                                      _line(MHA, MASK)),
     "output moved to the CPU": (MHA, "return self.out_proj(context)", "return self.out_proj(context).cpu()",
                                 "is on cpu, expected cuda:0"),
 }
