@@ -59,8 +59,7 @@ def graded(classroom: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[s
 
 
 def rows(csv_path: Path) -> dict[str, dict[str, str]]:
-    with open(csv_path, newline="") as f:
-        return {row["student"]: row for row in csv.DictReader(f)}
+    return read_grades(csv_path).rows
 
 
 def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
