@@ -11,6 +11,7 @@ import loops, walls one way. Checked on the source as text (ast), so a rule brok
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from collections import defaultdict
 from functools import cache
@@ -202,3 +203,13 @@ def test_the_wall_check_finds_an_arrow_up_and_a_module_on_no_floor() -> None:
         "grader/lms/canvas.py: on no floor of test_house.FLOORS (docs/maintainers.md, \"The layout\")",
         "grader/sandbox/x.py imports grader/reports/text.py, a floor above it: move what they share to the floor "
         "below both"]
+
+
+def test_the_guide_states_the_floors_the_check_holds() -> None:
+    """docs/maintainers.md's "The floors" lists FLOORS' rooms, floor by floor, in order: the guide a newcomer
+    trusts first says where a module may import from, and says it truly."""
+    text = (REPO_ROOT / "docs" / "maintainers.md").read_text(encoding="utf-8")
+    section = text.split("### The floors\n", 1)[1].split("\n#", 1)[0]
+    items = re.findall(r"^\d+\. (.*?)(?=^\d+\. |\n\n|\Z)", section, re.M | re.S)
+    stated = tuple(tuple(re.findall(r"`(grader/[^`]*)`", item)) for item in items)
+    assert stated == FLOORS
