@@ -213,3 +213,21 @@ def test_the_guide_states_the_floors_the_check_holds() -> None:
     items = re.findall(r"^\d+\. (.*?)(?=^\d+\. |\n\n|\Z)", section, re.M | re.S)
     stated = tuple(tuple(re.findall(r"`(grader/[^`]*)`", item)) for item in items)
     assert stated == FLOORS
+
+
+def test_the_command_line_only_assembles_the_commands_the_wings_declare() -> None:
+    """Adding a command edits one wing (docs/maintainers.md, "Add a command"): grader/cli.py declares no option
+    and no command, and it takes the ``COMMANDS`` of every module that declares some, each name once."""
+    files = project_files()
+    cli = files["grader/cli.py"]
+    declared = [node.attr for node in ast.walk(cli) if isinstance(node, ast.Attribute) and node.attr == "add_argument"]
+    assert declared == [], "grader/cli.py declares options: they belong to a wing's commands.py"
+    declaring = {rel for rel, tree in files.items() if rel.startswith("grader/") and rel != "grader/cli.py"
+                 and any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "COMMANDS" for t in node.targets)
+                         for node in tree.body)}
+    assert {"grader/reports/commands.py", "grader/classroom/commands.py"} <= declaring
+    assert declaring <= import_graph(files)["grader/cli.py"], "a wing's COMMANDS that grader/cli.py does not assemble"
+    names = [node.args[0].value for rel in declaring for node in ast.walk(files[rel])
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Command"
+             and isinstance(node.args[0], ast.Constant)]
+    assert len(names) == len(set(names)), f"a command declared twice: {sorted(names)}"

@@ -1,10 +1,12 @@
 """grader.classroom.class_summary and class_numbers: the class summary beside the CSV (full, partial, wrong and
 not started per exercise; the tests failed most among those who attempted them; the whole CSV after a
-resume, with the reports of --json-dir; no absolute path; no matplotlib)."""
+resume, with the reports of --json-dir; no absolute path; no matplotlib); and grader.classroom.class_outputs,
+the extension point every class-level output is written through."""
 
 from __future__ import annotations
 
 import copy
+import csv
 import inspect
 import json
 import sys
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.stubs import CODE_STUB
-from grader.classroom.grades_sheet import csv_row, json_path, read_class, write_grades
+from grader.classroom import class_outputs
+from grader.classroom.grades_sheet import ClassSheet, csv_row, json_path, read_class, spreadsheet_text, write_grades
 from grader.grading.gpu_check import run_gpu_check
 from grader.classroom.class_numbers import (NOTHING_TO_RUN, not_started, summarize_class,
                                           without_absolute_paths)
@@ -170,3 +173,32 @@ def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
     assert (gpu.skipped, gpu.wrong, gpu.not_started, gpu.full) == (1, 0, 0, 0) and not summary.notes
     rubric = load_rubric()
     assert summary.max_score == rubric.max_score - rubric.gpu_points and summary.bins[-1][1] == summary.max_score
+
+
+def test_a_class_level_output_gets_plain_rows_and_writes_escaped_cells(tmp_path: Path, monkeypatch) -> None:
+    """The extension point of docs/maintainers.md, "Add a class-level output", performed: a grade-upload
+    output keyed by name gets each student's name and message as they are, and the spreadsheet it
+    writes escapes each once (a name that is a formula stays text); one that fails is a warning, and
+    the others are written all the same."""
+    formula = '=HYPERLINK("http://evil","x")'
+    path = write_csv(tmp_path / "grades.csv", {formula: {"error": "-1+2"}, "bob": {"report": fake_report()}})
+
+    def upload(sheet: ClassSheet) -> list[Path]:
+        out = sheet.csv_path.with_name("upload.csv")
+        rows = [{"name": name, "points": row["score"], "note": row["message"]} for name, row in sheet.rows.items()]
+        out.write_text(spreadsheet_text(["name", "points", "note"], rows))
+        return [out]
+
+    def broken(sheet: ClassSheet) -> list[Path]:
+        raise RuntimeError("no network")
+
+    monkeypatch.setattr(class_outputs, "CLASS_OUTPUTS", {"the broken output": broken, "the upload file": upload})
+    warnings: list[str] = []
+    written = class_outputs.write_class_outputs(path, {}, warnings)
+    assert written == [tmp_path / "upload.csv"]
+    assert warnings == ["the broken output failed: RuntimeError: no network"]
+    with open(tmp_path / "upload.csv", newline="") as f:
+        cells = {row["name"]: row for row in csv.DictReader(f)}
+    assert cells["'" + formula] == {"name": "'" + formula, "points": "0", "note": "'-1+2"}  # escaped once
+    assert cells["bob"]["note"] == "" and float(cells["bob"]["points"]) == fake_report()["score"]
+    assert read_class(path).rows[formula]["message"] == "-1+2"  # the sheet's own cells read back plain
