@@ -1,5 +1,5 @@
 """An nbgrader course graded with the isolated grader, instead of ``nbgrader autograde``: the course
-logic of ``python -m grader nbgrader COURSE_DIR [--assignment NAME]`` (its command line: grader/cli.py).
+logic of ``python -m grader nbgrader COURSE_DIR [--assignment NAME]`` (its command line: grader/classroom/commands.py).
 
 ``nbgrader autograde`` runs the students' code in the grading kernel, where it can forge its grade
 (replace ``get_ipython().run_cell`` and no later test cell runs). Here no notebook is executed, in
