@@ -10,6 +10,7 @@ bundle (grader/authoring) sets its default, and the class commands (grader/class
 
 from __future__ import annotations
 
+import argparse
 import re
 import textwrap
 from typing import Any
@@ -17,14 +18,19 @@ from typing import Any
 from grader.safe_text import escape_controls as _safe
 
 VISIBILITIES = ("full", "messages", "scores")
-VISIBILITY_HELP = ("what students see of the hidden tests in feedback and Gradescope results: full messages, messages "
-                   "without the tests' inputs and values, or scores only (default: full; docs/instructor-reports.md)")
+_HELP = ("what students see of the hidden tests in feedback and Gradescope results: full messages, messages "
+         "without the tests' inputs and values, or scores only (default: full; docs/instructor-reports.md)")
 WRAP_WIDTH = 100
 
 _CALL_LINE = re.compile(r"\bcalled ([A-Za-z_][\w.]*)(?:\(.*)?:\s*$")
 _DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])")
 _VALUES_ONLY = re.compile(r"^[\d\s.,+\-eE\[\]]*$")
 _KEPT_LINE = "largest absolute difference"
+
+
+def add_visibility_option(parser: argparse.ArgumentParser) -> None:
+    """``--visibility``, for every command that shows students the hidden tests' messages."""
+    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=_HELP)
 
 
 def check_visibility(visibility: str) -> None:

@@ -14,7 +14,7 @@ from grader.authoring import dev_check
 from grader.authoring.gradescope_bundle import build_bundle
 from grader.authoring.release import ReleaseError, build_release
 from grader.commands import Command, UsageError, check_writable
-from grader.visibility import VISIBILITIES, VISIBILITY_HELP
+from grader.visibility import add_visibility_option
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def run_release(args: argparse.Namespace) -> int:
 
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, metavar="OUT.zip")
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
+    add_visibility_option(parser)
 
 
 def run_gradescope_bundle(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from grader.grading.commands import add_grading_options, grade_options
 from grader.reports.commands import add_feedback_options
 from grader.rubric import GROUPS
 from grader.sandbox.modes import SandboxUnavailable, choose_isolation
-from grader.visibility import VISIBILITIES, VISIBILITY_HELP
+from grader.visibility import add_visibility_option
 
 
 def check_class_isolation(sandbox: str, folder: Path) -> None:
@@ -120,7 +120,7 @@ def add_nbgrader_arguments(parser: argparse.ArgumentParser) -> None:  # Jupyter 
     parser.add_argument("--assignment", metavar="NAME", choices=GROUPS,
                         help="grade this assignment only (default: every assignment with submissions)")
     add_grading_options(parser, for_class=True)
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
+    add_visibility_option(parser)
 
 
 def run_nbgrader(args: argparse.Namespace) -> int:

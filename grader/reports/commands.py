@@ -20,12 +20,12 @@ from grader.reports.feedback_from_json import FeedbackInputError, report_files, 
 from grader.reports.formats import FORMATS, render
 from grader.reports.json_report import dumps, to_json
 from grader.sandbox.modes import SandboxUnavailable
-from grader.visibility import VISIBILITIES, VISIBILITY_HELP
+from grader.visibility import add_visibility_option
 
 
 def add_feedback_options(parser: argparse.ArgumentParser, where: str, required: bool = False) -> None:
     parser.add_argument("--feedback-dir", type=Path, metavar="DIR", required=required, help=where)
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=VISIBILITY_HELP)
+    add_visibility_option(parser)
 
 
 def add_score_arguments(parser: argparse.ArgumentParser) -> None:
