@@ -21,8 +21,8 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from grader.reports.visibility import VISIBILITIES
 from grader.rubric import REPO_ROOT, WORKER_TOOLS
+from grader.visibility import check_visibility
 
 SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
 # (folder, excluded sub-folders) copied from the repository.
@@ -53,11 +53,10 @@ def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
 def build_bundle(out_zip: Path, visibility: str = "full") -> None:
     """Write the autograder zip to ``out_zip`` (replacing an older one).
 
-    ``visibility`` (full | messages | scores, see grader.reports.visibility.redact) is what students see of the
+    ``visibility`` (full | messages | scores, see grader.visibility.redact) is what students see of the
     hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
     """
-    if visibility not in VISIBILITIES:
-        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    check_visibility(visibility)
     out_zip = Path(out_zip)
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     run = (SCRIPTS / "run_autograder").read_text()
