@@ -28,9 +28,10 @@ _VALUES_ONLY = re.compile(r"^[\d\s.,+\-eE\[\]]*$")
 _KEPT_LINE = "largest absolute difference"
 
 
-def add_visibility_option(parser: argparse.ArgumentParser) -> None:
+def add_visibility_option(parser: argparse.ArgumentParser, default: str = "full") -> None:
     """``--visibility``, for every command that shows students the hidden tests' messages."""
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="full", help=_HELP)
+    parser.add_argument("--visibility", choices=VISIBILITIES, default=default,
+                        help=_HELP.replace("(default: full;", f"(default: {default};"))
 
 
 def check_visibility(visibility: str) -> None:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from grader.authoring import dev_check
-from grader.authoring.gradescope_bundle import build_bundle
+from grader.authoring.gradescope_bundle import BUNDLE_VISIBILITY, build_bundle
 from grader.authoring.release import ReleaseError, build_release
 from grader.commands import Command, UsageError, check_writable
 from grader.visibility import add_visibility_option
@@ -34,7 +34,7 @@ def run_release(args: argparse.Namespace) -> int:
 
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, metavar="OUT.zip")
-    add_visibility_option(parser)
+    add_visibility_option(parser, default=BUNDLE_VISIBILITY)
 
 
 def run_gradescope_bundle(args: argparse.Namespace) -> int:
