@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pytest
 
+from grader.authoring.mutation import PatchError, apply, reference_file
 from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
@@ -419,3 +420,23 @@ def _may(st: os.stat_result, uid: int, group: int, other: int) -> bool:
     if st.st_uid == uid:
         return True
     return bool(st.st_mode & (group if st.st_gid == uid else other))
+
+
+# --- the patch suites (tests/mutants/): test_hidden_tests.py, test_book_variants.py -------------------
+
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
+
+
+def patch_problems(patch: dict) -> list[str]:
+    """What is wrong with a patch (grader/authoring/mutation.py) as a change to a solution: it does not
+    apply, changes nothing, or changes its module outside the ``### BEGIN/END SOLUTION`` regions (empty: none)."""
+    try:
+        source = reference_file(patch).read_text()
+        if apply(source, patch) == source:
+            return [f"{patch['name']}: changes nothing"]
+    except PatchError as err:
+        return [str(err)]
+    start = source.index(patch["replace"])
+    if not any(r.start() <= start and start + len(patch["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
+        return [f"{patch['name']}: changes solutions/{patch['exercise']}.py outside its ### BEGIN/END SOLUTION regions"]
+    return []

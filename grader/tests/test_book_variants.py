@@ -24,6 +24,7 @@ import pytest
 
 from grader.authoring import mutation
 from grader.rubric import REPO_ROOT
+from support import patch_problems
 
 try:
     from . import hidden_runner as hr
@@ -65,7 +66,7 @@ def test_book_variants_are_well_formed():
             continue
         if not any(doc in v["source"] for doc in documents):
             problems.append(f"{v['name']}: its source names none of exercises/documents/*.txt: {v['source']!r}")
-        problems += mutation.patch_problems(v)
+        problems += patch_problems(v)
     assert not problems, "\n".join(problems)
 
 

@@ -15,12 +15,19 @@ import pytest
 
 from grader.authoring.nbgrader_release import build_nbgrader_course
 from grader.classroom.gradebook import (COMMENT_CELL, GPU_CELL, NOTEBOOK, ClassGradebook, GradebookError, cell_name,
-                                        nbgrader_schema_head, record_in_gradebook, stamp_new_gradebook)
+                                        nbgrader_schema_head, stamp_new_gradebook)
 from grader.classroom.grades_sheet import csv_row
 from grader.rubric import GROUPS, load_rubric
 from support import fake_report
 
 ASSIGNMENT = "attention-kata"
+
+
+def record_in_gradebook(db_path: Path, assignment: str, reports: dict[str, dict]) -> None:
+    """Record each student's JSON report in ``assignment``, as score-all records their CSV row."""
+    with ClassGradebook(db_path, assignment) as gb:
+        for student, report in reports.items():
+            gb.record(csv_row(student, {"report": report}))
 
 
 def export(course: Path, db: Path) -> dict[str, dict[str, str]]:
