@@ -112,7 +112,7 @@ def test_a_gpu_check_module_no_exercise_defines_is_the_one_line(copy: Path) -> N
     raw["gpu_check"]["modules"]["MultiHeadAttentionV2"] = {"args": [3, 4, 8, 0.0]}
     (copy / "tests" / "rubric.json").write_text(json.dumps(raw))
     assert dev_check.problems(copy) == ["tests/rubric.json: gpu_check.modules names what no exercise defines: "
-                                        "MultiHeadAttentionV2"]
+                                        "MultiHeadAttentionV2: fix tests/rubric.json, or add what it names"]
 
 
 def test_a_new_exercise_in_the_rubric_is_told_every_file_it_needs(copy: Path) -> None:
