@@ -54,6 +54,7 @@ grader exercise it on the simulated GPU, and on a faked CUDA (the real branch on
 from __future__ import annotations
 
 import ast
+import secrets
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -107,10 +108,15 @@ def check_module(impl: Any, checked: GpuModule, device: str, standins: frozenset
     import torch  # costly: the command line reads this module's choices without it
 
     name, args = checked.name, checked.args
-    torch.manual_seed(0)
-    reference = getattr(tests_module("reference.py").ref(checked.module, standins), name)(*args, **checked.kwargs).eval()
+    # Weights and inputs drawn afresh in every grading: code cannot tell the check's calls from others by
+    # their values (and answer them apart); honest code gives the same verdict on any of them.
+    seed = secrets.randbits(62)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        reference = getattr(tests_module("reference.py").ref(checked.module, standins), name)(
+            *args, **checked.kwargs).eval()
     d_in, context_length = args[0], args[2]
-    inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(1))
+    inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(seed + 1))
               for t in TOKENS_TRIED]
     with torch.no_grad():
         expected = [reference(x) for x in inputs]
