@@ -46,9 +46,13 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 DEVICE = torch.device("cuda", 0)
 _aten = torch.ops.aten
-# Operations CUDA runs with tensors on two devices: copies between them, and CPU indices into a device tensor.
+# Operations CUDA runs with tensors on two devices: copies between them (either way), and CPU indices into a
+# device tensor (not CPU values put into one: index_put_ refuses them).
 _MOVES = {_aten._to_copy.default, _aten.copy_.default}
 _INDEXING = {_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default}
+# What a one-GPU CUDA machine says of a device it does not have (torch.AcceleratorError since PyTorch 2.8).
+INVALID_ORDINAL = "CUDA error: invalid device ordinal\nGPU device may be out of range, do you have enough GPUs?"
+_CUDA_ERROR = getattr(torch, "AcceleratorError", RuntimeError)
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 # The kata's own tools, whose frames are never "where a tensor was made": this file's folder, and the grader's
 # worker package, which adds its own when it imports this file.
@@ -114,10 +118,10 @@ class SimulatedGpu(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        mixes = func not in _MOVES and func not in _INDEXING
-        on_device, on_cpu = self.one_device(func.overloadpacket.__name__, args, kwargs, mixes)
-        out = _on_values(func, args, kwargs, on_device)
-        if _lands_on_device(kwargs, on_device):
+        on_device, on_cpu = self.one_device(func.overloadpacket.__name__, args, kwargs, _crossing(func, args))
+        lands = _lands_on_device(func, args, kwargs, on_device)
+        out = _on_values(func, args, kwargs, on_device, lands)
+        if lands:
             return out
         site = _caller()
         parent = next((self.origins[t] for t in on_cpu if t in self.origins), None)
@@ -131,15 +135,16 @@ class SimulatedGpu(TorchDispatchMode):
                 self.origins[t] = (site, source)
         return out
 
-    def one_device(self, name: str, args: Any, kwargs: dict, mixes: bool = True) -> tuple[list, list]:
-        """The tensors of the call on the device and on the CPU; raises as CUDA does where ``mixes``
-        (CPU indices into a device tensor and copies between devices do not mix) and both hold tensors."""
+    def one_device(self, name: str, args: Any, kwargs: dict, crossing: Any = ()) -> tuple[list, list]:
+        """The tensors of the call on the device and on the CPU; raises as CUDA does where both hold tensors
+        and a CPU tensor of one or more dimensions is not one that ``crossing`` lets stand there (see _crossing)."""
         leaves = tree_flatten((args, kwargs))[0]
         on_device = [t for t in leaves if isinstance(t, OnDevice)]
         on_cpu = [t for t in leaves if isinstance(t, torch.Tensor) and not isinstance(t, OnDevice)]
-        if not mixes and on_device and args and args[0] is on_device[0]:
+        if crossing is ALL:
             return on_device, on_cpu
-        stray = next((t for t in on_cpu if t.dim() > 0), None) if on_device else None
+        allowed = {id(t) for t in crossing}
+        stray = next((t for t in on_cpu if t.dim() > 0 and id(t) not in allowed), None) if on_device else None
         if stray is not None:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two devices, {DEVICE} and cpu! "
@@ -159,15 +164,43 @@ class SimulatedGpu(TorchDispatchMode):
         return f"made at {site}" + (f" from {source}" if source else "")
 
 
-def _lands_on_device(kwargs: dict, on_device: list) -> bool:
-    """Whether an op's result is on the device: where ``device=`` says, else where its tensors are."""
+ALL = object()  # _crossing: every tensor of the call may stand on either device
+
+
+def _crossing(func, args: Any) -> Any:
+    """The tensors of an aten call that CUDA lets stand on the CPU beside a device tensor (0-dim ones always
+    may): all of a copy between devices (``to``, ``copy_`` either way: ``cpu_buffer[..., a:b] = on_device``),
+    the CPU indices into a device tensor, nothing else (values ``index_put_`` puts into a device tensor
+    must be on it)."""
+    if func in _MOVES:
+        return ALL
+    if func in _INDEXING and isinstance(args[0], OnDevice):
+        return [t for t in tree_flatten(args[1])[0] if isinstance(t, torch.Tensor)]
+    return ()
+
+
+def _lands_on_device(func, args: Any, kwargs: dict, on_device: list) -> bool:
+    """Whether an op's result is on the device: where ``device=`` says (a device this machine does not have
+    fails as on CUDA), else where ``self`` is for an in-place op (``copy_`` into a CPU tensor stays on the
+    CPU), else where its tensors are."""
     target = kwargs.get("device")
-    return bool(on_device) if target is None else torch.device(target).type == DEVICE.type
+    if target is not None:
+        check_ordinal(target)
+        return torch.device(target).type == DEVICE.type
+    if func.overloadpacket.__name__.endswith("_") and args and isinstance(args[0], torch.Tensor):
+        return isinstance(args[0], OnDevice)
+    return bool(on_device)
 
 
-def _on_values(func, args: Any, kwargs: dict, on_device: list) -> Any:
-    """``func`` run by the CPU's kernels on the values; its tensors on the device when an argument is,
-    or when ``device=`` names it. An in-place op returns the very tensor it was given."""
+def check_ordinal(device: Any) -> None:
+    """Raise as a one-GPU CUDA machine does for a CUDA device other than :data:`DEVICE` (``cuda:1``)."""
+    if _is_cuda(device) and torch.device(device).index not in (None, DEVICE.index):
+        raise _CUDA_ERROR(INVALID_ORDINAL)
+
+
+def _on_values(func, args: Any, kwargs: dict, on_device: list, lands: bool) -> Any:
+    """``func`` run by the CPU's kernels on the values; its tensors on the device where ``lands``.
+    An in-place op returns the very tensor it was given."""
     values = {id(t): t.values for t in on_device}
     back = {id(t.values): t for t in on_device}
 
@@ -177,7 +210,7 @@ def _on_values(func, args: Any, kwargs: dict, on_device: list) -> Any:
         return torch.device("cpu") if isinstance(x, torch.device) and x.type == DEVICE.type else x
 
     out = func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs))
-    if not _lands_on_device(kwargs, on_device):
+    if not lands:
         return out
     return tree_map(lambda t: (back[id(t)] if id(t) in back else OnDevice(t)) if type(t) is torch.Tensor else t, out)
 
@@ -185,11 +218,14 @@ def _on_values(func, args: Any, kwargs: dict, on_device: list) -> Any:
 class _DeviceCalls(TorchFunctionMode):
     """The calls that cannot reach the dispatcher as they are.
 
-    * ``.to("cuda")`` and ``.cuda()`` name :data:`DEVICE` (a device without an index asks CUDA which is current).
+    * ``.to("cuda")`` and ``.cuda()`` name :data:`DEVICE` (a device without an index asks CUDA which is current);
+      ``cuda:1`` fails as on a one-GPU machine.
     * Tensors on the device never require grad: autograd would ask CUDA for a stream (a CPU-only build
       aborts), so ``requires_grad_`` on one, which ``Module.to`` calls for every parameter, does nothing.
+    * What a tensor subclass refuses and CUDA does not: ``tolist()``; ``data_ptr()`` (the held values'
+      address); ``numpy()`` fails as on CUDA.
     * A call whose Python binding sets CUDA's device guard first (indexing, ``nonzero``) fails in a build
-      without CUDA: it runs on the values here, with the same rule on devices.
+      without CUDA: it runs on the values here, with the same rule on devices (_crossing_call).
     """
 
     def __init__(self, gpu: SimulatedGpu) -> None:
@@ -198,11 +234,18 @@ class _DeviceCalls(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _REQUIRES_GRAD and isinstance(args[0], OnDevice):
-            return args[0] if func is torch.Tensor.requires_grad_ else None
+        held = args[0] if args and isinstance(args[0], OnDevice) else None
+        if func in _REQUIRES_GRAD and held is not None:
+            return held if func is torch.Tensor.requires_grad_ else None
+        if held is not None and func in _HOST_VIEWS:
+            return _HOST_VIEWS[func](held)
         if func is torch.Tensor.cuda:
+            device = args[1] if len(args) > 1 else kwargs.get("device")
+            check_ordinal(torch.device("cuda", device) if isinstance(device, int) else device)
             return args[0].to(DEVICE, non_blocking=kwargs.get("non_blocking", False))
         if func is torch.Tensor.to:
+            for value in (*args[1:], *kwargs.values()):
+                check_ordinal(value)
             args = tuple(DEVICE if _is_cuda(a) else a for a in args)
             kwargs = {k: DEVICE if _is_cuda(v) else v for k, v in kwargs.items()}
         try:
@@ -211,18 +254,114 @@ class _DeviceCalls(TorchFunctionMode):
             if "not linked with support for cuda" not in str(err):
                 raise
         name = getattr(func, "__name__", str(func))
-        on_device, _ = self.gpu.one_device(name, args, kwargs, mixes=name not in _MIXING_CALLS)
+        on_device, _ = self.gpu.one_device(name, args, kwargs, _crossing_call(name, args))
         with torch.utils._python_dispatch._disable_current_modes():
-            return _on_values(func, args, kwargs, on_device)
+            return _on_values(func, args, kwargs, on_device, bool(on_device))
+
+
+def _no_numpy(t: torch.Tensor) -> Any:
+    raise TypeError(f"can't convert {DEVICE} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                    "to host memory first.")
 
 
 _REQUIRES_GRAD = (torch.Tensor.requires_grad_, torch.Tensor.requires_grad.__set__)
-_MIXING_CALLS = {"__getitem__", "__setitem__", "index_put_", "index_put", "to", "copy_"}  # as _MOVES, _INDEXING
+_HOST_VIEWS = {torch.Tensor.tolist: lambda t: t.values.tolist(), torch.Tensor.data_ptr: lambda t: t.values.data_ptr(),
+               torch.Tensor.numpy: _no_numpy, torch.Tensor.__array__: _no_numpy}
+_INDEXING_CALLS = {"__getitem__", "__setitem__", "index_put_", "index_put"}
+
+
+def _crossing_call(name: str, args: Any) -> Any:
+    """As _crossing, for the calls that run here: the CPU indices into a device tensor, and a CPU value
+    assigned to a slice of one (``x[:, 1] = cpu_values`` is a ``copy_``; ``x[index] = cpu_values`` an
+    ``index_put_``, which refuses it)."""
+    if name in ("to", "copy_"):
+        return ALL
+    if name not in _INDEXING_CALLS or len(args) < 2 or not isinstance(args[0], OnDevice):
+        return ()
+    crossing = [t for t in tree_flatten(args[1])[0] if isinstance(t, torch.Tensor)]
+    if name == "__setitem__" and len(args) > 2 and not crossing and not _lists_in(args[1]):
+        crossing.append(args[2])
+    return crossing
+
+
+def _lists_in(key: Any) -> bool:
+    """Whether an index holds a list (advanced indexing, as a tensor index is)."""
+    return any(isinstance(k, list) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 def _is_cuda(value: Any) -> bool:
     return (isinstance(value, str) and value.split(":")[0] == "cuda") or (
         isinstance(value, torch.device) and value.type == "cuda")
+
+
+class _OneGpu:
+    """What ``torch.cuda`` answers on a one-GPU machine once a tensor is on it: while the simulation runs, each
+    function of that name has its code swapped for the one here (same parameters, no closure), so that every
+    reference to it answers so (``from torch.cuda import is_available`` too); the code is put back on exit.
+    The seeds touch only CUDA's generators (the simulation draws from the CPU's); the memory counts are 0."""
+
+    def is_available():
+        return True
+
+    def device_count():
+        return 1
+
+    def current_device():
+        return 0
+
+    def is_initialized():
+        return True
+
+    def get_device_name(device=None):
+        return "NVIDIA A100-SXM4-80GB"
+
+    def get_device_capability(device=None):
+        return (8, 0)
+
+    def synchronize(device=None):
+        return None
+
+    def empty_cache():
+        return None
+
+    def set_device(device):
+        if str(getattr(device, "index", device)) not in ("0", "None"):
+            raise RuntimeError("CUDA error: invalid device ordinal")
+
+    def manual_seed(seed):
+        return None
+
+    def manual_seed_all(seed):
+        return None
+
+    def seed():
+        return None
+
+    def seed_all():
+        return None
+
+    def memory_allocated(device=None):
+        return 0
+
+    def memory_reserved(device=None):
+        return 0
+
+    def max_memory_allocated(device=None):
+        return 0
+
+
+def _answer_as_one_gpu() -> list:
+    """Swap in _OneGpu's code; returns what to put back (a function whose parameters differ in this
+    version of torch is left as it is)."""
+    swapped = []
+    for name, answer in vars(_OneGpu).items():
+        target, code = getattr(torch.cuda, name, None), getattr(answer, "__code__", None)
+        if code is None or not hasattr(target, "__code__") or target.__code__.co_freevars:
+            continue
+        if target.__code__.co_varnames[:target.__code__.co_argcount] == code.co_varnames[:code.co_argcount]:
+            swapped.append((target, target.__code__))
+            target.__code__ = code
+    return swapped
 
 
 class simulated_gpu:
@@ -236,6 +375,7 @@ class simulated_gpu:
         # tensor, which would require grad (see _DeviceCalls).
         self._overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
         torch.__future__.set_overwrite_module_params_on_conversion(True)
+        self._swapped = _answer_as_one_gpu()
         self.mode = SimulatedGpu()
         self._calls = _DeviceCalls(self.mode)
         self._calls.__enter__()
@@ -246,3 +386,5 @@ class simulated_gpu:
         self._calls.__exit__(*exc)
         torch._C._set_only_lift_cpu_tensors(self._lift)
         torch.__future__.set_overwrite_module_params_on_conversion(self._overwrite)
+        for target, code in reversed(self._swapped):
+            target.__code__ = code
