@@ -57,6 +57,16 @@ _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 # The kata's own tools, whose frames are never "where a tensor was made": this file's folder, and the grader's
 # worker package, which adds its own when it imports this file.
 TOOL_FOLDERS = {os.path.dirname(os.path.abspath(__file__))}
+_ACTIVE: list = []  # the SimulatedGpu modes running now (see _asked_directly)
+# What code reaches only to ask whether a dispatch mode or a tensor subclass is there: wrapped while a
+# simulation runs (see _introspection). torch's own calls to them are not recorded.
+INTROSPECTION = {
+    "torch._C": ("_get_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at", "_dispatch_keys",
+                 "_len_torch_function_stack", "_get_function_stack_at", "_is_torch_function_mode_enabled"),
+    "torch.utils._python_dispatch": ("_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
+                                     "is_traceable_wrapper_subclass", "is_in_torch_dispatch_mode"),
+    "torch.overrides": ("_get_current_function_mode_stack", "_get_current_function_mode"),
+}
 
 
 class OnDevice(torch.Tensor):
@@ -88,6 +98,11 @@ def plain(value: Any) -> Any:
     return tree_map(lambda t: t.values.detach().clone() if isinstance(t, OnDevice) else t, value)
 
 
+def _site(frame: Any) -> str:
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{os.path.basename(frame.f_code.co_filename)}, line {frame.f_lineno}" + (f": {code}" if code else "")
+
+
 def _caller() -> str:
     """``file.py, line N: <code>``: the first frame that is not torch's nor the kata's own tools (the
     files of TOOL_FOLDERS, and any ``kata_*.py``)."""
@@ -96,10 +111,41 @@ def _caller() -> str:
         name = os.path.abspath(frame.f_code.co_filename)
         ours = os.path.dirname(name) in TOOL_FOLDERS or os.path.basename(name).startswith("kata_")
         if not (name.startswith(_TORCH) or ours):
-            code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            return f"{os.path.basename(name)}, line {frame.f_lineno}" + (f": {code}" if code else "")
+            return _site(frame)
         frame = frame.f_back
     return "an unknown place"
+
+
+def _asked_directly(what: str) -> None:
+    """Record, in every simulation running, that code outside torch and the kata's tools asked ``what``
+    itself (its own frame called it): nothing honest code needs, so the grader shows it for review."""
+    frame = sys._getframe(2)
+    name = os.path.abspath(frame.f_code.co_filename)
+    if not name.startswith(_TORCH) and os.path.dirname(name) not in TOOL_FOLDERS:
+        note = f"{what} at {_site(frame)}"
+        for gpu in _ACTIVE:
+            if note not in gpu.detections:
+                gpu.detections.append(note)
+
+
+class _Watched(type(sys)):
+    """This module, as student code sees it: reading its names during a simulation is recorded."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if _ACTIVE and not name.startswith("__"):
+            _asked_directly(f"the simulator's own module (kata_gpu.{name})")
+        return super().__getattribute__(name)
+
+
+def _introspection(module: Any, name: str) -> Any:
+    """``module.name`` wrapped to record a direct call from student code (see _asked_directly)."""
+    inner = getattr(module, name)
+
+    def asked(*args: Any, **kwargs: Any) -> Any:
+        _asked_directly(f"torch's dispatch internals ({module.__name__}.{name})")
+        return inner(*args, **kwargs)
+
+    return asked
 
 
 class SimulatedGpu(TorchDispatchMode):
@@ -109,6 +155,8 @@ class SimulatedGpu(TorchDispatchMode):
         super().__init__()
         self._mode_key = torch._C._TorchDispatchModeKey.FAKE  # as FakeTensorMode: factories may name CUDA
         self.origins: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        # Ways code told the simulation from CUDA that no honest code needs (the grader shows them for review).
+        self.detections: list[str] = []
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -300,54 +348,31 @@ class _OneGpu:
     reference to it answers so (``from torch.cuda import is_available`` too); the code is put back on exit.
     The seeds touch only CUDA's generators (the simulation draws from the CPU's); the memory counts are 0."""
 
-    def is_available():
-        return True
-
-    def device_count():
-        return 1
-
-    def current_device():
-        return 0
-
-    def is_initialized():
-        return True
-
-    def get_device_name(device=None):
-        return "NVIDIA A100-SXM4-80GB"
-
-    def get_device_capability(device=None):
-        return (8, 0)
-
-    def synchronize(device=None):
-        return None
-
-    def empty_cache():
-        return None
+    def is_available(): return True
+    def device_count(): return 1
+    def current_device(): return 0
+    def is_initialized(): return True
+    def get_device_name(device=None): return "NVIDIA A100-SXM4-80GB"
+    def get_device_capability(device=None): return (8, 0)
+    def synchronize(device=None): return None
+    def empty_cache(): return None
+    def manual_seed(seed): return None
+    def manual_seed_all(seed): return None
+    def seed(): return None
+    def seed_all(): return None
+    def memory_allocated(device=None): return 0
+    def memory_reserved(device=None): return 0
+    def max_memory_allocated(device=None): return 0
 
     def set_device(device):
-        if str(getattr(device, "index", device)) not in ("0", "None"):
+        if (device if isinstance(device, int) else torch.device(device).index) not in (0, None):
             raise RuntimeError("CUDA error: invalid device ordinal")
 
-    def manual_seed(seed):
-        return None
 
-    def manual_seed_all(seed):
-        return None
-
-    def seed():
-        return None
-
-    def seed_all():
-        return None
-
-    def memory_allocated(device=None):
-        return 0
-
-    def memory_reserved(device=None):
-        return 0
-
-    def max_memory_allocated(device=None):
-        return 0
+def _introspected() -> list:
+    """(module, name) of each function of INTROSPECTION this version of torch has."""
+    modules = [(sys.modules.get(m), names) for m, names in INTROSPECTION.items()]
+    return [(module, name) for module, names in modules if module is not None for name in names if hasattr(module, name)]
 
 
 def _answer_as_one_gpu() -> list:
@@ -376,7 +401,11 @@ class simulated_gpu:
         self._overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
         torch.__future__.set_overwrite_module_params_on_conversion(True)
         self._swapped = _answer_as_one_gpu()
+        self._wrapped = [(module, name, getattr(module, name)) for module, name in _introspected()]
+        for module, name, _ in self._wrapped:
+            setattr(module, name, _introspection(module, name))
         self.mode = SimulatedGpu()
+        _ACTIVE.append(self.mode)
         self._calls = _DeviceCalls(self.mode)
         self._calls.__enter__()
         return self.mode.__enter__()
@@ -388,3 +417,14 @@ class simulated_gpu:
         torch.__future__.set_overwrite_module_params_on_conversion(self._overwrite)
         for target, code in reversed(self._swapped):
             target.__code__ = code
+        for module, name, inner in reversed(self._wrapped):
+            setattr(module, name, inner)
+        _ACTIVE.remove(self.mode)
+
+
+# The tensors' class shows torch's names (``type(x).__name__``), and reading this module's names while a
+# simulation runs is recorded (see _asked_directly).
+OnDevice.__name__ = OnDevice.__qualname__ = "Tensor"
+OnDevice.__module__ = "torch"
+if __name__ in sys.modules:  # loaded by file name (the worker, the tests) or imported
+    sys.modules[__name__].__class__ = _Watched

@@ -88,6 +88,7 @@ class PartResult:
     message: str
     cpu_matched: bool = False  # its CPU run matched: a failure is the device's
     over_standin: bool = False  # the wrapper, judged over the stand-in CausalAttention (said even when passed)
+    for_review: tuple[str, ...] = ()  # how its code told the simulated GPU from CUDA (said even when passed)
 
 
 def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str,
@@ -196,6 +197,18 @@ def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor")
 
     Called only for a module whose CPU run matched the reference on this input (for the wrapper over the
     stand-in CausalAttention, the reference wrapper's over it); ``expected`` is that CPU output."""
+    verdict = _verdict(name, device, run, expected)
+    detections = tuple(str(d) for d in run.get("detections") or ())
+    if not detections:
+        return verdict
+    return replace(verdict, for_review=detections, message=f"{verdict.message} [{FOR_REVIEW}: {name} told the simulated "
+                                                             f"GPU from CUDA by {'; '.join(detections)}]")
+
+
+FOR_REVIEW = "for review"  # the words that mark what a person should look at (kata_gpu.py's detections)
+
+
+def _verdict(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
     plain = run.get("plain_tensor_attributes") or []
     strays = run.get("stray_tensors") or []
     shown = "the GPU (simulated)" if device == SIMULATED else device
@@ -260,7 +273,8 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
     failed = len(good) < len(there) or not there
     status = ("simulated_" if device == SIMULATED else "") + ("failed" if failed else "passed")
     # One line per module: an error's own line breaks (where it was raised) are folded into it.
-    message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed" or p.over_standin) or (
+    message = "\n".join(" ".join(p.message.split()) for p in counted
+                        if p.verdict != "passed" or p.over_standin or p.for_review) or (
         "all three modules run on the device" if len(counted) == 3 else f"all {len(counted)} modules run on the device")
     if not there:
         message = ("none of the three modules is there: nothing to run on the device\n" if len(counted) == 3 and all(
