@@ -4,16 +4,19 @@ Most machines that grade or run this kata have no CUDA, and PyTorch's ``meta`` d
 (``.item()``, ``nonzero`` and a branch on a value cannot run there). Inside ``with simulated_gpu():``
 tensors on :data:`DEVICE` follow CUDA's rules and compute with the CPU's kernels:
 
-* a factory given the device (``torch.ones(T, T, device=x.device)``) makes its tensor there; without
-  ``device=`` it makes a CPU tensor, as on CUDA;
+* ``torch.cuda`` answers as one GPU does (``is_available()``, ``device_count()`` 1, ``current_device()``
+  0, ...: _OneGpu); a factory given the device (``device=x.device``, ``"cuda"``) makes its tensor there,
+  without ``device=`` on the CPU; ``cuda:1`` fails ("invalid device ordinal");
 * ``.to(device)``, ``.cuda()`` and ``Module.to(device)`` move tensors, parameters and registered buffers
-  (persistent or not); a tensor kept in a plain attribute stays where it is, as on CUDA;
+  (persistent or not); a tensor kept in a plain attribute stays where it is;
 * an operation given a tensor on the device and a CPU tensor of one or more dimensions raises
-  RuntimeError, as CUDA does ("Expected all tensors to be on the same device"); 0-dim CPU tensors
-  mix with it (CUDA takes them as scalars), the copies between devices (``to``, ``copy_``) and
-  indexing a device tensor with CPU indices run, as on CUDA;
-* values are real: results equal the CPU's, and ``.item()``, ``nonzero`` and branches on values work.
-  (A random op draws from the CPU's generator: CUDA's own draws other numbers.)
+  RuntimeError ("Expected all tensors to be on the same device"), ``index_put_`` with CPU values too;
+  0-dim CPU tensors mix with it (as scalars), copies run either way (``to``, ``.cpu()``, ``copy_``,
+  ``cpu_buffer[..., a:b] = on_device``), CPU indices into a device tensor run;
+* values are real: results equal the CPU's; ``.item()``, ``tolist()``, ``nonzero`` and branches on values
+  work, ``.numpy()`` fails. (A random op draws from the CPU's generator: CUDA's own draws other numbers.)
+* what no honest code needs to ask, asked by code outside torch and the kata's tools (dispatch internals,
+  this module's names, ``type(x) == torch.Tensor``), is recorded in ``detections`` (see _asked_directly).
 
 How: a tensor subclass made with ``_make_wrapper_subclass`` (it reports the device) holding a CPU tensor,
 and a ``TorchDispatchMode`` that runs every aten operation on the held tensors and wraps the results,
@@ -23,12 +26,9 @@ initialising it), a no-op CUDA device guard, and ``torch.tensor`` lifted on the 
 Not simulated: in-place operations that change a tensor's shape (``unsqueeze_``, ``resize_``) on the device.
 
 Every CPU tensor made while the mode is on is remembered with the line of code that made it (the first
-caller outside torch and outside the kata's own tools), so that the error names the tensor that stayed
-on the CPU and where it came from.
-
-The public tests use this file, and the grader's worker imports the same one
-(grader/sandbox/kata_worker/tools.py; the sandbox shows the worker this file and its own package only).
-It imports nothing but torch and the standard library.
+caller outside torch and the kata's own tools), so that an error names the tensor that stayed on the CPU.
+The public tests use this file, and the grader's worker imports the same one (kata_worker/tools.py; the
+sandbox shows the worker this file and its own package only). It imports only torch and the standard library.
 """
 
 from __future__ import annotations
@@ -69,10 +69,31 @@ INTROSPECTION = {
 }
 
 
-class OnDevice(torch.Tensor):
-    """A tensor on the simulated :data:`DEVICE`; ``values`` is the CPU tensor that holds its data."""
+class _TheirClass(type(torch.Tensor)):
+    """The class of the device's tensors, compared by code outside torch and the kata's tools: ``type(x) ==
+    torch.Tensor`` is true, as on CUDA, and recorded (see _asked_directly); ``is`` cannot be answered so."""
 
-    values: torch.Tensor
+    def __eq__(cls, other: Any) -> bool:
+        return _same_class(cls, other)
+
+    def __ne__(cls, other: Any) -> bool:
+        return not _same_class(cls, other)
+
+    __hash__ = type.__hash__
+
+
+def _same_class(cls: type, other: Any) -> bool:
+    if other is not cls and isinstance(other, type) and issubclass(cls, other) and _asked_directly(
+            "the tensor's exact class (type(x) == ...)", outside=True, depth=3):
+        return other is torch.Tensor
+    return other is cls
+
+
+class OnDevice(torch.Tensor, metaclass=_TheirClass):
+    """A tensor on the simulated :data:`DEVICE`; ``_held`` is the CPU tensor that holds its data (a name no
+    method of a tensor has: ``x.values`` is still the method CUDA tensors have)."""
+
+    _held: torch.Tensor
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
@@ -80,7 +101,7 @@ class OnDevice(torch.Tensor):
         made = torch.Tensor._make_wrapper_subclass(
             cls, values.shape, strides=values.stride(), storage_offset=values.storage_offset(), dtype=values.dtype,
             layout=values.layout, device=DEVICE, requires_grad=values.requires_grad)
-        made.values = values
+        made._held = values
         return made
 
     @classmethod
@@ -89,13 +110,13 @@ class OnDevice(torch.Tensor):
 
     def __repr__(self, *, tensor_contents=None) -> str:
         with torch.utils._python_dispatch._disable_current_modes():
-            text = repr(self.values)
+            text = repr(self._held)
         return f"{text[:-1]}, device='{DEVICE}')" if text.endswith(")") else text
 
 
 def plain(value: Any) -> Any:
     """``value`` with every tensor of the simulated device replaced by a CPU copy of its values."""
-    return tree_map(lambda t: t.values.detach().clone() if isinstance(t, OnDevice) else t, value)
+    return tree_map(lambda t: t._held.detach().clone() if isinstance(t, OnDevice) else t, value)
 
 
 def _site(frame: Any) -> str:
@@ -116,16 +137,19 @@ def _caller() -> str:
     return "an unknown place"
 
 
-def _asked_directly(what: str) -> None:
+def _asked_directly(what: str, outside: bool = False, depth: int = 2) -> bool:
     """Record, in every simulation running, that code outside torch and the kata's tools asked ``what``
-    itself (its own frame called it): nothing honest code needs, so the grader shows it for review."""
-    frame = sys._getframe(2)
+    itself (its own frame called it): nothing honest code needs, so the grader shows it for review.
+    Whether it was such code (``outside``: recorded even when no simulation runs), ``depth`` frames up."""
+    frame = sys._getframe(depth)
     name = os.path.abspath(frame.f_code.co_filename)
-    if not name.startswith(_TORCH) and os.path.dirname(name) not in TOOL_FOLDERS:
-        note = f"{what} at {_site(frame)}"
-        for gpu in _ACTIVE:
-            if note not in gpu.detections:
-                gpu.detections.append(note)
+    if name.startswith(_TORCH) or os.path.dirname(name) in TOOL_FOLDERS or not (_ACTIVE or outside):
+        return False
+    note = f"{what} at {_site(frame)}"
+    for gpu in _ACTIVE:
+        if note not in gpu.detections:
+            gpu.detections.append(note)
+    return True
 
 
 class _Watched(type(sys)):
@@ -249,8 +273,8 @@ def check_ordinal(device: Any) -> None:
 def _on_values(func, args: Any, kwargs: dict, on_device: list, lands: bool) -> Any:
     """``func`` run by the CPU's kernels on the values; its tensors on the device where ``lands``.
     An in-place op returns the very tensor it was given."""
-    values = {id(t): t.values for t in on_device}
-    back = {id(t.values): t for t in on_device}
+    values = {id(t): t._held for t in on_device}
+    back = {id(t._held): t for t in on_device}
 
     def unwrap(x: Any) -> Any:
         if isinstance(x, OnDevice):
@@ -313,7 +337,7 @@ def _no_numpy(t: torch.Tensor) -> Any:
 
 
 _REQUIRES_GRAD = (torch.Tensor.requires_grad_, torch.Tensor.requires_grad.__set__)
-_HOST_VIEWS = {torch.Tensor.tolist: lambda t: t.values.tolist(), torch.Tensor.data_ptr: lambda t: t.values.data_ptr(),
+_HOST_VIEWS = {torch.Tensor.tolist: lambda t: t._held.tolist(), torch.Tensor.data_ptr: lambda t: t._held.data_ptr(),
                torch.Tensor.numpy: _no_numpy, torch.Tensor.__array__: _no_numpy}
 _INDEXING_CALLS = {"__getitem__", "__setitem__", "index_put_", "index_put"}
 
@@ -327,14 +351,10 @@ def _crossing_call(name: str, args: Any) -> Any:
     if name not in _INDEXING_CALLS or len(args) < 2 or not isinstance(args[0], OnDevice):
         return ()
     crossing = [t for t in tree_flatten(args[1])[0] if isinstance(t, torch.Tensor)]
-    if name == "__setitem__" and len(args) > 2 and not crossing and not _lists_in(args[1]):
-        crossing.append(args[2])
+    key = args[1] if isinstance(args[1], tuple) else (args[1],)
+    if name == "__setitem__" and len(args) > 2 and not crossing and not any(isinstance(k, list) for k in key):
+        crossing.append(args[2])  # basic indexing (a list, as a tensor, makes it advanced)
     return crossing
-
-
-def _lists_in(key: Any) -> bool:
-    """Whether an index holds a list (advanced indexing, as a tensor index is)."""
-    return any(isinstance(k, list) for k in (key if isinstance(key, tuple) else (key,)))
 
 
 def _is_cuda(value: Any) -> bool:

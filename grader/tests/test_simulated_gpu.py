@@ -98,6 +98,10 @@ ROWS = {
     "torch.cuda answers as one GPU": (lambda dev: _cuda_answers(dev), (KNOWN, (True, 1, 0, True, "cuda"))),
     "is_cuda, get_device(), device": (lambda dev: (scores(dev).is_cuda, scores(dev).get_device(), str(scores(dev).device)),
                                       (KNOWN, (True, 0, "cuda:0"))),
+    "the tensor's class, as honest code reads it": (
+        lambda dev: (type(scores(dev)).__name__, type(scores(dev)).__module__, isinstance(scores(dev), torch.Tensor),
+                     callable(scores(dev).values)),
+        (KNOWN, ("Tensor", "torch", True, True))),
     "data_ptr(): a view starts inside its base": (lambda dev: _data_ptr(dev), (KNOWN, (True, True))),
     "tolist(), item()": (lambda dev: (scores(dev)[:2].tolist(), scores(dev)[1, 2].item()), (None, None)),
     "numpy() fails": (lambda dev: scores(dev).numpy(), (RAISES, TypeError, f"can't convert {DEVICE} device type tensor to numpy")),
@@ -230,8 +234,9 @@ def test_torch_cuda_answers_as_before_once_the_simulation_ends() -> None:
 
 
 def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
-    """Asking torch's dispatch internals, or reading the simulator's own names, from code outside torch and
-    the kata's tools (this file stands for a student's) is recorded; the idioms of the table are not."""
+    """Asking torch's dispatch internals, reading the simulator's own names, comparing the tensor's exact
+    class, from code outside torch and the kata's tools (this file stands for a student's) is recorded; the
+    idioms of the table are not."""
     with torch.no_grad(), simulated_gpu() as gpu:
         for fn, _ in ROWS.values():
             with contextlib.suppress(RuntimeError, TypeError):
@@ -239,8 +244,9 @@ def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
         assert gpu.detections == []
         torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
         assert kata_gpu.OnDevice is not None
-        assert type(torch.ones(1, device=DEVICE)).__name__ == "Tensor"
-    assert len(gpu.detections) == 2, gpu.detections
+        assert type(torch.ones(1, device=DEVICE)) == torch.Tensor  # as on CUDA; "is" cannot be answered so
+    assert len(gpu.detections) == 3, gpu.detections
     assert gpu.detections[0].startswith("torch's dispatch internals (torch._C._get_dispatch_mode) at "
                                         "test_simulated_gpu.py, line ")
     assert gpu.detections[1].startswith("the simulator's own module (kata_gpu.OnDevice) at test_simulated_gpu.py")
+    assert gpu.detections[2].startswith("the tensor's exact class (type(x) == ...) at test_simulated_gpu.py")
