@@ -5,7 +5,7 @@ Most machines that grade or run this kata have no CUDA, and PyTorch's ``meta`` d
 tensors on :data:`DEVICE` follow CUDA's rules and compute with the CPU's kernels:
 
 * ``torch.cuda`` answers as one GPU does (``is_available()``, ``device_count()`` 1, ``current_device()``
-  0, ...: _OneGpu); a factory given the device (``device=x.device``, ``"cuda"``) makes its tensor there,
+  0, ...: ONE_GPU); a factory given the device (``device=x.device``, ``"cuda"``) makes its tensor there,
   without ``device=`` on the CPU; ``cuda:1`` fails ("invalid device ordinal");
 * ``.to(device)``, ``.cuda()`` and ``Module.to(device)`` move tensors, parameters and registered buffers
   (persistent or not); a tensor kept in a plain attribute stays where it is;
@@ -58,8 +58,7 @@ _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 # worker package, which adds its own when it imports this file.
 TOOL_FOLDERS = {os.path.dirname(os.path.abspath(__file__))}
 _ACTIVE: list = []  # the SimulatedGpu modes running now (see _asked_directly)
-# What code reaches only to ask whether a dispatch mode or a tensor subclass is there: wrapped while a
-# simulation runs (see _introspection). torch's own calls to them are not recorded.
+# Asked only to learn whether a dispatch mode or a tensor subclass is there: calls from outside torch are recorded.
 INTROSPECTION = {
     "torch._C": ("_get_dispatch_mode", "_len_torch_dispatch_stack", "_get_dispatch_stack_at", "_dispatch_keys",
                  "_len_torch_function_stack", "_get_function_stack_at", "_is_torch_function_mode_enabled"),
@@ -362,50 +361,50 @@ def _is_cuda(value: Any) -> bool:
         isinstance(value, torch.device) and value.type == "cuda")
 
 
-class _OneGpu:
-    """What ``torch.cuda`` answers on a one-GPU machine once a tensor is on it: while the simulation runs, each
-    function of that name has its code swapped for the one here (same parameters, no closure), so that every
-    reference to it answers so (``from torch.cuda import is_available`` too); the code is put back on exit.
-    The seeds touch only CUDA's generators (the simulation draws from the CPU's); the memory counts are 0."""
-
-    def is_available(): return True
-    def device_count(): return 1
-    def current_device(): return 0
-    def is_initialized(): return True
-    def get_device_name(device=None): return "NVIDIA A100-SXM4-80GB"
-    def get_device_capability(device=None): return (8, 0)
-    def synchronize(device=None): return None
-    def empty_cache(): return None
-    def manual_seed(seed): return None
-    def manual_seed_all(seed): return None
-    def seed(): return None
-    def seed_all(): return None
-    def memory_allocated(device=None): return 0
-    def memory_reserved(device=None): return 0
-    def max_memory_allocated(device=None): return 0
-
-    def set_device(device):
-        if (device if isinstance(device, int) else torch.device(device).index) not in (0, None):
-            raise RuntimeError("CUDA error: invalid device ordinal")
+# What the public API answers on a one-GPU CUDA machine once a tensor is on it: while the simulation runs, each
+# function named here has its code swapped for the lambda's (same parameters, constants only), so that every
+# reference answers so (``from torch.cuda import is_available`` too); put back on exit. The seeds touch only
+# CUDA's generators (the simulation draws from the CPU's). _one_gpu_values(): attributes set for the while.
+ONE_GPU = {
+    "torch.cuda": dict(
+        is_available=lambda: True, device_count=lambda: 1, current_device=lambda: 0, is_initialized=lambda: True,
+        get_device_name=lambda device=None: "NVIDIA A100-SXM4-80GB", get_device_capability=lambda device=None: (8, 0),
+        get_device_properties=lambda device=None: type("_CudaDeviceProperties", (), dict(
+            name="NVIDIA A100-SXM4-80GB", major=8, minor=0, total_memory=85096005632, multi_processor_count=108,
+            is_integrated=False))(),
+        get_arch_list=lambda: ["sm_80", "sm_90"], is_bf16_supported=lambda including_emulation=True: True,
+        synchronize=lambda device=None: None, empty_cache=lambda: None, mem_get_info=lambda device=None: (
+            84000000000, 85096005632), memory_allocated=lambda device=None: 0, memory_reserved=lambda device=None: 0,
+        max_memory_allocated=lambda device=None: 0, manual_seed=lambda seed: None, manual_seed_all=lambda seed: None,
+        seed=lambda: None, seed_all=lambda: None,
+        set_device=lambda device: None if (device if isinstance(device, int) else torch.device(device).index) in (
+            0, None) else (_ for _ in ()).throw(getattr(torch, "AcceleratorError", RuntimeError)("CUDA error: invalid "
+                                                                                                  "device ordinal"))),
+    "torch.backends.cuda": dict(is_built=lambda: True),
+    "torch.backends.cudnn": dict(is_available=lambda: True, version=lambda: 91002),
+}
 
 
-def _introspected() -> list:
-    """(module, name) of each function of INTROSPECTION this version of torch has."""
-    modules = [(sys.modules.get(m), names) for m, names in INTROSPECTION.items()]
-    return [(module, name) for module, names in modules if module is not None for name in names if hasattr(module, name)]
+def _one_gpu_values() -> dict:
+    version = str(torch.__version__).split("+")[0] + "+cu128"
+    return {(torch.version, "cuda"): "12.8", (torch, "__version__"): type(torch.__version__)(version),
+            (torch.version, "__version__"): type(torch.__version__)(version)}
 
 
 def _answer_as_one_gpu() -> list:
-    """Swap in _OneGpu's code; returns what to put back (a function whose parameters differ in this
-    version of torch is left as it is)."""
+    """Swap in ONE_GPU's code, set _one_gpu_values(); what to put back (other parameters: left as it is)."""
     swapped = []
-    for name, answer in vars(_OneGpu).items():
-        target, code = getattr(torch.cuda, name, None), getattr(answer, "__code__", None)
-        if code is None or not hasattr(target, "__code__") or target.__code__.co_freevars:
-            continue
-        if target.__code__.co_varnames[:target.__code__.co_argcount] == code.co_varnames[:code.co_argcount]:
-            swapped.append((target, target.__code__))
-            target.__code__ = code
+    for module, answers in ONE_GPU.items():
+        for name, answer in answers.items():
+            target, code = getattr(sys.modules.get(module), name, None), answer.__code__
+            if getattr(getattr(target, "__code__", None), "co_freevars", True):
+                continue
+            if target.__code__.co_varnames[:target.__code__.co_argcount] == code.co_varnames[:code.co_argcount]:
+                swapped.append((target, "__code__", target.__code__))
+                target.__code__ = code
+    for (owner, name), value in _one_gpu_values().items():
+        swapped.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
     return swapped
 
 
@@ -421,7 +420,8 @@ class simulated_gpu:
         self._overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
         torch.__future__.set_overwrite_module_params_on_conversion(True)
         self._swapped = _answer_as_one_gpu()
-        self._wrapped = [(module, name, getattr(module, name)) for module, name in _introspected()]
+        self._wrapped = [(module, name, getattr(module, name)) for module, names in (
+            (sys.modules.get(m), names) for m, names in INTROSPECTION.items()) for name in names if hasattr(module, name)]
         for module, name, _ in self._wrapped:
             setattr(module, name, _introspection(module, name))
         self.mode = SimulatedGpu()
@@ -435,8 +435,8 @@ class simulated_gpu:
         self._calls.__exit__(*exc)
         torch._C._set_only_lift_cpu_tensors(self._lift)
         torch.__future__.set_overwrite_module_params_on_conversion(self._overwrite)
-        for target, code in reversed(self._swapped):
-            target.__code__ = code
+        for owner, name, value in reversed(self._swapped):
+            setattr(owner, name, value)
         for module, name, inner in reversed(self._wrapped):
             setattr(module, name, inner)
         _ACTIVE.remove(self.mode)

@@ -96,6 +96,8 @@ ROWS = {
     "copy_ from the CPU into a device tensor": (lambda dev: torch.zeros(5, 5, device=dev).copy_(SCORES), DEVICE_),
     "in place on a view": (lambda dev: _in_place(dev), DEVICE_),
     "torch.cuda answers as one GPU": (lambda dev: _cuda_answers(dev), (KNOWN, (True, 1, 0, True, "cuda"))),
+    "a CUDA build says so": (lambda dev: _build_answers(dev), (KNOWN, (True, False, True, True, True, True))),
+    "torch.cuda.set_device(1) fails on one GPU": (lambda dev: torch.cuda.set_device(1), (RAISES, RuntimeError, "invalid device ordinal")),
     "is_cuda, get_device(), device": (lambda dev: (scores(dev).is_cuda, scores(dev).get_device(), str(scores(dev).device)),
                                       (KNOWN, (True, 0, "cuda:0"))),
     "the tensor's class, as honest code reads it": (
@@ -121,8 +123,17 @@ ROWS = {
 
 def _cuda_answers(dev):
     torch.ones(1, device=dev)  # CUDA is initialized once a tensor is on it
+    torch.cuda.synchronize()
     return (torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.current_device(),
             torch.cuda.is_initialized(), torch.device("cuda").type)
+
+
+def _build_answers(dev):
+    """What a CUDA build says of itself: public attributes that code could branch on."""
+    props = torch.cuda.get_device_properties(0)
+    return (torch.version.cuda is not None, "+cpu" in torch.__version__, torch.backends.cuda.is_built(),
+            isinstance(torch.cuda.get_device_name(0), str) and props.name == torch.cuda.get_device_name(0),
+            props.total_memory > 0, len(torch.cuda.get_device_capability()) == 2)
 
 
 def _data_ptr(dev):
@@ -227,10 +238,14 @@ def test_the_error_names_where_the_cpu_tensor_came_from() -> None:
 
 
 def test_torch_cuda_answers_as_before_once_the_simulation_ends() -> None:
-    before = (torch.cuda.is_available(), torch.cuda.device_count(), torch._C._get_dispatch_mode)
+    def answers():
+        return (torch.cuda.is_available(), torch.cuda.device_count(), torch._C._get_dispatch_mode, torch.__version__,
+                torch.version.cuda, torch.backends.cuda.is_built())
+
+    before = answers()
     with simulated_gpu():
         assert torch.cuda.is_available() and torch.cuda.device_count() == 1
-    assert (torch.cuda.is_available(), torch.cuda.device_count(), torch._C._get_dispatch_mode) == before
+    assert answers() == before
 
 
 def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
