@@ -50,6 +50,7 @@ def check(shared_domains):
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
     assert (result.status, result.score, result.max_score) == ("simulated_passed", 10.0, 10.0)
+    assert "for review" not in result.message
     assert result.device == "cuda:0 (simulated: no CUDA here)"
 
 
@@ -309,6 +310,7 @@ def test_code_that_asks_whether_cuda_is_available_runs_as_on_a_gpu(tmp_path: Pat
                                                        '''else "cpu").bool()[:num_tokens, :num_tokens]'''))
     result = check(sub)
     assert (result.status, result.score) == ("simulated_passed", result.max_score), result.message
+    assert "for review" not in result.message
 
 
 def test_a_cpu_buffer_filled_from_the_device_and_moved_back_passes(tmp_path: Path, check) -> None:
@@ -321,6 +323,7 @@ def test_a_cpu_buffer_filled_from_the_device_and_moved_back_passes(tmp_path: Pat
     result = check(submission(tmp_path, "        context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, "
                                         "self.d_out)\n        return self.out_proj(context)\n", buffer, file=MHA))
     assert (result.status, result.score) == ("simulated_passed", result.max_score), result.message
+    assert "for review" not in result.message
 
 
 def test_asking_the_dispatch_internals_is_shown_for_review_and_costs_nothing(tmp_path: Path, check) -> None:
