@@ -286,15 +286,15 @@ PLAIN = "self.mask = torch.triu(torch.ones(context_length, context_length), diag
 MASK_USE = "self.mask.bool()[:num_tokens, :num_tokens]"
 
 
-def test_the_not_available_trick_does_not_lift_a_plain_attribute_mask(tmp_path: Path, check) -> None:
+def test_the_not_available_trick_does_not_lift_a_plain_attribute_mask(tmp_path: Path, isolating) -> None:
     """``if x.is_cuda and not torch.cuda.is_available()`` was true only in the simulation: the mask stays on
-    the CPU, as on CUDA, and the message names the attribute."""
+    the CPU, as on CUDA, and the message names the attribute; in every isolating mode."""
     sub = submission(tmp_path, REGISTERED, PLAIN)
     trick = ("        mask = self.mask\n        if x.is_cuda and not torch.cuda.is_available():\n"
              "            mask = mask.to(x.device)\n        keys = self.W_key(x)\n")
     source = (sub / CAUSAL).read_text().replace("        keys = self.W_key(x)\n", trick, 1)
     (sub / CAUSAL).write_text(source.replace(MASK_USE, "mask.bool()[:num_tokens, :num_tokens]"))
-    result = check(sub)
+    result = run_check(sub, domains=isolating)
     first = result.message.splitlines()[0]
     assert result.status == "simulated_failed" and result.score < result.max_score, result.message
     assert first.startswith("CausalAttention fails on the GPU (simulated)") and "'mask'" in first, first
