@@ -280,7 +280,8 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
         message = ("none of the three modules is there: nothing to run on the device\n" if len(counted) == 3 and all(
             p.verdict == "absent" for p in counted) else "no module can be judged on the device here (none that is "
                                                          "there works on the CPU): nothing to run\n") + message
-    return GpuCheckResult(score, points, status, label, message)
+    review = tuple(f"{p.name}: {d}" for p in parts.values() for d in p.for_review)
+    return GpuCheckResult(score, points, status, label, message, review)
 
 
 def _device(impl: Any, mode: str) -> tuple[str, str]:

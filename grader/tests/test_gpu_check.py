@@ -50,7 +50,7 @@ def check(shared_domains):
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
     assert (result.status, result.score, result.max_score) == ("simulated_passed", 10.0, 10.0)
-    assert "for review" not in result.message
+    assert "for review" not in result.message and result.for_review == ()
     assert result.device == "cuda:0 (simulated: no CUDA here)"
 
 
@@ -333,3 +333,6 @@ def test_asking_the_dispatch_internals_is_shown_for_review_and_costs_nothing(tmp
     assert result.message.startswith("CausalAttention: runs on the GPU (simulated) [for review: CausalAttention told "
                                      "the simulated GPU from CUDA by torch's dispatch internals "
                                      "(torch._C._get_dispatch_mode) at causal_attention.py, line "), result.message
+    # the wrapper's heads are this CausalAttention: its run asked too
+    assert [r.split(":")[0] for r in result.for_review] == ["CausalAttention", "MultiHeadAttentionWrapper"], result
+    assert all("(torch._C._get_dispatch_mode) at causal_attention.py, line " in r for r in result.for_review)
