@@ -16,9 +16,10 @@ tensors on :data:`DEVICE` follow CUDA's rules and compute with the CPU's kernels
 * values are real: results equal the CPU's; ``.item()``, ``tolist()``, ``nonzero`` and branches on values
   work, ``.numpy()`` fails. (A random op draws from the CPU's generator: CUDA's own draws other numbers.)
 * what no honest code needs to ask, asked by code outside torch and the kata's tools (dispatch internals,
-  this module's names, ``type(x) == torch.Tensor``), is recorded in ``detections`` (see _asked_directly).
+  this module's names), is recorded in ``detections`` (see _asked_directly).
 
-How: a tensor subclass made with ``_make_wrapper_subclass`` (it reports the device) holding a CPU tensor,
+How: a tensor made with ``_make_wrapper_subclass`` (it reports the device; its class then set back to
+torch.Tensor's) holding a CPU tensor,
 and a ``TorchDispatchMode`` that runs every aten operation on the held tensors and wraps the results,
 the way ``torch._subclasses.fake_tensor.FakeTensorMode`` pretends to be on CUDA in a CPU-only build,
 with its three switches: the mode sits in the FAKE slot (factories may then name CUDA without
@@ -68,29 +69,10 @@ INTROSPECTION = {
 }
 
 
-class _TheirClass(type(torch.Tensor)):
-    """The class of the device's tensors, compared by code outside torch and the kata's tools: ``type(x) ==
-    torch.Tensor`` is true, as on CUDA, and recorded (see _asked_directly); ``is`` cannot be answered so."""
-
-    def __eq__(cls, other: Any) -> bool:
-        return _same_class(cls, other)
-
-    def __ne__(cls, other: Any) -> bool:
-        return not _same_class(cls, other)
-
-    __hash__ = type.__hash__
-
-
-def _same_class(cls: type, other: Any) -> bool:
-    if other is not cls and isinstance(other, type) and issubclass(cls, other) and _asked_directly(
-            "the tensor's exact class (type(x) == ...)", outside=True, depth=3):
-        return other is torch.Tensor
-    return other is cls
-
-
-class OnDevice(torch.Tensor, metaclass=_TheirClass):
-    """A tensor on the simulated :data:`DEVICE`; ``_held`` is the CPU tensor that holds its data (a name no
-    method of a tensor has: ``x.values`` is still the method CUDA tensors have)."""
+class OnDevice(torch.Tensor):
+    """Makes a tensor on the simulated :data:`DEVICE`; ``_held`` is the CPU tensor that holds its data (a name
+    no method of a tensor has: ``x.values`` is still the method). Its class is then torch.Tensor's, as on
+    CUDA (``type(x) is torch.Tensor``; a Parameter's is Parameter's, see _parameter): the modes run it."""
 
     _held: torch.Tensor
     __torch_function__ = torch._C._disabled_torch_function_impl
@@ -101,21 +83,34 @@ class OnDevice(torch.Tensor, metaclass=_TheirClass):
             cls, values.shape, strides=values.stride(), storage_offset=values.storage_offset(), dtype=values.dtype,
             layout=values.layout, device=DEVICE, requires_grad=values.requires_grad)
         made._held = values
+        made.__class__ = torch.Tensor  # type(x) is torch.Tensor, as on CUDA: the mode runs it all the same
         return made
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         raise RuntimeError(f"{func}: a tensor of the simulated GPU was used outside simulated_gpu()")
 
-    def __repr__(self, *, tensor_contents=None) -> str:
-        with torch.utils._python_dispatch._disable_current_modes():
-            text = repr(self._held)
-        return f"{text[:-1]}, device='{DEVICE}')" if text.endswith(")") else text
+
+def _is_held(t: Any) -> bool:
+    """Whether ``t`` is a tensor of the simulated device (its class is torch.Tensor's, or Parameter's)."""
+    return isinstance(t, torch.Tensor) and "_held" in t.__dict__
+
+
+def _parameter(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+    """``Parameter(data)`` (Module.to makes them): of a device tensor, a Parameter on the device."""
+    if not _is_held(data):
+        return _PARAMETER_NEW(cls, data, requires_grad)
+    made = OnDevice(data._held)
+    made.__class__ = cls
+    return made
+
+
+_PARAMETER_NEW = torch.nn.Parameter.__new__
 
 
 def plain(value: Any) -> Any:
     """``value`` with every tensor of the simulated device replaced by a CPU copy of its values."""
-    return tree_map(lambda t: t._held.detach().clone() if isinstance(t, OnDevice) else t, value)
+    return tree_map(lambda t: t._held.detach().clone() if _is_held(t) else t, value)
 
 
 def _site(frame: Any) -> str:
@@ -136,19 +131,16 @@ def _caller() -> str:
     return "an unknown place"
 
 
-def _asked_directly(what: str, outside: bool = False, depth: int = 2) -> bool:
+def _asked_directly(what: str) -> None:
     """Record, in every simulation running, that code outside torch and the kata's tools asked ``what``
-    itself (its own frame called it): nothing honest code needs, so the grader shows it for review.
-    Whether it was such code (``outside``: recorded even when no simulation runs), ``depth`` frames up."""
-    frame = sys._getframe(depth)
+    itself (its own frame, the caller's caller, did): nothing honest code needs, so the grader shows it for review."""
+    frame = sys._getframe(2)
     name = os.path.abspath(frame.f_code.co_filename)
-    if name.startswith(_TORCH) or os.path.dirname(name) in TOOL_FOLDERS or not (_ACTIVE or outside):
-        return False
-    note = f"{what} at {_site(frame)}"
-    for gpu in _ACTIVE:
-        if note not in gpu.detections:
-            gpu.detections.append(note)
-    return True
+    if not (name.startswith(_TORCH) or os.path.dirname(name) in TOOL_FOLDERS):
+        note = f"{what} at {_site(frame)}"
+        for gpu in _ACTIVE:
+            if note not in gpu.detections:
+                gpu.detections.append(note)
 
 
 class _Watched(type(sys)):
@@ -210,8 +202,8 @@ class SimulatedGpu(TorchDispatchMode):
         """The tensors of the call on the device and on the CPU; raises as CUDA does where both hold tensors
         and a CPU tensor of one or more dimensions is not one that ``crossing`` lets stand there (see _crossing)."""
         leaves = tree_flatten((args, kwargs))[0]
-        on_device = [t for t in leaves if isinstance(t, OnDevice)]
-        on_cpu = [t for t in leaves if isinstance(t, torch.Tensor) and not isinstance(t, OnDevice)]
+        on_device = [t for t in leaves if _is_held(t)]
+        on_cpu = [t for t in leaves if isinstance(t, torch.Tensor) and not _is_held(t)]
         if crossing is ALL:
             return on_device, on_cpu
         allowed = {id(t) for t in crossing}
@@ -245,7 +237,7 @@ def _crossing(func, args: Any) -> Any:
     must be on it)."""
     if func in _MOVES:
         return ALL
-    if func in _INDEXING and isinstance(args[0], OnDevice):
+    if func in _INDEXING and _is_held(args[0]):
         return [t for t in tree_flatten(args[1])[0] if isinstance(t, torch.Tensor)]
     return ()
 
@@ -259,7 +251,7 @@ def _lands_on_device(func, args: Any, kwargs: dict, on_device: list) -> bool:
         check_ordinal(target)
         return torch.device(target).type == DEVICE.type
     if func.overloadpacket.__name__.endswith("_") and args and isinstance(args[0], torch.Tensor):
-        return isinstance(args[0], OnDevice)
+        return _is_held(args[0])
     return bool(on_device)
 
 
@@ -276,7 +268,7 @@ def _on_values(func, args: Any, kwargs: dict, on_device: list, lands: bool) -> A
     back = {id(t._held): t for t in on_device}
 
     def unwrap(x: Any) -> Any:
-        if isinstance(x, OnDevice):
+        if _is_held(x):
             return values[id(x)]
         return torch.device("cpu") if isinstance(x, torch.device) and x.type == DEVICE.type else x
 
@@ -305,7 +297,7 @@ class _DeviceCalls(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        held = args[0] if args and isinstance(args[0], OnDevice) else None
+        held = args[0] if args and _is_held(args[0]) else None
         if func in _REQUIRES_GRAD and held is not None:
             return held if func is torch.Tensor.requires_grad_ else None
         if held is not None and func in _HOST_VIEWS:
@@ -330,6 +322,13 @@ class _DeviceCalls(TorchFunctionMode):
             return _on_values(func, args, kwargs, on_device, bool(on_device))
 
 
+def _repr(t: torch.Tensor) -> str:
+    """repr of a device tensor (torch's own turns the modes off first): its values', on the device."""
+    with torch.utils._python_dispatch._disable_current_modes():
+        text = repr(t._held)
+    return f"{text[:-1]}, device='{DEVICE}')" if text.endswith(")") else text
+
+
 def _no_numpy(t: torch.Tensor) -> Any:
     raise TypeError(f"can't convert {DEVICE} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                     "to host memory first.")
@@ -337,7 +336,7 @@ def _no_numpy(t: torch.Tensor) -> Any:
 
 _REQUIRES_GRAD = (torch.Tensor.requires_grad_, torch.Tensor.requires_grad.__set__)
 _HOST_VIEWS = {torch.Tensor.tolist: lambda t: t._held.tolist(), torch.Tensor.data_ptr: lambda t: t._held.data_ptr(),
-               torch.Tensor.numpy: _no_numpy, torch.Tensor.__array__: _no_numpy}
+               torch.Tensor.numpy: _no_numpy, torch.Tensor.__array__: _no_numpy, torch.Tensor.__repr__: _repr}
 _INDEXING_CALLS = {"__getitem__", "__setitem__", "index_put_", "index_put"}
 
 
@@ -347,7 +346,7 @@ def _crossing_call(name: str, args: Any) -> Any:
     ``index_put_``, which refuses it)."""
     if name in ("to", "copy_"):
         return ALL
-    if name not in _INDEXING_CALLS or len(args) < 2 or not isinstance(args[0], OnDevice):
+    if name not in _INDEXING_CALLS or len(args) < 2 or not _is_held(args[0]):
         return ()
     crossing = [t for t in tree_flatten(args[1])[0] if isinstance(t, torch.Tensor)]
     key = args[1] if isinstance(args[1], tuple) else (args[1],)
@@ -402,8 +401,9 @@ def _answer_as_one_gpu() -> list:
             if target.__code__.co_varnames[:target.__code__.co_argcount] == code.co_varnames[:code.co_argcount]:
                 swapped.append((target, "__code__", target.__code__))
                 target.__code__ = code
-    for (owner, name), value in _one_gpu_values().items():
-        swapped.append((owner, name, getattr(owner, name)))
+    values = {**_one_gpu_values(), (torch.nn.Parameter, "__new__"): staticmethod(_parameter)}
+    for (owner, name), value in values.items():
+        swapped.append((owner, name, vars(owner)[name] if isinstance(owner, type) else getattr(owner, name)))
         setattr(owner, name, value)
     return swapped
 
@@ -442,9 +442,6 @@ class simulated_gpu:
         _ACTIVE.remove(self.mode)
 
 
-# The tensors' class shows torch's names (``type(x).__name__``), and reading this module's names while a
-# simulation runs is recorded (see _asked_directly).
-OnDevice.__name__ = OnDevice.__qualname__ = "Tensor"
-OnDevice.__module__ = "torch"
+# Reading this module's names while a simulation runs is recorded (see _asked_directly).
 if __name__ in sys.modules:  # loaded by file name (the worker, the tests) or imported
     sys.modules[__name__].__class__ = _Watched

@@ -101,9 +101,11 @@ ROWS = {
     "is_cuda, get_device(), device": (lambda dev: (scores(dev).is_cuda, scores(dev).get_device(), str(scores(dev).device)),
                                       (KNOWN, (True, 0, "cuda:0"))),
     "the tensor's class, as honest code reads it": (
-        lambda dev: (type(scores(dev)).__name__, type(scores(dev)).__module__, isinstance(scores(dev), torch.Tensor),
+        lambda dev: (type(scores(dev)) is torch.Tensor, type(moved(dev)[0]) is torch.nn.Parameter,
                      callable(scores(dev).values)),
-        (KNOWN, ("Tensor", "torch", True, True))),
+        (KNOWN, (True, True, True))),
+    "print, repr, format": (lambda dev: (repr(scores(dev)[0, :2]).endswith(", device='cuda:0')"), str(scores(dev)) == repr(
+        scores(dev)), f"{scores(dev)[0, 0]:.3f}" == f"{SCORES[0, 0].item():.3f}"), (KNOWN, (True, True, True))),
     "data_ptr(): a view starts inside its base": (lambda dev: _data_ptr(dev), (KNOWN, (True, True))),
     "tolist(), item()": (lambda dev: (scores(dev)[:2].tolist(), scores(dev)[1, 2].item()), (None, None)),
     "numpy() fails": (lambda dev: scores(dev).numpy(), (RAISES, TypeError, f"can't convert {DEVICE} device type tensor to numpy")),
@@ -215,10 +217,12 @@ def test_the_device_behaves_as_cuda_does(row: str, device: str) -> None:
             assert value == on_cpu, (row, value, on_cpu)
 
 
-def test_a_device_tensor_outside_the_simulation_says_so() -> None:
+def test_a_device_tensor_outside_the_simulation_raises() -> None:
+    """It holds no CUDA memory: torch refuses it (its class is torch.Tensor's, as on CUDA, and only the
+    simulation's mode runs it), never computes with it."""
     with simulated_gpu():
         x = torch.ones(2, device=DEVICE)
-    with pytest.raises(RuntimeError, match="used outside simulated_gpu"):
+    with pytest.raises(RuntimeError):
         x + 1
 
 
@@ -249,9 +253,8 @@ def test_torch_cuda_answers_as_before_once_the_simulation_ends() -> None:
 
 
 def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
-    """Asking torch's dispatch internals, reading the simulator's own names, comparing the tensor's exact
-    class, from code outside torch and the kata's tools (this file stands for a student's) is recorded; the
-    idioms of the table are not."""
+    """Asking torch's dispatch internals, or reading the simulator's own names, from code outside torch and
+    the kata's tools (this file stands for a student's) is recorded; the idioms of the table are not."""
     with torch.no_grad(), simulated_gpu() as gpu:
         for fn, _ in ROWS.values():
             with contextlib.suppress(RuntimeError, TypeError):
@@ -259,9 +262,7 @@ def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
         assert gpu.detections == []
         torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
         assert kata_gpu.OnDevice is not None
-        assert type(torch.ones(1, device=DEVICE)) == torch.Tensor  # as on CUDA; "is" cannot be answered so
-    assert len(gpu.detections) == 3, gpu.detections
+    assert len(gpu.detections) == 2, gpu.detections
     assert gpu.detections[0].startswith("torch's dispatch internals (torch._C._get_dispatch_mode) at "
                                         "test_simulated_gpu.py, line ")
     assert gpu.detections[1].startswith("the simulator's own module (kata_gpu.OnDevice) at test_simulated_gpu.py")
-    assert gpu.detections[2].startswith("the tensor's exact class (type(x) == ...) at test_simulated_gpu.py")
