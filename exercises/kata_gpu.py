@@ -101,7 +101,7 @@ def _parameter(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
     if not _is_held(data):
         return _PARAMETER_NEW(cls, data, requires_grad)
     made = OnDevice(data._held)
-    made.__class__ = cls
+    made.__class__, made._wants_grad = cls, requires_grad
     return made
 
 
@@ -284,7 +284,7 @@ class _DeviceCalls(TorchFunctionMode):
     * ``.to("cuda")`` and ``.cuda()`` name :data:`DEVICE` (a device without an index asks CUDA which is current);
       ``cuda:1`` fails as on a one-GPU machine.
     * Tensors on the device never require grad: autograd would ask CUDA for a stream (a CPU-only build
-      aborts), so ``requires_grad_`` on one, which ``Module.to`` calls for every parameter, does nothing.
+      aborts); ``requires_grad`` says what ``requires_grad_``/``Parameter`` asked for (no autograd runs).
     * What a tensor subclass refuses and CUDA does not: ``tolist()``; ``data_ptr()`` (the held values'
       address); ``numpy()`` fails as on CUDA.
     * A call whose Python binding sets CUDA's device guard first (indexing, ``nonzero``) fails in a build
@@ -298,7 +298,10 @@ class _DeviceCalls(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         held = args[0] if args and _is_held(args[0]) else None
-        if func in _REQUIRES_GRAD and held is not None:
+        if func in _REQUIRES_GRAD and held is not None:  # what was asked for is what it says
+            if func == _REQUIRES_GRAD[2]:  # a method-wrapper: a new one each time
+                return held.__dict__.get("_wants_grad", False)
+            held._wants_grad = bool(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
             return held if func is torch.Tensor.requires_grad_ else None
         if held is not None and func in _HOST_VIEWS:
             return _HOST_VIEWS[func](held)
@@ -334,7 +337,7 @@ def _no_numpy(t: torch.Tensor) -> Any:
                     "to host memory first.")
 
 
-_REQUIRES_GRAD = (torch.Tensor.requires_grad_, torch.Tensor.requires_grad.__set__)
+_REQUIRES_GRAD = (torch.Tensor.requires_grad_, torch.Tensor.requires_grad.__set__, torch.Tensor.requires_grad.__get__)
 _HOST_VIEWS = {torch.Tensor.tolist: lambda t: t._held.tolist(), torch.Tensor.data_ptr: lambda t: t._held.data_ptr(),
                torch.Tensor.numpy: _no_numpy, torch.Tensor.__array__: _no_numpy, torch.Tensor.__repr__: _repr}
 _INDEXING_CALLS = {"__getitem__", "__setitem__", "index_put_", "index_put"}

@@ -102,8 +102,8 @@ ROWS = {
                                       (KNOWN, (True, 0, "cuda:0"))),
     "the tensor's class, as honest code reads it": (
         lambda dev: (type(scores(dev)) is torch.Tensor, type(moved(dev)[0]) is torch.nn.Parameter,
-                     callable(scores(dev).values)),
-        (KNOWN, (True, True, True))),
+                     callable(scores(dev).values), moved(dev)[0].requires_grad, scores(dev).requires_grad),
+        (KNOWN, (True, True, True, True, False))),
     "print, repr, format": (lambda dev: (repr(scores(dev)[0, :2]).endswith(", device='cuda:0')"), str(scores(dev)) == repr(
         scores(dev)), f"{scores(dev)[0, 0]:.3f}" == f"{SCORES[0, 0].item():.3f}"), (KNOWN, (True, True, True))),
     "data_ptr(): a view starts inside its base": (lambda dev: _data_ptr(dev), (KNOWN, (True, True))),
