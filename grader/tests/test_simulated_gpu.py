@@ -253,8 +253,8 @@ def test_torch_cuda_answers_as_before_once_the_simulation_ends() -> None:
 
 
 def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
-    """Asking torch's dispatch internals, or reading the simulator's own names, from code outside torch and
-    the kata's tools (this file stands for a student's) is recorded; the idioms of the table are not."""
+    """Asking torch's dispatch internals, reading the simulator's own names or a tensor's storage, from code
+    outside torch and the kata's tools (this file stands for a student's) is recorded; the table's idioms are not."""
     with torch.no_grad(), simulated_gpu() as gpu:
         for fn, _ in ROWS.values():
             with contextlib.suppress(RuntimeError, TypeError):
@@ -262,7 +262,9 @@ def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
         assert gpu.detections == []
         torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
         assert kata_gpu.OnDevice is not None
-    assert len(gpu.detections) == 2, gpu.detections
+        assert torch.ones(2, device=DEVICE).untyped_storage().nbytes() == 8
+    assert len(gpu.detections) == 3, gpu.detections
     assert gpu.detections[0].startswith("torch's dispatch internals (torch._C._get_dispatch_mode) at "
                                         "test_simulated_gpu.py, line ")
     assert gpu.detections[1].startswith("the simulator's own module (kata_gpu.OnDevice) at test_simulated_gpu.py")
+    assert gpu.detections[2].startswith("the tensor's storage (x.untyped_storage()) at test_simulated_gpu.py")
