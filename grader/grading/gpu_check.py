@@ -90,6 +90,7 @@ class PartResult:
     verdict: str  # passed | failed | absent (not there) | left out (cannot earn: not run)
     message: str
     reference_matched: bool = False  # its CPU run matched the reference on the input its device run used
+    for_review: tuple[str, ...] = ()  # how its code told the simulated GPU from CUDA (said even when passed)
 
     @property
     def good(self) -> bool:
@@ -210,6 +211,18 @@ def _matches(out: Any, expected: "torch.Tensor") -> bool:
 def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
     """The verdict from the worker's ``device_run`` report (plain data only) and ``expected``, the
     module's own CPU output on the same weights and input."""
+    verdict = _verdict(name, device, run, expected)
+    detections = tuple(str(d) for d in run.get("detections") or ())
+    if not detections:
+        return verdict
+    return replace(verdict, for_review=detections, message=f"{verdict.message} [{FOR_REVIEW}: {name} told the simulated "
+                                                             f"GPU from CUDA by {'; '.join(detections)}]")
+
+
+FOR_REVIEW = "for review"  # the words that mark what a person should look at (kata_gpu.py's detections)
+
+
+def _verdict(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
     plain = run.get("plain_tensor_attributes") or []
     strays = run.get("stray_tensors") or []
     shown = "the GPU (simulated)" if device == SIMULATED else device
@@ -367,7 +380,8 @@ class DeviceRuns:
                 p.verdict == "absent" for p in self.parts) else "no module can earn on the device here (each is not "
                                                                 "there or fails all its core tests): nothing to run")
         status = ("simulated_" if self.device == SIMULATED else "") + ("failed" if failed else "passed")
-        return GpuCheckResult(round(earned, 2), self.points, status, self.label, "\n".join(lines))
+        review = tuple(f"{p.name}: {d}" for p in self.parts for d in p.for_review)
+        return GpuCheckResult(round(earned, 2), self.points, status, self.label, "\n".join(lines), review)
 
 
 def _as_judged(part: PartResult, fraction: float) -> PartResult:

@@ -51,6 +51,8 @@ class GpuCheckResult:
     status: str  # passed | failed | simulated_passed | simulated_failed | skipped
     device: str
     message: str
+    # "<module>: <how>" for each module whose code told the simulated GPU from CUDA (gpu_check.FOR_REVIEW)
+    for_review: tuple[str, ...] = ()
 
     @classmethod
     def skipped(cls, message: str) -> "GpuCheckResult":

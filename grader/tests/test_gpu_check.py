@@ -58,6 +58,7 @@ def check(shared_domains):
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
     assert (result.status, result.score, result.max_score) == ("simulated_passed", POINTS, POINTS)
+    assert "for review" not in result.message and result.for_review == ()
     assert result.device == "cuda:0 (simulated: no CUDA here)"
     lines = result.message.splitlines()  # one line per module, with the share it earned
     assert lines == [f"{m.name}: runs on the GPU (simulated) [{round(SHARE, 2):g} of {round(SHARE, 2):g}]"
@@ -318,3 +319,60 @@ def test_every_variant_keeping_a_tensor_on_the_cpu_fails_naming_where_it_came_fr
     found = _verdicts(tmp_path, shared_domains, KEEPS_ON_CPU)
     wrong = {v: found[v] for v, (*_, named) in KEEPS_ON_CPU.items() if found[v][0] != "failed" or named not in found[v][1]}
     assert not wrong, wrong
+
+
+# --- the simulated GPU answers as CUDA does (issue 37): idioms built from the solutions ---------------------------
+PLAIN = "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)"
+MASK_USE = "self.mask.bool()[:num_tokens, :num_tokens]"
+
+
+def test_the_not_available_trick_does_not_lift_a_plain_attribute_mask(tmp_path: Path, isolating) -> None:
+    """``if x.is_cuda and not torch.cuda.is_available()`` was true only in the simulation: the mask stays on
+    the CPU, as on CUDA, and the message names the attribute; in every isolating mode."""
+    sub = submission(tmp_path, REGISTERED, PLAIN)
+    trick = ("        mask = self.mask\n        if x.is_cuda and not torch.cuda.is_available():\n"
+             "            mask = mask.to(x.device)\n        keys = self.W_key(x)\n")
+    source = (sub / CAUSAL).read_text().replace("        keys = self.W_key(x)\n", trick, 1)
+    (sub / CAUSAL).write_text(source.replace(MASK_USE, "mask.bool()[:num_tokens, :num_tokens]"))
+    result = run_check(sub, domains=isolating)
+    first = result.message.splitlines()[0]
+    assert result.status == "simulated_failed" and result.score < result.max_score, result.message
+    assert first.startswith("CausalAttention fails on the GPU (simulated)") and "'mask'" in first, first
+    assert "register_buffer" in first and "from self.mask, a plain attribute" in first
+
+
+def test_code_that_asks_whether_cuda_is_available_runs_as_on_a_gpu(tmp_path: Path, check) -> None:
+    """The device-agnostic idiom ("CUDA semantics"): a mask moved to "cuda" when the input is there and
+    CUDA is available runs on the simulated GPU as it does on CUDA."""
+    sub = submission(tmp_path, REGISTERED, PLAIN)
+    source = (sub / CAUSAL).read_text()
+    (sub / CAUSAL).write_text(source.replace(MASK_USE, '''self.mask.to("cuda" if x.is_cuda and torch.cuda.is_available() '''
+                                                       '''else "cpu").bool()[:num_tokens, :num_tokens]'''))
+    result = check(sub)
+    assert (result.status, result.score) == ("simulated_passed", result.max_score), result.message
+    assert "for review" not in result.message
+
+
+def test_a_cpu_buffer_filled_from_the_device_and_moved_back_passes(tmp_path: Path, check) -> None:
+    """Heads written into a CPU buffer by slices (a device-to-host ``copy_`` on CUDA), returned with
+    ``.to(x.device)``: it runs on the device."""
+    buffer = ("        context = torch.zeros(b, num_tokens, self.d_out)\n"
+              "        for h in range(self.num_heads):\n"
+              "            context[..., h * self.head_dim:(h + 1) * self.head_dim] = attn_weights[:, h] @ values[:, h]\n"
+              "        return self.out_proj(context.to(x.device))\n")
+    result = check(submission(tmp_path, "        context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, "
+                                        "self.d_out)\n        return self.out_proj(context)\n", buffer, file=MHA))
+    assert (result.status, result.score) == ("simulated_passed", result.max_score), result.message
+    assert "for review" not in result.message
+
+
+def test_asking_the_dispatch_internals_is_shown_for_review_and_costs_nothing(tmp_path: Path, check) -> None:
+    snoop = "        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)\n        keys = self.W_key(x)\n"
+    result = check(submission(tmp_path, "        keys = self.W_key(x)\n", snoop))
+    assert (result.status, result.score) == ("simulated_passed", result.max_score), result.message
+    assert result.message.startswith("CausalAttention: runs on the GPU (simulated) [for review: CausalAttention told "
+                                     "the simulated GPU from CUDA by torch's dispatch internals "
+                                     "(torch._C._get_dispatch_mode) at causal_attention.py, line "), result.message
+    # the wrapper's heads are this CausalAttention: its run asked too
+    assert [r.split(":")[0] for r in result.for_review] == ["CausalAttention", "MultiHeadAttentionWrapper"], result
+    assert all("(torch._C._get_dispatch_mode) at causal_attention.py, line " in r for r in result.for_review)

@@ -9,7 +9,17 @@ CPU tensors as scalars; test_torch.py's cross-device copies):
 * ``DEVICE`` / ``CPU``: it runs, its tensor results are on the device / on the CPU, and every value equals
   the same row's result on the CPU (``dev`` = cpu); a tuple names the place of each result;
 * ``RANDOM``: it runs on the device (dropout draws from the device's own generator: values not compared);
-* ``MIXES``: it raises RuntimeError, naming "the same device".
+* ``MIXES``: it raises RuntimeError, naming "the same device";
+* ``(RAISES, type, words)``: it raises ``type`` with ``words`` in its message;
+* ``(KNOWN, values)``: it returns these Python values (what CUDA answers on a one-GPU machine).
+
+The idioms students write around devices, and what CUDA gives for them, from "CUDA semantics"
+(https://pytorch.org/docs/stable/notes/cuda.html: ``device = "cuda" if torch.cuda.is_available() else "cpu"``
+is its device-agnostic idiom; copies between devices with ``copy_``/``to``), torch/_tensor.py's ``numpy``
+("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() ..."), aten's TensorAdvancedIndexing.cpp
+(``_index_put_impl_`` moves only a 0-dim value to ``self``'s device; the TensorIterator refuses any other),
+and CUDA's "invalid device ordinal" for a device the machine does not have (test_cuda.py's one-GPU
+assumptions; run the table on one GPU: CUDA_VISIBLE_DEVICES=0).
 
 The table runs on the simulated GPU always and, where this machine has CUDA, on the real one too: both
 must agree with it.
@@ -27,7 +37,7 @@ from support import students_tool
 kata_gpu = students_tool("kata_gpu")
 DEVICE, plain, simulated_gpu = kata_gpu.DEVICE, kata_gpu.plain, kata_gpu.simulated_gpu
 
-DEVICE_, CPU, RANDOM, MIXES = "cuda", "cpu", "random", "mixes"
+DEVICE_, CPU, RANDOM, MIXES, RAISES, KNOWN = "cuda", "cpu", "random", "mixes", "raises", "known"
 SCORES = torch.rand(5, 5, generator=torch.Generator().manual_seed(3))
 MASK = torch.triu(torch.ones(5, 5), diagonal=1).bool()
 
@@ -85,7 +95,77 @@ ROWS = {
     "CPU indices into a device tensor": (lambda dev: scores(dev)[torch.tensor([0, 2])], DEVICE_),
     "copy_ from the CPU into a device tensor": (lambda dev: torch.zeros(5, 5, device=dev).copy_(SCORES), DEVICE_),
     "in place on a view": (lambda dev: _in_place(dev), DEVICE_),
+    "torch.cuda answers as one GPU": (lambda dev: _cuda_answers(dev), (KNOWN, (True, 1, 0, True, "cuda"))),
+    "a CUDA build says so": (lambda dev: _build_answers(dev), (KNOWN, (True, False, True, True, True, True))),
+    "torch.cuda.set_device(1) fails on one GPU": (lambda dev: torch.cuda.set_device(1), (RAISES, RuntimeError, "invalid device ordinal")),
+    "is_cuda, get_device(), device": (lambda dev: (scores(dev).is_cuda, scores(dev).get_device(), str(scores(dev).device)),
+                                      (KNOWN, (True, 0, "cuda:0"))),
+    "the tensor's class, as honest code reads it": (
+        lambda dev: (type(scores(dev)) is torch.Tensor, type(moved(dev)[0]) is torch.nn.Parameter,
+                     callable(scores(dev).values), moved(dev)[0].requires_grad, scores(dev).requires_grad),
+        (KNOWN, (True, True, True, True, False))),
+    "print, repr, format": (lambda dev: (repr(scores(dev)[0, :2]).endswith(", device='cuda:0')"), str(scores(dev)) == repr(
+        scores(dev)), f"{scores(dev)[0, 0]:.3f}" == f"{SCORES[0, 0].item():.3f}"), (KNOWN, (True, True, True))),
+    "data_ptr(): a view starts inside its base": (lambda dev: _data_ptr(dev), (KNOWN, (True, True))),
+    "tolist(), item()": (lambda dev: (scores(dev)[:2].tolist(), scores(dev)[1, 2].item()), (None, None)),
+    "numpy() fails": (lambda dev: scores(dev).numpy(), (RAISES, TypeError, f"can't convert {DEVICE} device type tensor to numpy")),
+    ".to('cuda:1') fails on one GPU": (lambda dev: SCORES.to("cuda:1"), (RAISES, RuntimeError, "invalid device ordinal")),
+    "a factory on cuda:1 fails on one GPU": (lambda dev: torch.ones(2, device="cuda:1"), (RAISES, RuntimeError, "invalid device ordinal")),
+    ".cpu(), .to('cpu')": (lambda dev: (scores(dev).cpu(), scores(dev).to("cpu")), (CPU, CPU)),
+    "copy_ from the device into a CPU tensor": (lambda dev: torch.zeros(5, 5).copy_(scores(dev)), CPU),
+    "a CPU buffer filled from the device by slices, moved back": (lambda dev: _cpu_buffer(dev), (CPU, DEVICE_)),
+    "index_put_ with CPU values": (lambda dev: scores(dev).index_put_((torch.tensor([0, 2]),), torch.ones(2, 5)), MIXES),
+    "index_put_ with a 0-dim CPU value": (lambda dev: scores(dev).index_put_((torch.tensor([0, 2]),), torch.tensor(1.0)), DEVICE_),
+    "x[index] = CPU values": (lambda dev: _set(dev, torch.tensor([0, 2]), torch.ones(2, 5)), MIXES),
+    "x[:, 1] = CPU values (a copy_)": (lambda dev: _set(dev, (slice(None), 1), torch.ones(5)), DEVICE_),
+    "device = 'cuda' if torch.cuda.is_available() else 'cpu'": (lambda dev: _agnostic(dev), DEVICE_),
+    "a CPU mask moved only 'if x.is_cuda and not torch.cuda.is_available()'": (lambda dev: _not_available_trick(dev), MIXES),
 }
+
+
+def _cuda_answers(dev):
+    torch.ones(1, device=dev)  # CUDA is initialized once a tensor is on it
+    torch.cuda.synchronize()
+    return (torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.current_device(),
+            torch.cuda.is_initialized(), torch.device("cuda").type)
+
+
+def _build_answers(dev):
+    """What a CUDA build says of itself: public attributes that code could branch on."""
+    props = torch.cuda.get_device_properties(0)
+    return (torch.version.cuda is not None, "+cpu" in torch.__version__, torch.backends.cuda.is_built(),
+            isinstance(torch.cuda.get_device_name(0), str) and props.name == torch.cuda.get_device_name(0),
+            props.total_memory > 0, len(torch.cuda.get_device_capability()) == 2)
+
+
+def _data_ptr(dev):
+    x = scores(dev)
+    return x.data_ptr() != 0, x[1:].data_ptr() - x.data_ptr() == 5 * x.element_size()
+
+
+def _cpu_buffer(dev):
+    context = torch.zeros(5, 10)
+    for head in range(2):
+        context[..., 5 * head:5 * (head + 1)] = scores(dev) * (head + 1)
+    return context, context.to(scores(dev).device)
+
+
+def _set(dev, key, value):
+    x = scores(dev)
+    x[key] = value
+    return x
+
+
+def _agnostic(dev):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.ones(3, device=device) + scores(dev)[0, :3]
+
+
+def _not_available_trick(dev):
+    x, mask = scores(dev), MASK.clone()
+    if x.is_cuda and not torch.cuda.is_available():
+        mask = mask.to(x.device)
+    return x.masked_fill(mask, 0.0)
 
 
 def _in_place(dev):
@@ -117,11 +197,15 @@ def run(fn, device: str):
 @pytest.mark.parametrize("row", list(ROWS))
 def test_the_device_behaves_as_cuda_does(row: str, device: str) -> None:
     fn, expected = ROWS[row]
-    if expected == MIXES:
-        with pytest.raises(RuntimeError, match="same device"):
+    if expected == MIXES or expected[0] == RAISES:
+        error, words = (RuntimeError, "same device") if expected == MIXES else expected[1:]
+        with pytest.raises(error, match=words):
             run(fn, device)
         return
     got = run(fn, device)
+    if expected[0] == KNOWN:
+        assert tuple(value for _, value in got) == expected[1], got
+        return
     places = expected if isinstance(expected, tuple) else (expected,)
     assert [where for where, _ in got] == [DEVICE_ if p == RANDOM else p for p in places], got
     if expected == RANDOM:
@@ -133,10 +217,12 @@ def test_the_device_behaves_as_cuda_does(row: str, device: str) -> None:
             assert value == on_cpu, (row, value, on_cpu)
 
 
-def test_a_device_tensor_outside_the_simulation_says_so() -> None:
+def test_a_device_tensor_outside_the_simulation_raises() -> None:
+    """It holds no CUDA memory: torch refuses it (its class is torch.Tensor's, as on CUDA, and only the
+    simulation's mode runs it), never computes with it."""
     with simulated_gpu():
         x = torch.ones(2, device=DEVICE)
-    with pytest.raises(RuntimeError, match="used outside simulated_gpu"):
+    with pytest.raises(RuntimeError):
         x + 1
 
 
@@ -153,3 +239,32 @@ def test_the_error_names_where_the_cpu_tensor_came_from() -> None:
     assert "from self.plain, a plain attribute" in str(error.value), error.value
     assert "made at test_simulated_gpu.py, line" in str(error.value)
     assert "from the tensor made at test_simulated_gpu.py" in str(error2.value) and "made = torch.ones(5, 5)" in str(error2.value)
+
+
+def test_torch_cuda_answers_as_before_once_the_simulation_ends() -> None:
+    def answers():
+        return (torch.cuda.is_available(), torch.cuda.device_count(), torch._C._get_dispatch_mode, torch.__version__,
+                torch.version.cuda, torch.backends.cuda.is_built())
+
+    before = answers()
+    with simulated_gpu():
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+    assert answers() == before
+
+
+def test_what_honest_code_never_asks_is_recorded_with_its_line() -> None:
+    """Asking torch's dispatch internals, reading the simulator's own names or a tensor's storage, from code
+    outside torch and the kata's tools (this file stands for a student's) is recorded; the table's idioms are not."""
+    with torch.no_grad(), simulated_gpu() as gpu:
+        for fn, _ in ROWS.values():
+            with contextlib.suppress(RuntimeError, TypeError):
+                fn(DEVICE)
+        assert gpu.detections == []
+        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+        assert kata_gpu.OnDevice is not None
+        assert torch.ones(2, device=DEVICE).untyped_storage().nbytes() == 8
+    assert len(gpu.detections) == 3, gpu.detections
+    assert gpu.detections[0].startswith("torch's dispatch internals (torch._C._get_dispatch_mode) at "
+                                        "test_simulated_gpu.py, line ")
+    assert gpu.detections[1].startswith("the simulator's own module (kata_gpu.OnDevice) at test_simulated_gpu.py")
+    assert gpu.detections[2].startswith("the tensor's storage (x.untyped_storage()) at test_simulated_gpu.py")
