@@ -54,13 +54,15 @@ QUIET = ["-p", "no:cacheprovider", "-p", "no:unraisableexception", "-q", "--capt
 
 
 def run_sessions(sessions: list[dict], *, parallel: int = 2, timeout: float = 120,
-                 total_timeout: float = 600) -> dict[str, dict]:
-    """Run the sessions' jobs in the driver; ``{job id: result}`` (see the module's docstring)."""
+                 total_timeout: float = 600, environ: dict[str, str] | None = None) -> dict[str, dict]:
+    """Run the sessions' jobs in the driver; ``{job id: result}`` (see the module's docstring). ``environ``:
+    variables set for the driver itself, before it imports torch (grader/authoring/known_results.py's
+    other float path)."""
     with tempfile.TemporaryDirectory(prefix="forked-pytest-") as tmp:
         spec, out = Path(tmp) / "spec.json", Path(tmp) / "out.json"
         spec.write_text(json.dumps({"parallel": parallel, "timeout": timeout, "sessions": sessions}))
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update({**(environ or {}), "PYTHONDONTWRITEBYTECODE": "1"})
         proc = subprocess.run([sys.executable, str(HERE), str(spec), str(out)], cwd=REPO_ROOT, env=env,
                               capture_output=True, text=True, timeout=total_timeout)
         if proc.returncode != 0 or not out.is_file():

@@ -1,8 +1,9 @@
 """The known mistakes' results on the tests' own inputs: ``exercises/known_results.json`` for the public
 tests, ``tests/known_results.json`` for the hidden tests (their feedback names the same causes).
 
-    python -m grader.authoring.known_results          # write both
+    python -m grader.authoring.known_results          # write both (a file current but for float noise is kept)
     python -m grader.authoring.known_results --check  # exit 1 if either is not what the library gives
+    ... --check --other-float-path                    # the same on another float path (OTHER_FLOAT_PATH)
 
 The library of known mistakes is the patches of ``tests/mutants/`` (mutants.py and student_mistakes.py,
 the format of grader/authoring/mutation.py) that carry a ``cause``: the name of a message of
@@ -13,7 +14,8 @@ same test and call are kept with its cause: when a student's result equals one o
 test names that cause; no answer is shipped, only results. The hidden tests run the same way on the
 solutions and once per mutant with a cause (its exercise's tests and those of the exercises built on it).
 CI checks that both files are current (grader/tests/test_public_tests.py, test_hidden_tests.py), from
-the runs that prove the tests catch each mistake.
+the runs that prove the tests catch each mistake: equal but for float noise (``mismatches``), since a file
+written on one CPU is read on others, and again on another float path (test_float_paths.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ LIBRARY = (MUTANTS, (TESTS_DIR / "mutants" / "student_mistakes.py", "MISTAKES"))
 SOLVED, STUBS, DOCTESTS = "solved", "stubs", "__doctests__"
 INI = "[pytest]\ntimeout = 60\nfilterwarnings =\n    ignore:Failed to initialize NumPy\n"
 SOLVED_PATH = [str(SOLUTIONS_DIR / group) for group in GROUPS]
+# Another float path than this CPU's: ATen's portable kernels instead of its AVX2/AVX-512 ones, and MKL's
+# compatible code path instead of the one it picks for this CPU. The results move by float noise, as they do
+# from an AMD to an Intel machine; CI recomputes the known results so (grader/tests/test_float_paths.py).
+OTHER_FLOAT_PATH = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 
 
 def library(files: tuple[tuple[Path, str], ...] = LIBRARY) -> list[dict]:
@@ -43,7 +49,7 @@ def library(files: tuple[tuple[Path, str], ...] = LIBRARY) -> list[dict]:
     return [p for path, name in files for p in mutation.load_patches(path, name) if p.get("cause")]
 
 
-def _students_module(name: str):
+def students_module(name: str):
     """A module of exercises/ (kata_mistakes: the one table of messages; kata_known: how checks record)."""
     sys.path.insert(0, str(EXERCISES_DIR))
     try:
@@ -55,7 +61,7 @@ def _students_module(name: str):
 def cause_text(patch: dict) -> str:
     """The message a check shows for ``patch``: a name of exercises/kata_mistakes.py, or the text itself."""
     cause = patch["cause"]
-    return cause if " " in cause else getattr(_students_module("kata_mistakes"), cause)
+    return cause if " " in cause else getattr(students_module("kata_mistakes"), cause)
 
 
 def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
@@ -63,10 +69,11 @@ def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
     return tree / load_rubric().exercises[ex_id].test_file.relative_to(TESTS_DIR)
 
 
-def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict, dict[str, list[dict]]]:
+def run_public_tests(patches: list[dict], doctests: bool = False,
+                     environ: dict[str, str] | None = None) -> tuple[dict, dict[str, list[dict]]]:
     """The public tests on the stubs, on the solutions and once per patch (its test file, or its group's
     folder when it says ``"run": "group"``), every check recording; with ``doctests``, the solutions'
-    ``>>>`` examples too. Returns ``({run: forked_pytest result, or {"__error__": ...}}, {run: records})``."""
+    ``>>>`` examples too; with ``environ``, on that float path (:data:`OTHER_FLOAT_PATH`). Returns ``({run: forked_pytest result, or {"__error__": ...}}, {run: records})``."""
     modules = [ex.module for ex in load_rubric().exercises.values()]
     with tempfile.TemporaryDirectory(prefix="public-runs-") as tmp_name:
         tmp = Path(tmp_name)
@@ -91,7 +98,7 @@ def run_public_tests(patches: list[dict], doctests: bool = False) -> tuple[dict,
                      "forbid": modules, "jobs": jobs}]
         if doctests:
             sessions.append({"args": ["--doctest-modules", "solutions"], "cwd": str(REPO_ROOT), "jobs": [{"id": DOCTESTS}]})
-        raw = forked_pytest.run_sessions(sessions, timeout=180)
+        raw = forked_pytest.run_sessions(sessions, timeout=180, environ=environ)
         records = read_records(tmp / "records", [j["id"] for j in jobs])
     return {**raw, **broken}, records
 
@@ -106,7 +113,7 @@ def hidden_select(exercises: list[str] | None) -> list[str] | None:
 
 def record_env(record_dir: Path, run: str) -> dict[str, str]:
     """The environment under which a run's checks record what they are given (exercises/kata_known.py)."""
-    return {_students_module("kata_known").RECORD_ENV: str(record_file(record_dir, run))}
+    return {students_module("kata_known").RECORD_ENV: str(record_file(record_dir, run))}
 
 
 def hidden_job(run: str, impl: Path, exercises: list[str] | None, record_dir: Path) -> dict:
@@ -114,7 +121,7 @@ def hidden_job(run: str, impl: Path, exercises: list[str] | None, record_dir: Pa
     return {"id": run, "options": {"impl": str(impl)}, "select": hidden_select(exercises), "env": record_env(record_dir, run)}
 
 
-def run_hidden_tests(patches: list[dict]) -> dict[str, list[dict]]:
+def run_hidden_tests(patches: list[dict], environ: dict[str, str] | None = None) -> dict[str, list[dict]]:
     """What every check of the hidden tests was given on the solutions (``SOLVED``) and on each patch over
     them (its exercise's tests and those of the exercises built on it, as test_hidden_tests.py runs them)."""
     rubric = load_rubric()
@@ -129,7 +136,7 @@ def run_hidden_tests(patches: list[dict]) -> dict[str, list[dict]]:
             jobs.append(hidden_job(patch["name"], impl, rubric.affected_by(patch["exercise"]), tmp / "records"))
         modules = [ex.module for ex in rubric.exercises.values()]
         forked_pytest.run_sessions([{"args": [str(TESTS_DIR)], "cwd": str(REPO_ROOT), "forbid": modules,
-                                     "jobs": jobs}], timeout=180)
+                                     "jobs": jobs}], timeout=180, environ=environ)
         return read_records(tmp / "records", [j["id"] for j in jobs])
 
 
@@ -150,7 +157,9 @@ def _read_records(path: Path) -> list[dict]:
 
 
 def known_results(records: dict[str, list[dict]], patches: list[dict]) -> dict[str, list[dict]]:
-    """``{test::call: [{"cause", "mistake", "got"}]}``: each patch's results that the solutions do not give."""
+    """``{test::call: [{"cause", "mistake", "got"}]}``: each patch's results that the solutions do not give
+    (beyond float noise: the least tolerance a known result is matched with, exercises/kata_known.py)."""
+    same = students_module("kata_known").same
     solved: dict[str, list] = {}
     for rec in records.get(SOLVED, []):
         solved.setdefault(rec["key"], []).append(rec["got"])
@@ -158,10 +167,28 @@ def known_results(records: dict[str, list[dict]], patches: list[dict]) -> dict[s
     for patch in patches:
         cause = cause_text(patch)
         for rec in records.get(patch["name"], []):
-            entry = {"cause": cause, "mistake": patch["name"], "got": rec["got"]}
-            if rec["got"] not in solved.get(rec["key"], []) and entry not in data.get(rec["key"], []):
-                data.setdefault(rec["key"], []).append(entry)
+            kept = data.get(rec["key"], [])
+            if not any(same(rec["got"], got) for got in solved.get(rec["key"], [])) and not any(
+                    e["mistake"] == patch["name"] and same(rec["got"], e["got"]) for e in kept):
+                data.setdefault(rec["key"], []).append({"cause": cause, "mistake": patch["name"], "got": rec["got"]})
     return {key: sorted(entries, key=lambda e: e["mistake"]) for key, entries in sorted(data.items())}
+
+
+def mismatches(written: dict[str, list[dict]], computed: dict[str, list[dict]]) -> list[str]:
+    """Where the known results ``written`` (a file's) are not what a run ``computed``: a test and call, a
+    mistake or cause, or a result beyond float noise (the tolerance the matching uses at the least), so
+    that a file written on one CPU is current on another. Empty: current."""
+    same = students_module("kata_known").same
+    found = [f"{key}: {'only in the file' if key in written else 'not in the file'}"
+             for key in sorted(set(written) ^ set(computed))]
+    for key in sorted(set(written) & set(computed)):
+        old, new = written[key], computed[key]
+        if [(e["mistake"], e["cause"]) for e in old] != [(e["mistake"], e["cause"]) for e in new]:
+            found.append(f"{key}: the file has {[e['mistake'] for e in old]}, the run gave {[e['mistake'] for e in new]}")
+        else:
+            found += [f"{key}: {e['mistake']}'s result differs beyond float noise"
+                      for e, n in zip(old, new) if not same(n["got"], e["got"])]
+    return found
 
 
 def render(data: dict[str, list[dict]]) -> str:
@@ -171,20 +198,36 @@ def render(data: dict[str, list[dict]]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
+def computed(environ: dict[str, str] | None = None) -> dict[Path, dict[str, list[dict]]]:
+    """Both files' known results as the library gives them now (on the float path ``environ`` sets)."""
+    patches, mutants = library(), library((MUTANTS,))
+    return {DATA_FILE: known_results(run_public_tests(patches, environ=environ)[1], patches),
+            HIDDEN_DATA_FILE: known_results(run_hidden_tests(mutants, environ=environ), mutants)}
+
+
+def read(path: Path) -> dict[str, list[dict]]:
+    """A file's known results ({} when it is missing or not JSON)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    patches, mutants = library(), library((MUTANTS,))
-    texts = {DATA_FILE: render(known_results(run_public_tests(patches)[1], patches)),
-             HIDDEN_DATA_FILE: render(known_results(run_hidden_tests(mutants), mutants))}
-    stale = [path for path, text in texts.items() if not path.is_file() or path.read_text(encoding="utf-8") != text]
-    for path, text in texts.items():
+    results = computed(OTHER_FLOAT_PATH if "--other-float-path" in argv else None)
+    stale = {path: mismatches(read(path), data) for path, data in results.items()}
+    for path, data in results.items():
         name = path.relative_to(REPO_ROOT)
         if "--check" in argv:
-            print(f"{name} is {'out of date: run python -m grader.authoring.known_results' if path in stale else 'current'}")
+            print(f"{name} is {'out of date: run python -m grader.authoring.known_results' if stale[path] else 'current'}",
+                  *stale[path][:10], sep="\n  ")
+        elif stale[path] or not path.is_file():  # a file current but for float noise is left as it is
+            path.write_text(render(data), encoding="utf-8")
+            print(f"wrote {name}: {sum(map(len, data.values()))} results")
         else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {name}: {sum(map(len, json.loads(text).values()))} results")
-    return 1 if "--check" in argv and stale else 0
+            print(f"{name} is current")
+    return 1 if "--check" in argv and any(stale.values()) else 0
 
 
 if __name__ == "__main__":

@@ -66,14 +66,14 @@ def runs() -> dict:
 
 @pytest.mark.timeout(300)
 def test_the_known_results_of_the_hidden_tests_are_what_the_mutants_give():
-    """tests/known_results.json (what the hidden tests' feedback names causes from) equals what the mutants
-    with a cause gave in these runs (grader/authoring/known_results.py writes it the same way)."""
+    """tests/known_results.json (what the hidden tests' feedback names causes from) is what the mutants with a
+    cause gave in these runs, but for float noise (grader/authoring/known_results.py writes it the same way)."""
     mutants = known_results.library((known_results.MUTANTS,))
     records = {run: hr.proof_runs()[1][run] for run in ["solutions", *(m["name"] for m in mutants)]}
     records[known_results.SOLVED] = records.pop("solutions")
-    text = known_results.render(known_results.known_results(records, mutants))
-    assert text == known_results.HIDDEN_DATA_FILE.read_text(encoding="utf-8"), (
-        "out of date: run python -m grader.authoring.known_results")
+    stale = known_results.mismatches(known_results.read(known_results.HIDDEN_DATA_FILE),
+                                     known_results.known_results(records, mutants))
+    assert not stale, "out of date: run python -m grader.authoring.known_results\n" + "\n".join(stale[:10])
 
 
 @pytest.mark.timeout(300)

@@ -96,12 +96,13 @@ def test_every_library_mistake_fails_a_public_test_that_names_it_and_no_other(ru
 
 @pytest.mark.timeout(180)
 def test_the_known_results_are_what_the_library_gives(runs):
-    """exercises/known_results.json equals what the runs above recorded (so a student is told a cause only
-    where this library's mistake reproduces their result), and holds no code."""
+    """exercises/known_results.json is what the runs above recorded, but for float noise (so a student is told
+    a cause only where this library's mistake reproduces their result, on any CPU), and holds no code."""
     assert all("__error__" not in runs[p["name"]] for p in LIBRARY)
     data = known_results.known_results(pr.recorded(), [p for p in LIBRARY if p.get("cause")])
     text = known_results.DATA_FILE.read_text(encoding="utf-8")
-    assert text == known_results.render(data), "out of date: run python -m grader.authoring.known_results"
+    stale = known_results.mismatches(known_results.read(known_results.DATA_FILE), data)
+    assert not stale, "out of date: run python -m grader.authoring.known_results\n" + "\n".join(stale[:10])
     assert not any(p["with"].strip() in text for p in LIBRARY if len(p["with"].strip()) > 25)
 
 
