@@ -11,10 +11,11 @@
 * Every test starts from the same seed (``torch.manual_seed(0)``): its random inputs are the same in every
   run, so that a failed check can compare your result with the known mistakes' results on them
   (``kata_known.py``) and name the one it reproduces.
-* Short reports: a function you have not written yet fails in one line
+* Short reports (``kata_report.py``): a function you have not written yet fails in one line
   (``NotImplementedError: causal_mask: not written yet -- see ...``), a failed check shows its
-  message and the test line it came from, other errors a short traceback (``--tb=short``; pass
-  ``--tb=long`` yourself for the full one).
+  message and the test line it came from, an error your code raised its call, its text and your line
+  that raised it; the same failure in several tests of a file is said once. Errors of pytest itself
+  keep a short traceback (``--tb=short``; pass ``--tb=long`` yourself for the full one).
 """
 
 from __future__ import annotations
@@ -37,33 +38,31 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.tbstyle = "short"
 
 
-def _short_report(item: pytest.Item, excinfo: pytest.ExceptionInfo) -> str | None:
-    """One line for NotImplementedError, the message and the test's line for a failed check; else None."""
-    from kata_checks import KataCheckFailed
-
-    if excinfo.errisinstance(NotImplementedError):
-        entry = excinfo.traceback[-1]
-        where = f"{Path(str(entry.path)).name}:{entry.lineno + 1}"
-        return f"NotImplementedError: {excinfo.value} ({where})"
-    if excinfo.errisinstance(KataCheckFailed):
-        lines = [e for e in excinfo.traceback if Path(str(e.path)) == Path(str(item.path))]
-        where = f"{Path(str(item.path)).name}:{lines[-1].lineno + 1}: " if lines else ""
-        return f"{where}{excinfo.value}"
-    return None
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failure in the short format of kata_report.py."""
     outcome = yield
     report = outcome.get_result()
     if call.excinfo is None or not report.failed:
         return
     try:
-        short = _short_report(item, call.excinfo)
+        import kata_report
+        from kata_checks import KataCheckFailed
+
+        short = kata_report.short_report(item, call.excinfo, KataCheckFailed)
     except Exception:  # noqa: BLE001 - never hide the original failure behind a reporting bug
         short = None
     if short is not None:
-        report.longrepr = short
+        report.longrepr, report.kata_signature = short
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Before the failures are shown: the same failure in several tests of a file is said once."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        import kata_report
+
+        kata_report.say_repeats_once(reporter.stats.get("failed", []))
 
 
 @pytest.fixture(autouse=True)

@@ -245,7 +245,7 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
         raise
     except Exception as err:  # noqa: BLE001 - matched below, else re-raised
         kata_known.record(call, err)
-        kata_known.mark_recorded(err)
+        kata_known.mark_recorded(err, call)
         text = f"{type(err).__name__}: {err}"
         causes = kata_known.causes(call, err) or [message for pattern, message in errors if pattern in text]
         if not causes:

@@ -107,12 +107,13 @@ def same(got: Any, known: dict, atol: float = 0.0, rtol: float = 0.0) -> bool:
                               rtol=rtol + FLOAT_NOISE, equal_nan=True).all())
 
 
-def mark_recorded(error: BaseException) -> None:
+def mark_recorded(error: BaseException, call: str | None = None) -> None:
     """Mark an error a check has already recorded and looked up under its own call (``call_checked``): if it
     escapes the test, ``name_the_error`` leaves it alone, so that what is recorded never depends on the
-    known results of the day."""
+    known results of the day; its report names the call (kata_report.py)."""
     try:
         error.kata_recorded = True  # type: ignore[attr-defined]
+        error.kata_call = call  # type: ignore[attr-defined]
     except AttributeError:  # an exception type without a __dict__
         pass
 
@@ -129,8 +130,9 @@ def name_the_error(outcome: Any) -> None:
     record(RAISED, error)
     found = causes(RAISED, error)
     if found:
-        outcome.force_exception(AssertionError("\n".join([f"{type(error).__name__}: {error}",
-                                                           *(f"  likely cause: {c}" for c in found)])))
+        named = AssertionError("\n".join([f"{type(error).__name__}: {error}", *(f"  likely cause: {c}" for c in found)]))
+        named.kata_error = error  # type: ignore[attr-defined]  # its report shows the student's line (kata_report.py)
+        outcome.force_exception(named)
 
 
 def causes(call: str, got: Any, atol: float = 1e-4, rtol: float = 0.0) -> list[str]:

@@ -159,3 +159,16 @@ def test_solution_docstring_examples_run_as_doctests(runs):
     not_passed = {nodeid: message[-2000:] for nodeid, (status, message) in results.items() if status != "passed"}
     assert not not_passed, not_passed
     assert len(results) >= 20, sorted(results)  # every exercise's functions and classes carry an example
+
+
+@pytest.mark.timeout(180)
+def test_no_failing_public_test_says_more_than_20_lines_or_shows_a_frame_of_torch_or_pytest(runs):
+    """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py)."""
+    failed = {(run, test): message for run, tests in runs.items() if run != pr.DOCTESTS and "__error__" not in tests
+              for test, (status, message) in tests.items() if status == "failed"}
+    assert len(failed) >= len(LIBRARY)
+    long = {key: len(message.splitlines()) for key, message in failed.items() if len(message.splitlines()) > 20}
+    assert not long, long
+    frames = {key: message for key, message in failed.items()
+              if any(f in message for f in ("site-packages", "_pytest", "pluggy", "Traceback (most recent call last)"))}
+    assert not frames, frames

@@ -1,0 +1,94 @@
+"""What a student reads when public tests fail (exercises/conftest.py, exercises/kata_report.py): ``pytest
+exercises/04_multihead`` run as a student runs it, over a group holding three slips at once.
+
+* every failing test in at most 20 lines, none with a frame of torch, pytest or pluggy;
+* an error the student's code raised: the call, the error's type and text, the student's own line;
+* the same failure in several tests of a file said once ("and in N more tests"), the others pointing there;
+* a file that does not import: reported once, and no test of it passes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.rubric import REPO_ROOT, load_rubric
+
+try:
+    from . import public_runner as pr
+except ImportError:
+    import public_runner as pr
+
+GROUP = "04_multihead"
+SLIPS = {  # module: (replace, with)
+    "head_split": ("", "\ndef broken(:\n"),  # does not parse
+    "multihead_attention": ("self.head_dim = d_out // num_heads", "self.head_dim = d_out"),  # RuntimeError in .view
+    "multihead_wrapper": ("for head in self.heads], dim=-1)", "for head in self.heads], dim=3)"),  # IndexError
+}
+pytestmark = pytest.mark.timeout(300)  # one pytest run of a group, as a student runs it
+FRAMES = ("site-packages", "_pytest", "pluggy", "torch/nn/", "Traceback (most recent call last)")
+
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("student")
+    shutil.copytree(REPO_ROOT / "exercises", root / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "grader" / "authoring" / "templates" / "pytest.ini", root / "pytest.ini")
+    pr.fill_in(root / "exercises", tuple(ex.module for ex in load_rubric().exercises.values()))
+    for module, (old, new) in SLIPS.items():
+        path = root / "exercises" / GROUP / f"{module}.py"
+        text = path.read_text()
+        assert old == "" or text.count(old) == 1, (module, old)
+        path.write_text(text + new if old == "" else text.replace(old, new))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", f"exercises/{GROUP}", "-rA", "-p", "no:randomly"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def _blocks(output: str) -> dict[str, str]:
+    """Each failing test's report, by test name (the FAILURES section's ``____ name ____`` blocks)."""
+    section = output.split("= FAILURES =", 1)[1].split("short test summary info", 1)[0]
+    parts = re.split(r"^_+ (test\w*) _+$", section, flags=re.M)
+    return {name: body.strip("\n=") for name, body in zip(parts[1::2], parts[2::2])}
+
+
+def test_every_failing_test_in_at_most_20_lines_and_no_frame_of_torch_or_pytest(output):
+    blocks = _blocks(output)
+    assert len(blocks) >= 10, output[-3000:]
+    long = {name: len(body.splitlines()) for name, body in blocks.items() if len(body.splitlines()) > 20}
+    assert not long, long
+    frames = [f for f in FRAMES if any(f in body for body in blocks.values())]
+    assert not frames, f"{frames} in:\n{output[-5000:]}"
+
+
+def test_an_error_of_the_students_code_shows_the_call_the_error_and_their_line_once(output):
+    blocks = _blocks(output)
+    said = [body for body in blocks.values() if "RuntimeError: shape" in body]
+    assert len(said) == 1, said
+    lines = said[0].splitlines()
+    assert lines[0].startswith("test_multihead_attention.py:") and "called " in lines[0], lines
+    assert lines[1].startswith("  raised RuntimeError: shape '["), lines
+    assert re.match(r"  at multihead_attention\.py:\d+ \(forward\): queries = self\.W_query\(x\)\.view", lines[2]), lines
+    others = [name for name, body in blocks.items() if body.startswith("the same failure as ")
+              and name.startswith("test_multihead_attention_")]
+    assert others and f"(and in {len(others)} more tests: " in said[0], (others, said[0])
+    wrapper = [body for body in blocks.values() if "raised IndexError" in body]
+    assert len(wrapper) == 1 and "at multihead_wrapper.py:" in wrapper[0] and "torch.cat(" in wrapper[0], wrapper
+
+
+def test_a_file_that_does_not_import_is_reported_once_and_passes_no_test(output):
+    blocks = _blocks(output)
+    said = [name for name, body in blocks.items() if "cannot import head_split" in body]
+    assert len(said) == 1 and "SyntaxError in head_split.py" in blocks[said[0]], said
+    tests = [name for name in blocks if name.startswith("test_head_split_")]
+    assert len(tests) >= 2 and all(blocks[n].startswith(f"the same failure as {said[0]}") for n in tests if n != said[0])
+    passed = [line for line in output.splitlines() if line.startswith("PASSED") and "test_head_split.py" in line]
+    assert not passed, passed
