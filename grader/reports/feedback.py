@@ -5,7 +5,8 @@
 ``report`` is the JSON report (grader.reports.json_report.to_json). The file holds nothing the report does
 not already hold, and at ``visibility``:
 
-- ``full``: every failing test with its whole message (wrapped at 100 columns);
+- ``full``: every failing test with its whole message (wrapped at 100 columns), in at most 20 lines, the
+  same failure in several tests of an exercise said once (grader/reports/repeats.py);
 - ``messages``: every failing test with its message redacted by grader.visibility.redact (no inputs
   of the hidden tests, no tensor values, no decimal numbers but the largest difference and tolerance);
 - ``scores``: the scores and statuses of the exercises and of the failing tests, no message.
@@ -40,6 +41,7 @@ from typing import Any
 
 from grader.files import write_atomically
 from grader.reports.json_report import says_only_passed, stopped_at
+from grader.reports.repeats import SAME, said_once
 from grader.reports.sources import readable_sources
 from grader.visibility import check_visibility, gpu_line, redact, wrap
 from grader.safe_text import escape_controls
@@ -96,11 +98,13 @@ def sections(report: dict[str, Any], visibility: str) -> list[Section]:
             found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"], unstarted, [], True))
             continue
         summary = _shown(str(ex.get("message", ""))).split("; first:", 1)[0]
+        names = [_shown(t["name"].split(": ", 1)[-1]) for t in failing]
+        messages = said_once([(name, wrap(redact(_shown(str(t.get("output", ""))), visibility)))
+                              for name, t in zip(names, failing)])
         found.append(Section(ex_id, ex["score"], ex["max_score"], ex["status"],
                              redact(summary, visibility) if visibility != "scores" and summary else "",
-                             [FailingTest(_shown(t["name"].split(": ", 1)[-1]), t.get("score", 0),
-                                          t.get("max_score", 0), redact(_shown(str(t.get("output", ""))), visibility))
-                              for t in failing]))
+                             [FailingTest(name, t.get("score", 0), t.get("max_score", 0), message)
+                              for name, t, message in zip(names, failing, messages)]))
     return found
 
 
@@ -140,6 +144,9 @@ def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
         if section.failing:
             lines += [f"Failing tests ({len(section.failing)}):", ""]
         for test in section.failing:
+            if test.message.startswith(SAME):  # said in full by an earlier test: one line
+                lines.append(f"- `{test.name}`: {test.score:g} / {test.max_score:g}: {_inline(test.message)}")
+                continue
             lines.append(f"- `{test.name}`: {test.score:g} / {test.max_score:g}")
             if test.message:
                 lines += ["", *("  " + line if line else "" for line in _block(wrap(test.message))), ""]

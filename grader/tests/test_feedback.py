@@ -17,6 +17,7 @@ from grader.files import private_files
 from grader.grading.options import GradeOptions
 from grader.reports.feedback import feedback_filename, feedback_text, sections, write_feedback
 from grader.reports.gradescope import to_gradescope
+from grader.reports.repeats import MAX_LINES, said_once
 from grader.reports.sources import document_names, readable_sources
 from grader.visibility import redact, wrap
 from grader.rubric import EXERCISES_DIR, TESTS_DIR, load_rubric
@@ -360,3 +361,41 @@ def test_the_feedback_command_refuses_bad_input_in_one_line(tmp_path: Path, caps
         assert err.count("\n") == 1 and why in err and "Traceback" not in err, (folder, err)
         assert not out.exists() or list(out.iterdir()) == []
     assert "not a JSON report" in err
+
+
+CAUSAL = "03_causal/causal_attention"
+UNPARSED = "SyntaxError: expected ':' (causal_attention.py, line 52)\n  (raised at 03_causal/causal_attention.py:52)"
+
+
+def raised_at_one_line(size: int) -> str:
+    return (f"RuntimeError: shape '[2, {size}, 2, 2]' is invalid for input of size {size * 4}\n"
+            "  (raised at 03_causal/causal_attention.py:66 in forward)")
+
+
+def repeats_report() -> dict:
+    """causal_attention fails five tests on a file that does not parse, causal_mask three on one line of
+    the student's (other sizes in each test), and once with a message of 45 lines."""
+    tall = "called causal_mask(4):\n" + "\n".join(f"  line {i}" for i in range(44))
+    tests = [*((f"{CAUSAL}: test_{i}", 0.0, 1.0, UNPARSED) for i in range(5)),
+             *((f"{MASK}: test_sizes_{n}", 0.0, 1.0, raised_at_one_line(n)) for n in (3, 5, 7)),
+             (f"{MASK}: test_tall", 0.0, 1.0, tall), (f"{MASK}: test_ok", 1.0, 1.0, "")]
+    return fake_report({CAUSAL: 0.0, MASK: 1.0}, tests)
+
+
+@pytest.mark.parametrize("visibility", ["full", "messages"])
+def test_the_same_failure_in_several_tests_is_said_once_in_at_most_20_lines(visibility):
+    text = feedback_text("alice", repeats_report(), visibility)
+    assert text.count("SyntaxError") == 1 and "(and in 4 more tests: test_1, test_2, test_3, ...)" in text
+    assert text.count("- `test_4`: 0 / 1: the same failure as test_0 (said there)") == 1
+    assert text.count("RuntimeError") == 1 and "(and in 2 more tests: test_sizes_5, test_sizes_7)" in text
+    blocks = text.split("```")[1::2]
+    assert blocks and max(len([line for line in b.splitlines() if line.strip()]) for b in blocks) <= MAX_LINES
+    assert "line 43" not in text and "more lines)" in text
+    gradescope = [t.get("output", "") for t in to_gradescope(repeats_report(), visibility)["tests"]]
+    assert sum("SyntaxError" in o for o in gradescope) == 1 and sum("RuntimeError" in o for o in gradescope) == 1
+    assert max(len(o.splitlines()) for o in gradescope) <= MAX_LINES
+
+
+def test_different_failures_are_each_said_and_one_alone_is_left_as_it_is():
+    said = said_once([("a", raised_at_one_line(3)), ("b", UNPARSED), ("c", SECOND), ("d", "")])
+    assert said == [raised_at_one_line(3), UNPARSED, SECOND, ""]
