@@ -27,8 +27,10 @@ from grader.visibility import check_visibility
 SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
 # (folder, excluded sub-folders) copied from the repository.
 FOLDERS = (("grader", ("tests",)), ("tests", ("mutants",)), ("solutions", ()))
-# The top-level files, and the students' tools the worker imports (grader/rubric.py WORKER_TOOLS).
-FILES = ("pyproject.toml", "README.md", *(f"exercises/{name}.py" for name in WORKER_TOOLS))
+# The top-level files, the students' tools the worker imports (grader/rubric.py WORKER_TOOLS), and
+# exercises/documents/README.md: its table names the documents, so that Gradescope's output cites them as
+# students know them (grader/reports/sources.py), not by the hidden tests' numbers ([001 In[832]]).
+FILES = ("pyproject.toml", "README.md", *(f"exercises/{name}.py" for name in WORKER_TOOLS), "exercises/documents/README.md")
 _SKIP = ("__pycache__", ".pytest_cache", ".ipynb_checkpoints")
 _README = "# attention-kata autograder\n\nThe grader, hidden tests and solutions of the attention kata, bundled for Gradescope.\n"
 

@@ -40,7 +40,8 @@ def test_zip_layout(bundle: Path):
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
         modes = {info.filename: info.external_attr >> 16 for info in zf.infolist()}
-    assert {"setup.sh", "run_autograder", "pyproject.toml", "README.md", "tests/rubric.json"} <= names
+    assert {"setup.sh", "run_autograder", "pyproject.toml", "README.md", "tests/rubric.json",
+            "exercises/documents/README.md"} <= names  # the documents' names, for the feedback's citations
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111, "the scripts must be executable"
     assert "grader/cli.py" in names and "grader/__main__.py" in names
     for ex in load_rubric().exercises.values():
@@ -136,6 +137,9 @@ def test_solutions_uploaded_file_by_file_get_full_marks(bundle: Path, tmp_path: 
     results = run_autograder(bundle, tmp_path / "autograder", SOLUTIONS_DIR, flat=True)
     failed = [t["name"] for t in results["tests"] if t["status"] != "passed"]
     assert failed == [], failed
+    by_number = [t["name"] for t in results["tests"] if re.search(r"\[\d{3}[ -]", t["name"])]
+    assert not by_number, f"documents cited by the hidden tests' numbers, not by name: {by_number[:5]}"
+    assert any(".txt" in t["name"] for t in results["tests"])  # some tests cite one, by its name
     full = sum(t["max_score"] for t in results["tests"])
     assert full >= sum(ex.points for ex in load_rubric().exercises.values())
     assert results["score"] == pytest.approx(full, abs=0.01)  # per-test points are rounded to 4 decimals
