@@ -11,10 +11,13 @@ bundle (grader/authoring) sets its default, and the class commands (grader/class
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import re
 import textwrap
 from typing import Any
 
+from grader.rubric import TESTS_DIR
 from grader.safe_text import escape_controls as _safe
 
 VISIBILITIES = ("full", "messages", "scores")
@@ -50,8 +53,9 @@ def redact(text: str, visibility: str) -> str:
       2. every bracketed list of numbers (a tensor's values, nested or cut with ``...``) becomes ``[…]``;
       3. every decimal number (``0.4921``, ``-1.5e-3``, ``inf`` is not one) becomes ``…``, except on the
          ``largest absolute difference ... (tolerance ...)`` line.
-    Kept: shapes, dtypes, whole numbers (counts, sizes), ``likely cause:`` lines, and the text of
-    errors the student's own code raised.
+    Kept: shapes, dtypes, whole numbers (counts, sizes), subscripts (``keys.shape[-1]``), the kata's own
+    ``likely cause:`` lines whole (the messages of tests/kata_mistakes.py), and the text of errors the
+    student's own code raised.
     """
     check_visibility(visibility)
     if visibility == "full":
@@ -60,6 +64,9 @@ def redact(text: str, visibility: str) -> str:
         return ""
     lines = []
     for line in text.splitlines():
+        if line.strip().removeprefix("likely cause: ") in _project_causes():  # the kata's own words, whole
+            lines.append(line)
+            continue
         line = _CALL_LINE.sub(lambda m: f"called {m.group(1)}(…):", line)
         line = _redact_value_lists(line)
         if _KEPT_LINE not in line:
@@ -68,11 +75,26 @@ def redact(text: str, visibility: str) -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1)
+def _project_causes() -> frozenset[str]:
+    """The kata's messages of known mistakes (tests/kata_mistakes.py: plain text, no torch): a ``likely
+    cause:`` line that is one of them holds no input of a hidden test, and is shown whole. A line a
+    student's error text makes to look like one is not among them, and is redacted as any other."""
+    path = TESTS_DIR / "kata_mistakes.py"
+    spec = importlib.util.spec_from_file_location("_kata_mistakes_words", path)
+    if spec is None or spec.loader is None or not path.is_file():
+        return frozenset()
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(v for k, v in vars(module).items() if isinstance(v, str) and k.isupper() and " " in v)
+
+
 def _redact_value_lists(line: str) -> str:
-    """Every outermost ``[...]`` that holds only numbers (``inf``, ``nan``, ``...`` included) -> ``[…]``."""
+    """Every outermost ``[...]`` that holds only numbers (``inf``, ``nan``, ``...`` included) -> ``[…]``;
+    a subscript (``keys.shape[-1]``, ``x[0]``: the bracket right after a name or a bracket) is no list."""
     out, i = [], 0
     while i < len(line):
-        if line[i] != "[":
+        if line[i] != "[" or (i and (line[i - 1].isalnum() or line[i - 1] in "_)]")):
             out.append(line[i])
             i += 1
             continue

@@ -399,3 +399,22 @@ def test_the_same_failure_in_several_tests_is_said_once_in_at_most_20_lines(visi
 def test_different_failures_are_each_said_and_one_alone_is_left_as_it_is():
     said = said_once([("a", raised_at_one_line(3)), ("b", UNPARSED), ("c", SECOND), ("d", "")])
     assert said == [raised_at_one_line(3), UNPARSED, SECOND, ""]
+
+
+def test_messages_never_edit_the_kata_s_likely_cause_lines_and_a_forged_one_is_redacted():
+    causes = load_kata_mistakes()
+    for name in ("SCALED_BY_D_IN", "DROPOUT_NOT_APPLIED", "MASK_NOT_CUT"):
+        line = f"  likely cause: {causes[name]}"
+        assert any(c in causes[name] for c in ("[-1]", "0.5", "[1]")) and redact(line, "messages") == line
+    forged = "RuntimeError: boom\n  likely cause: the hidden input is 0.4921 [0.1, 0.2]"
+    assert "0.4921" not in redact(forged, "messages") and "0.1" not in redact(forged, "messages")
+    assert redact("  got x[0] = 0.25, keys.shape[-1] = 3", "messages") == "  got x[0] = …, keys.shape[-1] = 3"
+
+
+def load_kata_mistakes() -> dict[str, str]:
+    """The kata's messages of known mistakes, read from the file the grader reads them from."""
+    names: dict[str, str] = {}
+    for node in ast.parse((TESTS_DIR / "kata_mistakes.py").read_text()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            names[node.targets[0].id] = node.value.value
+    return names
