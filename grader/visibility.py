@@ -129,9 +129,19 @@ def wrap(text: str, width: int = WRAP_WIDTH) -> str:
     return "\n".join(lines)
 
 
+# A status in the words students read (the JSON report's ``status`` of an exercise or of the GPU-run check).
+STATUS_WORDS = {"passed": "passed", "partial": "partly passed", "failed": "failed", "skipped": "skipped",
+                "simulated_passed": "passed on a simulated GPU", "simulated_failed": "failed on a simulated GPU"}
+
+
+def status_words(status: str) -> str:
+    """``simulated_failed`` -> ``failed on a simulated GPU``; a status of no known kind, escaped as it is."""
+    return STATUS_WORDS.get(status, _safe(str(status)))
+
+
 def gpu_line(gpu: dict[str, Any], visibility: str) -> str:
-    """The GPU-run check in one line, from the JSON report's ``gpu_check``."""
-    head = f"GPU-run check: {gpu['score']:g} / {gpu['max_score']:g} ({gpu['status']}"
+    """The GPU-run check in one line, from the JSON report's ``gpu_check``, its status in words."""
+    head = f"GPU-run check: {gpu['score']:g} / {gpu['max_score']:g} ({status_words(gpu['status'])}"
     if visibility == "scores":
         return head + ")"
     message = redact(_safe(str(gpu.get("message", ""))), visibility)

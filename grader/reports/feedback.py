@@ -43,11 +43,10 @@ from grader.files import write_atomically
 from grader.reports.json_report import says_only_passed, stopped_at
 from grader.reports.repeats import SAME, said_once
 from grader.reports.sources import readable_sources
-from grader.visibility import check_visibility, gpu_line, redact, wrap
+from grader.visibility import check_visibility, gpu_line, redact, status_words, wrap
 from grader.safe_text import escape_controls
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-_STATUS = {"passed": "passed", "partial": "partly passed", "failed": "failed"}
 def feedback_filename(student: str) -> str:
     """The file name of ``student``'s feedback: ``<student>.md`` when the name is plain, else
     ``<cleaned>-<8 hex of sha256>.md`` (no separators, no leading dot, never ``..``)."""
@@ -132,13 +131,13 @@ def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
     lines = [*_title(student), f"**Total: {report['score']:g} / {report['max_score']:g}**", "",
              "| exercise | score | status |", "| --- | ---: | --- |"]
     for ex_id, ex in report["exercises"].items():
-        lines.append(f"| `{ex_id}` | {ex['score']:g} / {ex['max_score']:g} | {_STATUS.get(ex['status'], ex['status'])} |")
+        lines.append(f"| `{ex_id}` | {ex['score']:g} / {ex['max_score']:g} | {status_words(ex['status'])} |")
     gpu = report["gpu_check"]
-    lines.append(f"| GPU-run check | {gpu['score']:g} / {gpu['max_score']:g} | {_inline(gpu['status'])} |")
+    lines.append(f"| GPU-run check | {gpu['score']:g} / {gpu['max_score']:g} | {_inline(status_words(gpu['status']))} |")
     lines += ["", "## GPU-run check", "", *_block(wrap(gpu_line(gpu, visibility))), ""]
     for section in (s for s in found if not s.not_started):
         lines += [f"## {section.exercise}: {section.score:g} / {section.max_score:g} "
-                  f"({_STATUS.get(section.status, section.status)})", ""]
+                  f"({status_words(section.status)})", ""]
         if section.summary:
             lines += [_inline(section.summary), ""]
         if section.failing:

@@ -12,7 +12,7 @@ from typing import Any
 from grader.reports.sources import readable_sources
 from grader.reports.json_report import dumps
 from grader.reports.repeats import said_once
-from grader.visibility import check_visibility, gpu_line, redact, wrap
+from grader.visibility import check_visibility, gpu_line, redact, status_words, wrap
 from grader.safe_text import escape_controls as _safe
 
 
@@ -25,8 +25,9 @@ def to_gradescope(report: dict[str, Any], visibility: str = "full") -> dict[str,
     """
     check_visibility(visibility)
     gpu = report["gpu_check"]
-    summary = [f"{ex_id}: {r['score']:g}/{r['max_score']:g} ({r['status']})" for ex_id, r in report["exercises"].items()]
-    summary.append(f"gpu_check: {gpu['score']:g}/{gpu['max_score']:g} ({gpu['status']})")
+    summary = [f"{ex_id}: {r['score']:g}/{r['max_score']:g} ({status_words(r['status'])})"
+               for ex_id, r in report["exercises"].items()]
+    summary.append(f"GPU-run check: {gpu['score']:g}/{gpu['max_score']:g} ({status_words(gpu['status'])})")
     summary.extend(f"warning: {_safe(w)}" for w in report["warnings"])
     return {
         "score": report["score"],

@@ -16,7 +16,7 @@ import html
 from typing import Any
 
 from grader.reports.feedback import sections
-from grader.visibility import gpu_line, wrap
+from grader.visibility import gpu_line, status_words, wrap
 
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
          "white-space:pre-wrap}td,th{padding:.2em .8em;text-align:left}")
@@ -44,7 +44,7 @@ def _scores(report: dict[str, Any], visibility: str) -> list[str]:
             "<table><tr><th>exercise</th><th>score</th><th>status</th></tr>"]
     for ex_id, ex in report["exercises"].items():
         body.append(f"<tr><td><code>{e(ex_id)}</code></td><td>{ex['score']:g} / {ex['max_score']:g}</td>"
-                    f"<td>{e(ex['status'])}</td></tr>")
+                    f"<td>{e(status_words(ex['status']))}</td></tr>")
     body.append("</table>")
     if report["gpu_check"] is not None:
         body += ["<h2>The GPU-run check</h2>", f"<pre>{e(wrap(gpu_line(report['gpu_check'], visibility)))}</pre>"]

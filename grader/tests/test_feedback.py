@@ -76,7 +76,8 @@ def test_feedback_lists_every_failing_test_at_each_visibility(visibility):
     assert f"Total: {data['score']:g} / {data['max_score']:g}" in text
     assert f"| `{MASK}` | {mask['score']:g} / {mask['max_score']:g} | partly passed |" in text
     assert "`test_printed`" in text and "`test_batched`" in text and "`test_ok`" not in text
-    assert f"GPU-run check: 0 / {data['gpu_check']['max_score']:g} (simulated_failed" in text
+    assert f"GPU-run check: 0 / {data['gpu_check']['max_score']:g} (failed on a simulated GPU" in text
+    assert "simulated_failed" not in text  # statuses in words
     assert "a note for the instructor only" not in text  # warnings are the instructor's
     if visibility == "full":
         assert "0.1000" in text and "seed 1234" in text and SECOND in text
@@ -100,6 +101,7 @@ def test_gradescope_results_follow_the_visibility():
     assert all("output" not in t for t in scores["tests"] if t["name"] != "gpu_check")
     assert [t["score"] for t in scores["tests"]] == [t["score"] for t in full["tests"]]
     assert all(t["visibility"] == "visible" for t in messages["tests"]) and messages["score"] == full["score"]
+    assert "simulated_failed" not in json.dumps(messages) and "failed on a simulated GPU" in messages["output"]
     with pytest.raises(ValueError):
         to_gradescope(data, "secret")
 
