@@ -101,7 +101,7 @@ def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Pa
             "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
-OVER_STANDIN = "judged over a stand-in CausalAttention (tests/standins/) since yours does not pass this check"
+OVER_STANDIN = "judged over the grader's stand-in CausalAttention since yours does not pass this check"
 OVER_STANDIN_PASSED = f"MultiHeadAttentionWrapper: runs on the device, {OVER_STANDIN}"
 NAN_CHECK = "        if bool(torch.isnan(x).any()) or x.abs().max().item() > 1e6:\n            raise ValueError('bad input')\n"
 
@@ -127,6 +127,7 @@ def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: P
     made = _line(CAUSAL, "        keys = self.W_key(x)", inserted=NAN_CHECK.count("\n"))
     assert f"from the tensor made at {made}: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
     assert alone.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
+    assert "tests/" not in alone.message  # no path a student lacks
     source = (dodge / MHA).read_text()
     old = "        queries = self.W_query(x)"
     (dodge / MHA).write_text(source.replace(old, NAN_CHECK + "        mask = torch.triu(torch.ones(num_tokens, num_tokens), "
