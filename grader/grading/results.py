@@ -70,8 +70,10 @@ class GradeReport:
 
     @property
     def score(self) -> float:
-        return round(sum(r.score for r in self.exercises.values()) + self.gpu_check.score, 2)
+        """The sum of the exercises' and the GPU-run check's scores as the CSV's cells hold them (4 places, as
+        scoring rounds them): a spreadsheet's SUM of a row's cells gives it."""
+        return round(sum(r.score for r in self.exercises.values()) + self.gpu_check.score, 4)
 
     @property
     def max_score(self) -> float:
-        return round(sum(r.max_score for r in self.exercises.values()) + self.gpu_check.max_score, 2)
+        return round(sum(r.max_score for r in self.exercises.values()) + self.gpu_check.max_score, 4)

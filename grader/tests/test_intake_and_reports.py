@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.classroom.grades_sheet import csv_row
 from grader.cli import build_parser
 from grader.grading.intake import SubmissionError, locate_submission
-from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
+from grader.grading.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
 from grader.grading.scoring import dependencies, score_with_regrade
 from grader.reports.formats import FORMATS, render
 from grader.reports.gradescope import to_gradescope
@@ -287,3 +288,15 @@ def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_cli
             "print(sorted(m for m in ('torch', 'grader.sandbox.client', 'grader.grading.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_grades_sheet_row_s_cells_add_up_to_its_score() -> None:
+    """Scores in thirds: the cells (4 places) and the total agree, as a spreadsheet's SUM of the row would."""
+    rubric = load_rubric()
+    exercises = {ex_id: ExerciseResult(ex_id, round(ex.points / 3, 4), ex.points, "partial", "")
+                 for ex_id, ex in rubric.exercises.items()}
+    report = GradeReport("sub", exercises, GpuCheckResult(round(rubric.gpu_points / 3, 2), rubric.gpu_points,
+                                                          "failed", "cpu", ""), "process", 1.0)
+    row = csv_row("alice", {"report": to_json(report)})
+    cells = [float(row[ex_id]) for ex_id in rubric.exercises] + [float(row["gpu_check"])]
+    assert float(row["score"]) == round(sum(cells), 4) and float(row["score"]) != round(sum(cells), 2)
