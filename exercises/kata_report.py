@@ -66,7 +66,25 @@ def raised(item: Any, error: BaseException, causes: list[str]) -> tuple[str, str
     mine = your_line(error)
     lines = [f"{where}: called {call}:" if call else f"{where}: {statement}" if statement else f"{where}:",
              f"  raised {first}", *([f"  at {mine}"] if mine else []), *(f"  likely cause: {c}" for c in causes)]
-    return capped("\n".join(lines)), f"{type(error).__name__} at {mine}" if mine else text
+    return capped("\n".join(lines)), _signature(error, mine, causes) if mine else text
+
+
+def _signature(error: BaseException, mine: str, causes: list[str]) -> str:
+    """One error from one line of the student's code, with the same causes: the same failure in every test."""
+    return f"{type(error).__name__} at {mine}; {sorted(causes)}"
+
+
+def _check_failed(item: Any, error: BaseException, check_failed: type) -> tuple[str, str]:
+    """A check's message, where in the test; when the check reports an error the student's code raised
+    (``raised ...``, the error being the check's context), the student's line that raised it too."""
+    where, _ = _test_line(item, error)
+    lines = f"{where}: {error}".splitlines()
+    raised_by = error.__context__
+    mine = your_line(raised_by) if isinstance(raised_by, Exception) and not isinstance(raised_by, check_failed) else ""
+    if not (mine and len(lines) > 1 and lines[1].startswith("  raised ")):
+        return capped("\n".join(lines)), str(error)
+    causes = [line.strip()[len("likely cause: "):] for line in lines if line.strip().startswith("likely cause: ")]
+    return capped("\n".join([*lines[:2], f"  at {mine}", *lines[2:]])), _signature(raised_by, mine, causes)
 
 
 def short_report(item: Any, excinfo: Any, check_failed: type) -> tuple[str, str] | None:
@@ -77,8 +95,7 @@ def short_report(item: Any, excinfo: Any, check_failed: type) -> tuple[str, str]
         line = f"NotImplementedError: {error} ({Path(str(entry.path)).name}:{entry.lineno + 1})"
         return line, line
     if isinstance(error, check_failed):
-        where, _ = _test_line(item, error)
-        return capped(f"{where}: {error}"), str(error)
+        return _check_failed(item, error, check_failed)
     original = getattr(error, "kata_error", error)  # an error a known mistake's cause replaced (kata_known.py)
     if isinstance(original, AssertionError) and original is error:  # the test's own assert
         where, statement = _test_line(item, error)
