@@ -42,7 +42,8 @@ def your_line(error: BaseException) -> str:
 
 def _test_line(item: Any, error: BaseException) -> tuple[str, str]:
     """``(test_x.py:NN, the statement)``: the test's last line that the error passed through."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == Path(str(item.path))]
+    test_file = Path(str(item.path)).resolve()
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == test_file]
     if not frames:
         return Path(str(item.path)).name, ""
     return f"{Path(str(item.path)).name}:{frames[-1].lineno}", (frames[-1].line or "").strip()
@@ -88,8 +89,11 @@ def _check_failed(item: Any, error: BaseException, check_failed: type) -> tuple[
 
 
 def short_report(item: Any, excinfo: Any, check_failed: type) -> tuple[str, str] | None:
-    """``(report, signature)`` for a failed test, or None to leave pytest's own (an error of pytest's)."""
+    """``(report, signature)`` for a failed test, or None to leave pytest's own (an error of pytest's: a
+    fixture not found, a timeout, which shows where the code hung)."""
     error = excinfo.value
+    if type(error).__module__.split(".")[0] in ("_pytest", "pytest", "pluggy", "pytest_timeout"):
+        return None
     if isinstance(error, NotImplementedError):
         entry = excinfo.traceback[-1]
         line = f"NotImplementedError: {error} ({Path(str(entry.path)).name}:{entry.lineno + 1})"
