@@ -335,7 +335,7 @@ def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str,
     with over_standins(substitutes) as standin_impl:
         part = check_module(standin_impl, checked, device, frozenset(substitutes))
     names = ", ".join(m.name for m in replaced)
-    over = f"judged over the grader's stand-in {names} since yours does not pass this check"  # no path of ours
+    over = f"judged over a stand-in {names} (the grader's own) since yours does not pass this check"  # no path of ours
     message = f"{checked.name}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
     return replace(part, message=message)
 

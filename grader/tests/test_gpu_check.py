@@ -101,7 +101,7 @@ def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Pa
             "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
-OVER_STANDIN = "judged over the grader's stand-in CausalAttention since yours does not pass this check"
+OVER_STANDIN = "judged over a stand-in CausalAttention (the grader's own) since yours does not pass this check"
 OVER_STANDIN_PASSED = f"MultiHeadAttentionWrapper: runs on the device, {OVER_STANDIN}"
 NAN_CHECK = "        if bool(torch.isnan(x).any()) or x.abs().max().item() > 1e6:\n            raise ValueError('bad input')\n"
 
