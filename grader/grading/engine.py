@@ -76,6 +76,7 @@ class _Guard:
     def __init__(self) -> None:
         self.timed_out: set[tuple[str, str]] = set()  # (exercise, public name) reached by a test that timed out
         self.used: set[str] = set()  # the public names the current test has reached
+        self.ran: set[tuple[str, str, str]] = set()  # (public name, kind of operation, route) the current test ran
         self.bad_imports: dict[str, str] = {}
         self.deaths: dict[str, int] = {}
         self.current_exercise = ""
@@ -85,7 +86,7 @@ class _Guard:
 
     def start_test(self, exercise: str, call_timeout: float, client: WorkerClient) -> None:
         self.current_exercise = exercise
-        self.used = set()
+        self.used, self.ran = set(), set()
         self.test_budget = TEST_BUDGET_CALLS * call_timeout
         self.test_deadline = time.monotonic() + self.test_budget
         self.startup_seconds = client.startup_seconds
@@ -112,6 +113,10 @@ class _Guard:
         if (self.current_exercise, name) in self.timed_out:
             raise WorkerFailure(f"not run: an earlier test of {name} timed out", "poisoned")
         self.used.add(name)
+
+    def on_trace(self, owner: str, ran: Mapping[str, tuple[str, ...]]) -> None:
+        """What a request of the current test ran inside a call of the public name ``owner``."""
+        self.ran.update((owner, kind, route) for kind, routes in ran.items() for route in routes)
 
     def on_failure(self, failure: WorkerFailure, importing: str | None) -> None:
         if importing is not None and failure.kind in ("timeout", "died", "protocol"):
@@ -174,12 +179,14 @@ class _Run:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
                                     "kind": str(props.get("kind", "core")), "passed": None, "message": "",
-                                    "duration": 0.0, "reached": set(), "device": bool(props.get("device", False))}
+                                    "duration": 0.0, "reached": set(), "ran": set(),
+                                    "device": bool(props.get("device", False))}
         return self.results[nodeid]
 
     def record(self, report: Any) -> None:
         entry = self._entry(report.nodeid, dict(report.user_properties))
         entry["reached"] |= self.guard.used
+        entry["ran"] |= self.guard.ran
         if report.when in ("setup", "call"):
             entry["duration"] += report.duration
             if entry["passed"] is False:
@@ -205,7 +212,7 @@ class _Run:
         return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
                             message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
                             duration=r["duration"], kind=r["kind"], reached=tuple(sorted(r["reached"])),
-                            device=r["device"])
+                            ran=tuple(sorted(r["ran"])), device=r["device"])
                 for n, r in ((n, self.results[n]) for n in self.order)]
 
 

@@ -67,17 +67,21 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
             with engine.start_worker(root, substitutes=substitutes, **limits) as worker:
                 yield RemoteImpl(worker, rubric.owner_of)
+                review.update(worker.review)
 
+        review = tests_worker.review  # what could hide operations from the trace: every worker's (a set)
         try:
-            outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
-                                                                              keep_open=True))
+            outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
             gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
         finally:
             tests_worker.close()
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
-            return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+            try:
+                return charge_shortcuts(rubric, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+            finally:
+                review.update(retry_worker.review)
 
         if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
@@ -90,6 +94,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         isolation=domains.isolation.mode.name,
         execution_time=time.perf_counter() - started,
         warnings=[*domains.isolation.warnings, *left_out],
+        review=sorted(review),
     )
 
 

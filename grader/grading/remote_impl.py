@@ -116,7 +116,8 @@ class RemoteImpl:
     ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer.on_failure(failure,
     module)`` with the module being imported, or None), may refuse a public name before it is reached
     (``observer.check_use(name, module)``: a broken import, a function that timed out) and
-    sets each call's timeout (``observer.call_timeout(client)``).
+    sets each call's timeout (``observer.call_timeout(client)``) and hears which kinds of operation each request
+    ran, for which public name (``observer.on_trace(owner, {kind: routes})``).
     """
 
     def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None):
@@ -132,6 +133,9 @@ class RemoteImpl:
             if self._kata_observer is not None:
                 self._kata_observer.on_failure(failure, importing)
             raise
+        finally:  # what the student's code ran, raised or not (grader/sandbox/kata_worker/tracing.py)
+            if self._kata_observer is not None and self._kata_client.last_trace is not None:
+                self._kata_observer.on_trace(*self._kata_client.last_trace)
         return self._kata_wrap(value)
 
     def _kata_wrap(self, value: Any) -> Any:

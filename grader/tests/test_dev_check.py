@@ -76,7 +76,7 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
         "gives edge 2 points",
         "03_causal/causal_attention: exercises/03_causal/hints.md has no '## causal_attention' section",
         "03_causal/attention_dropout: exercises/03_causal/test_attention_dropout.py has no test calling "
-        "assert_does_its_own_work('attention_dropout'), though the rubric names library shortcuts for dropout",
+        "assert_does_its_own_work('attention_dropout'), though the rubric forbids operations in dropout",
         "exercises/conftest.py: GROUPS is ('01_simple_attention', '02_trainable_weights', '04_multihead'), the "
         "rubric's groups are ('01_simple_attention', '02_trainable_weights', '03_causal', '04_multihead')",
         "04_multihead: docs/students.md does not name `exercises/04_multihead`",

@@ -26,6 +26,8 @@ import types
 
 import kata_gpu
 
+from kata_worker.tracing import Tracer
+
 MAX_DEPTH = 50
 _torch = None  # set by init() once torch is imported
 _SCALARS = ()
@@ -133,6 +135,7 @@ class Worker:
         self.modules = KataModules(copy_dir, groups)
         self.refs = {}
         self.next_ref = 1
+        self.tracer = Tracer(copy_dir)  # which torch operations each request's student code ran (tracing.py)
         self.watchdog = _Watchdog()
         # Only a parent of the student's own uid can be killed by its code (a domain without a uid of its own).
         self.parent = os.getppid() if watch_parent else None
@@ -142,6 +145,7 @@ class Worker:
         n = self.next_ref
         self.next_ref += 1
         self.refs[n] = obj
+        self.tracer.owners[n] = self.tracer.owner
         label, calls = _describe(obj)
         return {"__ref__": n, "label": label, "calls": calls}
 
@@ -242,16 +246,22 @@ class Worker:
                 return
             for n in req.get("release", ()):
                 self.refs.pop(n, None)
+                self.tracer.forget(n)
             timeout = req.get("t")
             if timeout:
                 # Where a hung call is stuck: the grader reads this from the output tail after killing us.
                 self.watchdog.deadline = time.monotonic() + max(0.05, timeout - 0.25)
+            self.tracer.begin(req)
             try:
-                response = {"ok": self.out(self.handle(req))}
+                with self.tracer.trace:  # the answer's conversion may run student code too (a generator)
+                    response = {"ok": self.out(self.handle(req))}
             except BaseException as exc:  # the student's code may raise anything, SystemExit included
                 response = {"error": self.error(exc)}
             finally:
                 self.watchdog.deadline = None
+            trace = self.tracer.finish()
+            if trace is not None:
+                response["trace"] = trace
             if self.parent is not None and _parent_doomed(self.parent):
                 # The code just run killed our parent (the template, or the launcher's shell). Under
                 # bubblewrap the sandbox is being torn down around us; how many answers get out first

@@ -1,0 +1,130 @@
+"""What a request's student code ran, as plain values beside its answer: the from-scratch rule's record.
+
+Every request that may run student code runs under ``kata_trace.Trace`` (exercises/kata_trace.py, the file
+the public tests use too). Its answer then carries ``"trace": {"owner", "ran", "review"}`` when there is
+something to say:
+
+* ``owner``: the public name whose call made the object the request acted on (``module_attr`` of
+  ``CausalAttention`` makes the class, calling it an instance, calling that its output: all
+  ``CausalAttention``'s). The grader charges a kind of operation only to a name its rubric forbids it in;
+  nothing is decided here.
+* ``ran``: ``{kind of operation: [routes]}`` from the trace (``{"softmax": ["torch function softmin"]}``).
+* ``review``: what, in this domain, could hide operations from the trace, each said once: what the trace
+  found at the end of the request (:meth:`kata_trace.Trace.tampered`), a thread or a process started by the
+  student's code (the trace's modes are the calling thread's, and a child's operations are not ours to
+  see), and names of torch's dispatch internals, of the trace or of threads and processes in the code
+  objects of the student's modules once they are loaded (``_DisableTorchFunction``, ``__torch_dispatch__``,
+  ``kata_trace``: no attention code needs them).
+"""
+
+import _thread
+import os
+import sys
+import threading
+
+import kata_trace
+
+# Names no attention code needs: torch's dispatch internals, the trace itself, threads and processes. Found in
+# the student's compiled code (names and identifier-like string constants), they are worth a reviewer's look.
+SUSPECT = ("DisableTorch", "torch_function", "torch_dispatch", "TorchFunctionMode", "TorchDispatchMode",
+           "_python_dispatch", "dispatch_stack", "function_stack", "_pop_mode", "_push_mode", "disable_current_modes",
+           "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace", "_thread", "threading",
+           "multiprocessing", "concurrent", "subprocess", "fork", "posix_spawn", "ctypes", "get_referrers",
+           "get_objects")
+_PROCESS_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen")
+MAX_REVIEW = 20
+
+
+class Tracer:
+    """One domain's tracing: the trace, who owns each ref, and what was found for review (each said once)."""
+
+    def __init__(self, copy_dir):
+        self.trace = kata_trace.Trace()
+        self.prefix = copy_dir.rstrip("/") + "/"
+        self.owner = None  # the public name the current request acts for
+        self.owners = {}  # ref number -> public name
+        self.said = set()
+        self.new = []  # review lines not yet sent
+        self.started = []  # threads or processes started during the current request
+        self.scanned = set()
+        self.modules_seen = 0
+        _watch_threads_and_processes(self.started)
+
+    def begin(self, req):
+        """Before a request: whose call it is."""
+        obj = req.get("obj")
+        self.owner = req.get("name") if req["op"] == "module_attr" else (
+            self.owners.get(obj.get("__ref__")) if type(obj) is dict else None)
+        del self.started[:]
+
+    def finish(self):
+        """After a request (and its answer's conversion): the ``trace`` field of the answer, or None."""
+        ran = self.trace.ran
+        for sign in self.trace.left:
+            self._review(sign)
+        for what in self.started:
+            self._review(f"the student's code started {what} while a test ran (the trace sees this thread only)")
+        if len(sys.modules) != self.modules_seen:
+            self._scan_modules()
+        if not ran and not self.new:
+            return None
+        trace = {"owner": self.owner, "ran": ran}
+        if self.new:
+            trace["review"], self.new = self.new, []
+        return trace
+
+    def forget(self, n):
+        self.owners.pop(n, None)
+
+    def _review(self, line):
+        if line not in self.said and len(self.said) < MAX_REVIEW:
+            self.said.add(line)
+            self.new.append(line)
+
+    def _scan_modules(self):
+        """Look once into each module loaded from the student's copy for SUSPECT names."""
+        self.modules_seen = len(sys.modules)
+        for module in list(sys.modules.values()):
+            file = getattr(module, "__file__", None)
+            if not isinstance(file, str) or not file.startswith(self.prefix) or file in self.scanned:
+                continue
+            self.scanned.add(file)
+            try:
+                with open(file, "rb") as f:
+                    code = compile(f.read(), file, "exec", dont_inherit=True)
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            found = sorted({token for name in _names(code) for token in SUSPECT if token in name})
+            if found:
+                self._review(f"{file[len(self.prefix):]} names {', '.join(found)} (torch's dispatch internals, "
+                             "the trace, threads or processes: code that could hide operations from the trace)")
+
+
+def _names(code, depth=0):
+    """The names a code object and those nested in it use, and its identifier-like string constants."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, str) and len(const) < 80 and " " not in const:
+            names.add(const)
+        elif hasattr(const, "co_names") and depth < 50:
+            names |= _names(const, depth + 1)
+    return names
+
+
+def _watch_threads_and_processes(started):
+    """Note each thread or process started from now on (the trace's modes are per thread, and a child's
+    operations are its own): thread starts by wrapping the functions that make them, processes by an audit hook."""
+    def wrap(start):
+        def start_thread(*args, **kwargs):
+            started.append("a thread")
+            return start(*args, **kwargs)
+        return start_thread
+
+    if not getattr(_thread.start_new_thread, "kata_watched", False):
+        original = _thread.start_new_thread
+        for owner, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
+            if getattr(owner, name, None) is not None:
+                setattr(owner, name, wrap(original))
+        _thread.start_new_thread.kata_watched = True
+    sys.addaudithook(lambda event, args: started.append("a process") if event.startswith(_PROCESS_EVENTS) else None)
+    os.register_at_fork(before=lambda: started.append("a process"))
