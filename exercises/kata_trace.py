@@ -33,7 +33,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-TABLE = Path(__file__).with_name("shortcuts.json")
+TABLE = Path(__file__).resolve().with_name("shortcuts.json")  # tests/kata_trace.py links here
 
 # The one place that says what each kind of operation tests/rubric.json may forbid ("forbidden") covers: a
 # pattern over the names of the torch functions called and of the aten operations run (torch 2.13: F.dropout

@@ -26,11 +26,13 @@ import kata_trace
 
 # Names no attention code needs: torch's dispatch internals, the trace itself, threads and processes. Found in
 # the student's compiled code (names and identifier-like string constants), they are worth a reviewer's look.
+# Parts of names (torch's internals) and whole names (modules and functions that also name honest things:
+# ``fork_rng`` is fine, ``os.fork`` is not).
 SUSPECT = ("DisableTorch", "torch_function", "torch_dispatch", "TorchFunctionMode", "TorchDispatchMode",
            "_python_dispatch", "dispatch_stack", "function_stack", "_pop_mode", "_push_mode", "disable_current_modes",
-           "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace", "_thread", "threading",
-           "multiprocessing", "concurrent", "subprocess", "fork", "posix_spawn", "ctypes", "get_referrers",
-           "get_objects")
+           "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace")
+SUSPECT_NAMES = frozenset({"_thread", "threading", "multiprocessing", "concurrent", "subprocess", "fork", "forkpty",
+                           "posix_spawn", "posix_spawnp", "ctypes", "get_referrers", "get_objects"})
 _PROCESS_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen")
 MAX_REVIEW = 20
 
@@ -94,7 +96,8 @@ class Tracer:
                     code = compile(f.read(), file, "exec", dont_inherit=True)
             except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
-            found = sorted({token for name in _names(code) for token in SUSPECT if token in name})
+            names = _names(code)
+            found = sorted({token for name in names for token in SUSPECT if token in name} | (names & SUSPECT_NAMES))
             if found:
                 self._review(f"{file[len(self.prefix):]} names {', '.join(found)} (torch's dispatch internals, "
                              "the trace, threads or processes: code that could hide operations from the trace)")
