@@ -58,15 +58,16 @@ PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:ran
 
 def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True) -> WorkerClient:
+                 start: bool = True, review: set[str] | None = None) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
-    ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
+    ``review``: the set the worker's lines for review go into (grader/sandbox/kata_worker/tracing.py), shared by
+    a grading's workers. ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
     imported torch would wait for it here.
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
+                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS, review=review)
     return client.start() if start else client
 
 

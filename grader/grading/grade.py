@@ -54,7 +54,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
+        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains,
+                  "review": set()}  # what the workers found that could hide operations from the trace
         run = None
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
             run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
@@ -67,9 +68,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
             with engine.start_worker(root, substitutes=substitutes, **limits) as worker:
                 yield RemoteImpl(worker, rubric.owner_of)
-                review.update(worker.review)
 
-        review = tests_worker.review  # what could hide operations from the trace: every worker's (a set)
         try:
             outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
             gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
@@ -78,10 +77,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
-            try:
-                return charge_shortcuts(rubric, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
-            finally:
-                review.update(retry_worker.review)
+            return charge_shortcuts(rubric, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
 
         if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
@@ -94,7 +90,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         isolation=domains.isolation.mode.name,
         execution_time=time.perf_counter() - started,
         warnings=[*domains.isolation.warnings, *left_out],
-        review=sorted(review),
+        review=sorted(limits["review"]),
     )
 
 

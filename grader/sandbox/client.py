@@ -79,7 +79,8 @@ class WorkerClient:
 
     def __init__(self, submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
+                 review: set[str] | None = None):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
         self.memory_mb = memory_mb
@@ -105,7 +106,7 @@ class WorkerClient:
         # What the student's code ran in the last request, (owner, {kind of operation: routes}) or None, and what
         # the worker found that could hide operations from that record (grader/sandbox/kata_worker/tracing.py).
         self.last_trace: tuple[str, dict[str, tuple[str, ...]]] | None = None
-        self.review: set[str] = set()
+        self.review: set[str] = set() if review is None else review
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> WorkerClient:
