@@ -77,6 +77,11 @@ class _Dispatch(TorchDispatchMode):
         super().__init__()
         self.trace = trace
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No: that wrapping imports torch._dynamo (2 s of CPU) on first use, and nothing is compiled here."""
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.trace.note(func.__name__.split(".")[0], "aten op", types)
         return func(*args, **(kwargs or {}))
