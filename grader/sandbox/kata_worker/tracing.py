@@ -8,7 +8,10 @@ something to say:
   ``CausalAttention`` makes the class, calling it an instance, calling that its output: all
   ``CausalAttention``'s). The grader charges a kind of operation only to a name its rubric forbids it in;
   nothing is decided here.
-* ``ran``: ``{kind of operation: [routes]}`` from the trace (``{"softmax": ["torch function softmin"]}``).
+* ``ran``: ``{kind of operation: [routes]}`` from the trace (``{"softmax": ["torch function softmin"]}``):
+  the torch functions called, always; the aten operations run, in the first requests for each public name
+  and in a share of the others drawn at random (``DEEP_FIRST``, ``DEEP_ODDS``: the aten level costs 20 us
+  an operation, and every public route is a torch function).
 * ``review``: what, in this domain, could hide operations from the trace, each said once: what the trace
   found at the end of the request (:meth:`kata_trace.Trace.tampered`), a thread or a process started by the
   student's code (the trace's modes are the calling thread's, and a child's operations are not ours to
@@ -18,6 +21,7 @@ something to say:
 """
 
 import _thread
+import collections
 import os
 import sys
 import threading
@@ -30,11 +34,16 @@ import kata_trace
 # ``fork_rng`` is fine, ``os.fork`` is not).
 SUSPECT = ("DisableTorch", "torch_function", "torch_dispatch", "TorchFunctionMode", "TorchDispatchMode",
            "_python_dispatch", "dispatch_stack", "function_stack", "_pop_mode", "_push_mode", "disable_current_modes",
-           "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace")
+           "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace", "kata_worker",
+           "_dispatch_", "torch_function_state")
 SUSPECT_NAMES = frozenset({"_thread", "threading", "multiprocessing", "concurrent", "subprocess", "fork", "forkpty",
                            "posix_spawn", "posix_spawnp", "ctypes", "get_referrers", "get_objects"})
 _PROCESS_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen")
 MAX_REVIEW = 20
+# The aten level (kata_trace.Trace.deep, 20 us an operation) watches the first requests for each public name and
+# then one request in DEEP_ODDS, drawn from os.urandom (never torch's generator: no seeded result moves): code that
+# gets under the torch functions (watched always) cannot tell ahead which of its calls are watched twice.
+DEEP_FIRST, DEEP_ODDS = 3, 8
 
 
 class Tracer:
@@ -50,6 +59,7 @@ class Tracer:
         self.started = []  # threads or processes started during the current request
         self.scanned = set()
         self.modules_seen = 0
+        self.requests = collections.Counter()  # requests per owner so far
         _watch_threads_and_processes(self.started)
 
     def begin(self, req):
@@ -58,6 +68,8 @@ class Tracer:
         self.owner = req.get("name") if req["op"] == "module_attr" else (
             self.owners.get(obj.get("__ref__")) if type(obj) is dict else None)
         del self.started[:]
+        self.requests[self.owner] += 1
+        self.trace.deep = self.requests[self.owner] <= DEEP_FIRST or os.urandom(1)[0] < 256 // DEEP_ODDS
 
     def finish(self):
         """After a request (and its answer's conversion): the ``trace`` field of the answer, or None."""
