@@ -29,7 +29,8 @@ import threading
 import kata_trace
 
 # Names no attention code needs: torch's dispatch internals, the trace itself, threads and processes. Found in
-# the student's compiled code (names and identifier-like string constants), they are worth a reviewer's look.
+# the student's code (the names its modules bind, and the names and identifier-like string constants of the
+# code of their functions and classes), they are worth a reviewer's look.
 # Parts of names (torch's internals) and whole names (modules and functions that also name honest things:
 # ``fork_rng`` is fine, ``os.fork`` is not).
 SUSPECT = ("DisableTorch", "torch_function", "torch_dispatch", "TorchFunctionMode", "TorchDispatchMode",
@@ -96,23 +97,33 @@ class Tracer:
             self.new.append(line)
 
     def _scan_modules(self):
-        """Look once into each module loaded from the student's copy for SUSPECT names."""
+        """Look once into each module loaded from the student's copy for SUSPECT names (its functions' and
+        classes' code: compiling the file again would double what importing it cost)."""
         self.modules_seen = len(sys.modules)
         for module in list(sys.modules.values()):
             file = getattr(module, "__file__", None)
             if not isinstance(file, str) or not file.startswith(self.prefix) or file in self.scanned:
                 continue
             self.scanned.add(file)
-            try:
-                with open(file, "rb") as f:
-                    code = compile(f.read(), file, "exec", dont_inherit=True)
-            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            names = _names(code)
+            names = set(vars(module)) | _names_in(vars(module).values(), file, module.__name__)
             found = sorted({token for name in names for token in SUSPECT if token in name} | (names & SUSPECT_NAMES))
             if found:
                 self._review(f"{file[len(self.prefix):]} names {', '.join(found)} (torch's dispatch internals, "
                              "the trace, threads or processes: code that could hide operations from the trace)")
+
+
+def _names_in(values, file, module, depth=0):
+    """The names used by the code of the functions and classes among ``values`` that ``module`` (its ``file``)
+    defines."""
+    names = set()
+    for value in values:
+        if isinstance(value, type) and value.__module__ == module and depth < 5:
+            names.add(value.__name__)
+            names |= _names_in(list(vars(value).values()), file, module, depth + 1)
+        for code in (getattr(value, "__code__", None), getattr(getattr(value, "__func__", None), "__code__", None)):
+            if code is not None and getattr(code, "co_filename", None) == file:
+                names |= _names(code)
+    return names
 
 
 def _names(code, depth=0):
