@@ -234,8 +234,9 @@ class Worker:
                 shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                 raise ValueError(f"the output has shape {shape}; the gradient given has {tuple(grad_output.shape)}")
             (out * grad_output).sum().backward()  # = out.backward(grad_output); see kata_seam.backward_with
-            grads = {name: (None if p.grad is None else p.grad.detach().clone())
-                     for name, p in target.named_parameters()}
+            with torch._C.DisableTorchFunction():  # the worker's own copies: not the trace's to watch (tracing.py)
+                grads = {name: (None if p.grad is None else p.grad.detach().clone())
+                         for name, p in target.named_parameters()}
             return out.detach(), grads
         raise ValueError(f"unknown operation {op!r}")
 
@@ -333,7 +334,7 @@ def _parent_doomed(parent):
 
 def _snapshot(t):
     torch = _torch
-    with torch._C.DisableTorchFunctionSubclass():
+    with torch._C.DisableTorchFunction():  # subclasses' and the trace's (the worker's own copy: tracing.py)
         c = torch.Tensor.detach(t)
         if c.layout != torch.strided:
             raise TypeError(f"a tensor with layout {c.layout} cannot be sent to the grader")

@@ -29,22 +29,22 @@ import threading
 import kata_trace
 
 # Names no attention code needs: torch's dispatch internals, the trace itself, threads and processes. Found in
-# the student's code (the names its modules bind, and the names and identifier-like string constants of the
-# code of their functions and classes), they are worth a reviewer's look.
+# the student's code (the names and identifier-like string constants of the code of its modules' functions and
+# classes, the classes' attributes and bases), they are worth a reviewer's look.
 # Parts of names (torch's internals) and whole names (modules and functions that also name honest things:
 # ``fork_rng`` is fine, ``os.fork`` is not).
 SUSPECT = ("DisableTorch", "torch_function", "torch_dispatch", "TorchFunctionMode", "TorchDispatchMode",
            "_python_dispatch", "dispatch_stack", "function_stack", "_pop_mode", "_push_mode", "disable_current_modes",
            "DispatchKey", "dispatch_mode", "skip_one_hop", "skip_next_torch", "kata_trace", "kata_worker",
            "_dispatch_", "torch_function_state")
-SUSPECT_NAMES = frozenset({"_thread", "threading", "multiprocessing", "concurrent", "subprocess", "fork", "forkpty",
-                           "posix_spawn", "posix_spawnp", "ctypes", "get_referrers", "get_objects"})
-_PROCESS_EVENTS = ("os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "subprocess.Popen")
+SUSPECT_NAMES = frozenset({"_thread", "threading", "multiprocessing", "concurrent", "subprocess", "_posixsubprocess",
+                           "fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "ctypes",
+                           "get_referrers", "get_objects"})
 MAX_REVIEW = 20
 # The aten level (kata_trace.Trace.deep, 20 us an operation) watches the first requests for each public name and
 # then one request in DEEP_ODDS, drawn from os.urandom (never torch's generator: no seeded result moves): code that
 # gets under the torch functions (watched always) cannot tell ahead which of its calls are watched twice.
-DEEP_FIRST, DEEP_ODDS = 3, 8
+DEEP_FIRST, DEEP_ODDS = 2, 16
 
 
 class Tracer:
@@ -105,7 +105,7 @@ class Tracer:
             if not isinstance(file, str) or not file.startswith(self.prefix) or file in self.scanned:
                 continue
             self.scanned.add(file)
-            names = set(vars(module)) | _names_in(vars(module).values(), file, module.__name__)
+            names = _names_in(list(vars(module).values()), file, module.__name__)
             found = sorted({token for name in names for token in SUSPECT if token in name} | (names & SUSPECT_NAMES))
             if found:
                 self._review(f"{file[len(self.prefix):]} names {', '.join(found)} (torch's dispatch internals, "
@@ -117,8 +117,8 @@ def _names_in(values, file, module, depth=0):
     defines."""
     names = set()
     for value in values:
-        if isinstance(value, type) and value.__module__ == module and depth < 5:
-            names.add(value.__name__)
+        if isinstance(value, type) and value.__module__ == module and depth < 5:  # its attributes and bases too
+            names |= set(vars(value)) | {base.__name__ for base in value.__mro__}
             names |= _names_in(list(vars(value).values()), file, module, depth + 1)
         for code in (getattr(value, "__code__", None), getattr(getattr(value, "__func__", None), "__code__", None)):
             if code is not None and getattr(code, "co_filename", None) == file:
@@ -139,18 +139,22 @@ def _names(code, depth=0):
 
 def _watch_threads_and_processes(started):
     """Note each thread or process started from now on (the trace's modes are per thread, and a child's
-    operations are its own): thread starts by wrapping the functions that make them, processes by an audit hook."""
-    def wrap(start):
-        def start_thread(*args, **kwargs):
-            started.append("a thread")
+    operations are its own): by wrapping the functions that start them, and a hook before every fork. (Not an
+    audit hook: a Python call per audited event cost 15% of a forward pass.)"""
+    def wrap(start, what):
+        def watched(*args, **kwargs):
+            started.append(what)
             return start(*args, **kwargs)
-        return start_thread
+        watched.kata_watched = True
+        return watched
 
-    if not getattr(_thread.start_new_thread, "kata_watched", False):
-        original = _thread.start_new_thread
-        for owner, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
-            if getattr(owner, name, None) is not None:
-                setattr(owner, name, wrap(original))
-        _thread.start_new_thread.kata_watched = True
-    sys.addaudithook(lambda event, args: started.append("a process") if event.startswith(_PROCESS_EVENTS) else None)
+    import _posixsubprocess
+
+    for owner, name, what in ((_thread, "start_new_thread", "a thread"), (_thread, "start_new", "a thread"),
+                              (threading, "_start_new_thread", "a thread"), (os, "posix_spawn", "a process"),
+                              (os, "posix_spawnp", "a process"), (os, "system", "a process"), (os, "execv", "a process"),
+                              (os, "execve", "a process"), (_posixsubprocess, "fork_exec", "a process")):
+        original = getattr(owner, name, None)
+        if original is not None and not getattr(original, "kata_watched", False):
+            setattr(owner, name, wrap(original, what))
     os.register_at_fork(before=lambda: started.append("a process"))
