@@ -151,6 +151,7 @@ class _Run:
         self.client, self.rubric, self.files = client, rubric, files  # files: the test files to run (None: all)
         self.standins = frozenset(standins)
         self.where = rubric.owner_of
+        self.traced = frozenset(rubric.forbidden)  # the names the worker traces (kata_worker/tracing.py)
         self.guard = _Guard()
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
@@ -170,7 +171,7 @@ class _Run:
             raise WorkerFailure("not run: the grading was interrupted", "poisoned")
         self.guard.current_exercise = exercise
         self.guard.check_exercise(exercise)
-        return RemoteImpl(self.client, self.where, self.guard)
+        return RemoteImpl(self.client, self.where, self.guard, self.traced)
 
     def start_test(self, item: Any) -> None:
         self.guard.start_test(dict(item.user_properties).get("exercise", ""), self.client.call_timeout, self.client)

@@ -120,10 +120,12 @@ class RemoteImpl:
     ran, for which public name (``observer.on_trace(owner, {kind: routes})``).
     """
 
-    def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None):
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None,
+                 traced: frozenset[str] = frozenset()):
         self._kata_client = client
         self._kata_where = where
         self._kata_observer = observer
+        self._kata_traced = traced  # the public names whose calls run under the trace (the rubric's ``forbidden``)
 
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
@@ -164,8 +166,8 @@ class RemoteImpl:
             return cached
         importing = module not in client.imported or client._proc is None
         what = f"import of {module}" if importing else f"{module}.{name}"
-        value = self._kata_request({"op": "module_attr", "module": module, "name": name}, what,
-                                   importing=module if importing else None)
+        value = self._kata_request({"op": "module_attr", "module": module, "name": name,
+                                    "traced": name in self._kata_traced}, what, importing=module if importing else None)
         client.imported.add(module)
         if isinstance(value, RemoteObject):
             client.cache[(value._kata_ref.generation, module, name)] = value

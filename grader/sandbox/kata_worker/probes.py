@@ -252,15 +252,15 @@ class Worker:
             if timeout:
                 # Where a hung call is stuck: the grader reads this from the output tail after killing us.
                 self.watchdog.deadline = time.monotonic() + max(0.05, timeout - 0.25)
-            self.tracer.begin(req)
+            context = self.tracer.begin(req)
             try:
-                with self.tracer.trace:  # the answer's conversion may run student code too (a generator)
+                with context:  # the answer's conversion may run student code too (a generator)
                     response = {"ok": self.out(self.handle(req))}
             except BaseException as exc:  # the student's code may raise anything, SystemExit included
                 response = {"error": self.error(exc)}
             finally:
                 self.watchdog.deadline = None
-            trace = self.tracer.finish()
+            trace = self.tracer.finish(context)
             if trace is not None:
                 response["trace"] = trace
             if self.parent is not None and _parent_doomed(self.parent):

@@ -22,6 +22,7 @@ something to say:
 
 import _thread
 import collections
+import contextlib
 import os
 import sys
 import threading
@@ -41,6 +42,7 @@ SUSPECT_NAMES = frozenset({"_thread", "threading", "multiprocessing", "concurren
                            "fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "ctypes",
                            "get_referrers", "get_objects"})
 MAX_REVIEW = 20
+_UNTRACED = contextlib.nullcontext()
 # The aten level (kata_trace.Trace.deep, 20 us an operation) watches the first requests for each public name and
 # then one request in DEEP_ODDS, drawn from os.urandom (never torch's generator: no seeded result moves): code that
 # gets under the torch functions (watched always) cannot tell ahead which of its calls are watched twice.
@@ -61,21 +63,31 @@ class Tracer:
         self.scanned = set()
         self.modules_seen = 0
         self.requests = collections.Counter()  # requests per owner so far
+        self.traced = set()  # the public names whose requests run under the trace
         _watch_threads_and_processes(self.started)
 
     def begin(self, req):
-        """Before a request: whose call it is."""
+        """Before a request: whose call it is, and whether it runs under the trace (the context to run it in):
+        the grader asks for the trace when it looks a public name up (``module_attr`` with ``traced``), for
+        the names its rubric forbids operations in; the others' requests run as they are."""
         obj = req.get("obj")
-        self.owner = req.get("name") if req["op"] == "module_attr" else (
-            self.owners.get(obj.get("__ref__")) if type(obj) is dict else None)
+        if req["op"] == "module_attr":
+            self.owner = req.get("name")
+            if req.get("traced") is True:
+                self.traced.add(self.owner)
+        else:
+            self.owner = self.owners.get(obj.get("__ref__")) if type(obj) is dict else None
         del self.started[:]
+        if self.owner not in self.traced:
+            return _UNTRACED
         self.requests[self.owner] += 1
         self.trace.deep = self.requests[self.owner] <= DEEP_FIRST or os.urandom(1)[0] < 256 // DEEP_ODDS
+        return self.trace
 
-    def finish(self):
-        """After a request (and its answer's conversion): the ``trace`` field of the answer, or None."""
-        ran = self.trace.ran
-        for sign in self.trace.left:
+    def finish(self, context):
+        """After a request run in ``context`` (and its answer's conversion): the answer's ``trace``, or None."""
+        ran = self.trace.ran if context is self.trace else {}
+        for sign in (self.trace.left if context is self.trace else ()):
             self._review(sign)
         for what in self.started:
             self._review(f"the student's code started {what} while a test ran (the trace sees this thread only)")
