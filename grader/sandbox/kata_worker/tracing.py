@@ -1,7 +1,8 @@
 """What a request's student code ran, as plain values beside its answer: the from-scratch rule's record.
 
-Every request that may run student code runs under ``kata_trace.Trace`` (exercises/kata_trace.py, the file
-the public tests use too). Its answer then carries ``"trace": {"owner", "ran", "review"}`` when there is
+Every request for a public name the grader asks to trace (``module_attr`` with ``traced``: the names its rubric
+forbids operations in) runs under ``kata_trace.Trace`` (exercises/kata_trace.py, the file the public tests use
+too); the others run as they are (nothing of theirs is charged). Its answer then carries ``"trace": {"owner", "ran", "review"}`` when there is
 something to say:
 
 * ``owner``: the public name whose call made the object the request acted on (``module_attr`` of
