@@ -202,14 +202,16 @@ HIDDEN = {
 }
 
 
-def test_hiding_from_the_trace_is_put_up_for_review(shared_domains, tmp_path):
+def test_hiding_from_the_trace_is_put_up_for_review(domains, tmp_path):
+    """In every isolation mode: dispatch internals named in the code, a thread of its own, the trace's mode
+    popped at run time. None is paid silently: the report, its text, the CSV row and the class summary say so."""
     sub = build_submission("from_scratch_hidden", tmp_path)
     for file, (anchor, route) in HIDDEN.items():
         path = sub / file
         text = path.read_text()
         assert text.count(anchor) == 1, file
         path.write_text(text.replace(anchor, route + anchor))
-    report = grade(sub, GradeOptions(gpu="skip"), shared_domains)
+    report = grade(sub, GradeOptions(gpu="skip"), domains)
     review = "\n".join(report.review)
     assert "normalization.py names" in review and "DisableTorch" in review, review
     assert "started a thread" in review, review
