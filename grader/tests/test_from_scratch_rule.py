@@ -20,13 +20,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.classroom.grades_sheet import REVIEW_COLUMN, csv_row, write_grades
+from grader.classroom.grades_sheet import REVIEW_COLUMN, csv_row, read_class, write_grades
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.grading.results import TestOutcome
 from grader.grading.scoring import charge_shortcuts
-from grader.reports.class_numbers import summarize_class
-from grader.reports.class_summary import to_markdown
+from grader.classroom.class_numbers import summarize_class
+from grader.classroom.class_summary import to_markdown
 from grader.reports.json_report import to_json
 from grader.reports.text import to_text
 from grader.rubric import EXERCISES_DIR, GROUPS, STANDINS_DIR, load_rubric
@@ -223,7 +223,7 @@ def test_hiding_from_the_trace_is_put_up_for_review(domains, tmp_path):
     assert "started a thread" in row[REVIEW_COLUMN]
     csv_path = tmp_path / "grades.csv"
     write_grades(csv_path, [row, csv_row("alice", {"report": {**data, "review": []}}, "1" * 64)])
-    summary = summarize_class(csv_path, {})
+    summary = summarize_class(read_class(csv_path))
     assert set(summary.review) == {"mallory"}
     assert "## For review" in to_markdown(summary)
 

@@ -33,13 +33,14 @@ _torch = None  # set by init() once torch is imported
 _SCALARS = ()
 
 
-_NOT_STUDENT = ()  # the folders of torch and of this package
+_NOT_STUDENT = ()  # the folders of torch and of this package, and the simulated GPU's file
 
 
 def init(torch) -> None:
     global _torch, _SCALARS, _NOT_STUDENT
     _torch = torch
-    _NOT_STUDENT = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+    _NOT_STUDENT = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)),
+                    os.path.abspath(kata_gpu.__file__))
     kata_gpu.TOOL_FOLDERS.add(os.path.dirname(os.path.abspath(__file__)))  # where a tensor was made: never here
     _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
 
