@@ -91,8 +91,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         gpu_check=gpu_check,
         isolation=domains.isolation.mode.name,
         execution_time=time.perf_counter() - started,
-        warnings=[*domains.isolation.warnings, *left_out],
-        review=sorted(limits["review"]),
+        warnings=[*domains.isolation.warnings, *left_out], review=sorted(limits["review"]),
     )
 
 
