@@ -8,8 +8,10 @@ folder, removed at the end). Each round runs, for BASELINE then CANDIDATE, one p
 that commit's grader, starts one template (``--sandbox``: the best isolation here by default), grades
 the stubs once untimed, then its ``exercises/`` (the stubs: every test fails) and its ``solutions/``
 ``--repeat`` times each. Printed per grading: the grader's own CPU milliseconds (user + system of
-this process: pytest, the hidden tests, the client) and the machine's (all cores, from /proc/stat: the
-domain and the template too; run it on a quiet machine), then the medians over the rounds. The
+this process: pytest, the hidden tests, the client), the workers' (user + system of each domain's
+processes, read from /proc just before the grader ends it: where the student's code and the trace of
+the operations it runs are) and the machine's (all cores, from /proc/stat: the template too, and
+whatever else runs; run it on a quiet machine), then the medians over the rounds. The
 GPU-run check is skipped: it grades the same modules again (benchmarks/gpu_check_standin.py).
 """
 
@@ -38,17 +40,27 @@ def measure(tree: Path, repeat: int, sandbox: str) -> dict[str, list[float]]:
     from grader.grading.options import GradeOptions
     from grader.sandbox.domains import Domains
     from grader.sandbox.modes import choose_isolation
+    from grader.sandbox.process import RunningDomain
 
     assert Path(grader.__file__).resolve().is_relative_to(tree.resolve()), grader.__file__
+    workers = [0.0]  # CPU seconds of the domains ended so far
+    end = RunningDomain.kill
+
+    def kill(domain: RunningDomain) -> None:
+        workers[0] += domain.cpu_seconds(rescan=True) or 0.0
+        end(domain)
+
+    RunningDomain.kill = kill
     options = GradeOptions(sandbox=sandbox, gpu="skip")
     with Domains(choose_isolation(sandbox)) as domains:
         grade(tree / "exercises", options, domains)  # untimed: pytest's start and the collection
         result = {}
         for kind in KINDS:
-            own, machine = time.process_time(), machine_busy()
+            own, worker, machine = time.process_time(), workers[0], machine_busy()
             for _ in range(repeat):
                 grade(tree / kind, options, domains)
-            result[kind] = [(time.process_time() - own) * 1000 / repeat, (machine_busy() - machine) * 1000 / repeat]
+            result[kind] = [(time.process_time() - own) * 1000 / repeat, (machine_busy() - machine) * 1000 / repeat,
+                            (workers[0] - worker) * 1000 / repeat]
     return result
 
 
@@ -83,14 +95,16 @@ def main() -> int:
                                           str(args.repeat), "--sandbox", args.sandbox], cwd=tree, check=True,
                                          capture_output=True, text=True).stdout
                     runs[tree].append(json.loads(out.splitlines()[-1]))
-                    cells = "  ".join(f"{k}: own {v[0]:.0f} ms, machine {v[1]:.0f} ms" for k, v in runs[tree][-1].items())
+                    cells = "  ".join(f"{k}: own {v[0]:.0f} ms, worker {v[2]:.0f} ms, machine {v[1]:.0f} ms"
+                                      for k, v in runs[tree][-1].items())
                     print(f"round {round_} {tree.name}  {cells}", flush=True)
         finally:
             for tree in trees:
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO, check=False,
                                capture_output=True)
     for tree in trees:
-        cells = "  ".join(f"{k}: own {statistics.median(r[k][0] for r in runs[tree]):.0f} ms, machine "
+        cells = "  ".join(f"{k}: own {statistics.median(r[k][0] for r in runs[tree]):.0f} ms, worker "
+                          f"{statistics.median(r[k][2] for r in runs[tree]):.0f} ms, machine "
                           f"{statistics.median(r[k][1] for r in runs[tree]):.0f} ms" for k in KINDS)
         print(f"median  {tree.name}  {cells}")
     return 0

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 import kata_known
-import kata_shortcuts
+import kata_trace
 from kata_known import creation_order  # noqa: F401 -- the tests import it from here
 from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: the tests import them from here
     BATCH_DOT_T, BATCH_SIZE_MISMATCH, BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED,
@@ -93,22 +93,15 @@ def load(module: str):
 
 
 def assert_does_its_own_work(module: str) -> None:
-    """The module's functions and classes call none of the library functions that would do their work
-    for them (``exercises/shortcuts.json``; found in the source by ``kata_shortcuts``, never run)."""
+    """None of the kinds of operation that would do the module's work for it (``exercises/shortcuts.json``) runs
+    inside its functions and classes, run on small inputs under the trace the grader uses (``kata_trace``)."""
     __tracebackhide__ = True
-    forbidden = kata_shortcuts.table().get(module, {})
-    source = kata_shortcuts.source_of(load(module), forbidden)
-    if source is None:
-        raise KataCheckFailed(f"cannot read the code of {', '.join(forbidden)} here: run the notebook in Jupyter")
-    unwritten = kata_shortcuts.not_written(source, list(forbidden))
-    if unwritten:  # checked once written (a stub takes no shortcut, and has not done the work either)
-        raise NotImplementedError(f"{', '.join(unwritten)}: not written yet (then this test checks it takes no "
-                                  "library shortcut)")
-    found = kata_shortcuts.find(source, forbidden)
+    forbidden = kata_trace.table().get(module, {})
+    found = kata_trace.forbidden_runs(load(module), forbidden)  # a stub's NotImplementedError: "not written yet"
     if found:
-        fail(f"reading {module}'s code", f"likely cause: {kata_shortcuts.describe(found)}: that call does the work this exercise "
-             "asks you to write yourself (the grader counts nothing for the tests that reach it)",
-             "write it with plain tensor operations; exercises/shortcuts.json lists the calls each name must not use")
+        fail(f"{', '.join(forbidden)} of {module} under the trace of the operations that ran", *found,
+             "that operation does the work this exercise asks you to write yourself (the grader counts nothing for "
+             "the tests in which it runs): write it with plain tensor operations")
 
 
 # --- formatting -------------------------------------------------------------------------------------

@@ -30,9 +30,10 @@ SOLUTIONS_DIR = REPO_ROOT / "solutions"
 EXERCISES_DIR = REPO_ROOT / "exercises"  # the students' tree: stubs, public tests, READMEs, hints
 STANDINS_DIR = TESTS_DIR / "standins"  # what a re-grade puts in place of a module (tests/standins/README.md)
 # The students' tools that the grader's worker imports as its own: one file for both sides (exercises/<name>.py),
-# so that a public test and the grader run the same code (the simulated GPU). grader/sandbox/modes.py shows them
+# so that a public test and the grader run the same code (the simulated GPU, the trace of the operations that
+# ran). grader/sandbox/modes.py shows them
 # to the worker.
-WORKER_TOOLS = ("kata_gpu",)
+WORKER_TOOLS = ("kata_gpu", "kata_trace")
 
 
 class RubricError(ValueError):
@@ -57,8 +58,8 @@ class Exercise:
     names: tuple[str, ...]  # the public names its module defines
     depends_on: tuple[str, ...]  # exercise ids whose modules it is expected to import
     kinds: tuple[tuple[str, float], ...] = ()  # (kind, points) in the rubric's kinds order; they add up to ``points``
-    # public name -> the library calls that would do its work (exercises/kata_shortcuts.py finds them)
-    shortcuts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # public name -> the kinds of operation that must not run inside it (exercises/kata_trace.py's CATEGORIES)
+    forbidden: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def kind_points(self) -> dict[str, float]:
@@ -122,9 +123,14 @@ class Rubric:
 
     @property
     def shortcut_table(self) -> dict[str, dict[str, list[str]]]:
-        """``{module: {public name: [calls]}}``: what exercises/shortcuts.json holds for the public tests."""
-        return {ex.module: {name: list(calls) for name, calls in ex.shortcuts}
-                for ex in self.exercises.values() if ex.shortcuts}
+        """``{module: {public name: [kinds of operation]}}``: what exercises/shortcuts.json holds for the public tests."""
+        return {ex.module: {name: list(kinds) for name, kinds in ex.forbidden}
+                for ex in self.exercises.values() if ex.forbidden}
+
+    @property
+    def forbidden(self) -> dict[str, frozenset[str]]:
+        """Public name -> the kinds of operation that must not run inside its calls (empty: none named)."""
+        return {name: frozenset(kinds) for ex in self.exercises.values() for name, kinds in ex.forbidden}
 
     def in_group(self, group: str) -> list[Exercise]:
         return [ex for ex in self.exercises.values() if ex.group == group]
@@ -167,8 +173,7 @@ class Rubric:
 
 @lru_cache(maxsize=None)
 def tests_module(filename: str) -> ModuleType:
-    """``tests/<filename>`` (the project's own code beside the hidden tests: the reference loader, the
-    shortcut finder), loaded once into the grader under a private name; never into a worker."""
+    """``tests/<filename>`` (the project's own code beside the hidden tests: the reference loader), loaded once into the grader under a private name; never into a worker."""
     spec = importlib.util.spec_from_file_location(f"kata_grader_{Path(filename).stem}", TESTS_DIR / filename)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -187,7 +192,7 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     exercises = {
         ex_id: Exercise(ex_id, float(ex["points"]), tuple(ex["names"]), tuple(ex["depends_on"]),
                         _kinds(ex_id, float(ex["points"]), ex.get("kinds", {"core": ex["points"]}), tuple(kinds)),
-                        tuple((name, tuple(calls)) for name, calls in ex.get("shortcuts", {}).items()))
+                        tuple((name, tuple(kinds)) for name, kinds in ex.get("forbidden", {}).items()))
         for ex_id, ex in raw["exercises"].items()
     }
     strays = sorted(ex_id for ex_id, ex in exercises.items() if ex.group not in groups)
@@ -200,9 +205,9 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     lacking = sorted(dep for dep in built_on if not (tests_dir / "standins" / f"{exercises[dep].module}.py").is_file())
     if lacking:
         raise RubricError(f"exercises built on (depends_on) without a stand-in in tests/standins/: {', '.join(lacking)}")
-    strays = sorted(f"{ex.id}: {name}" for ex in exercises.values() for name, _ in ex.shortcuts if name not in ex.names)
+    strays = sorted(f"{ex.id}: {name}" for ex in exercises.values() for name, _ in ex.forbidden if name not in ex.names)
     if strays:
-        raise RubricError(f"shortcuts for names the exercises do not define: {', '.join(strays)}")
+        raise RubricError(f"forbidden operations for names the exercises do not define: {', '.join(strays)}")
     return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]), bool(raw.get("shortcuts_allowed", False)),
                   _gpu_modules(raw["gpu_check"], exercises))
 

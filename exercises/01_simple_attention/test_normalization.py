@@ -102,5 +102,5 @@ def test_normalization_keeps_float64_and_leaves_the_scores_unchanged():
 
 
 def test_normalization_does_its_own_work():
-    """softmax_naive, softmax_stable write what the exercise asks by hand: no library call may do it for them."""
+    """softmax_naive, softmax_stable: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("normalization")

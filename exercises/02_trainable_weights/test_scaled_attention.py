@@ -59,5 +59,5 @@ def test_scaled_attention_keeps_float64_two_batch_dims_and_its_inputs():
 
 
 def test_scaled_attention_does_its_own_work():
-    """scaled_dot_product write what the exercise asks by hand: no library call may do it for them."""
+    """scaled_dot_product: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("scaled_attention")

@@ -91,5 +91,5 @@ def test_self_attention_gradients_reach_every_parameter():
 
 
 def test_self_attention_does_its_own_work():
-    """SelfAttention_v1, SelfAttention_v2 write what the exercise asks by hand: no library call may do it for them."""
+    """SelfAttention_v1, SelfAttention_v2: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("self_attention")

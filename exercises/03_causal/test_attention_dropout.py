@@ -87,5 +87,5 @@ def test_attention_dropout_keeps_float64_and_leaves_x_unchanged():
 
 
 def test_attention_dropout_does_its_own_work():
-    """dropout write what the exercise asks by hand: no library call may do it for them."""
+    """dropout: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("attention_dropout")

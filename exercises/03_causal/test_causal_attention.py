@@ -169,5 +169,5 @@ def test_causal_attention_gradients_reach_every_parameter():
 
 
 def test_causal_attention_does_its_own_work():
-    """CausalAttention write what the exercise asks by hand: no library call may do it for them."""
+    """CausalAttention: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("causal_attention")

@@ -212,5 +212,5 @@ def test_multihead_attention_gradients_reach_every_parameter():
 
 
 def test_multihead_attention_does_its_own_work():
-    """MultiHeadAttention write what the exercise asks by hand: no library call may do it for them."""
+    """MultiHeadAttention: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("multihead_attention")

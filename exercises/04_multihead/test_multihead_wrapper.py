@@ -96,5 +96,5 @@ def test_multihead_wrapper_moved_to_float64_computes_in_float64():
 
 
 def test_multihead_wrapper_does_its_own_work():
-    """MultiHeadAttentionWrapper write what the exercise asks by hand: no library call may do it for them."""
+    """MultiHeadAttentionWrapper: what the exercise asks to write by hand, no library operation may do while they run (the grader's trace)."""
     assert_does_its_own_work("multihead_wrapper")

@@ -13,7 +13,8 @@ needs and every place that disagrees with the rubric, so the maintainer's checkl
 * its hidden tests (``tests/<group>/test_<module>.py``) carry one kind marker each, a kind the rubric
   gives points, and every kind the rubric gives points has a test;
 * its public tests (``exercises/<group>/test_<module>.py``) are named after the module, and call
-  ``assert_does_its_own_work`` when the rubric names library shortcuts for it;
+  ``assert_does_its_own_work`` when the rubric forbids operations in it, each of a kind the trace knows
+  (``exercises/kata_trace.py``'s ``CATEGORIES``);
 * its group's ``README.md`` and ``hints.md`` have a ``## <module>`` section (the stub's message points there).
 
 No file in ``exercises/`` or ``solutions/`` that the rubric does not account for: the release copies
@@ -41,7 +42,8 @@ from grader.rubric import EXERCISES_DIR, REPO_ROOT, Exercise, Rubric, load_rubri
 
 HELP = "maintainers' tools: `dev check` says what each exercise of tests/rubric.json still lacks"
 REGION = "### BEGIN SOLUTION"
-OWN_WORK_CHECK = "assert_does_its_own_work"  # exercises/kata_checks.py: the public test of library shortcuts
+OWN_WORK_CHECK = "assert_does_its_own_work"  # exercises/kata_checks.py: the public test of forbidden operations
+TRACE = EXERCISES_DIR / "kata_trace.py"  # its CATEGORIES: the kinds of operation the rubric may forbid
 # Files that keep a copy of the group list because they stand alone (the students' tree has no rubric).
 GROUP_LIST_COPIES = ("exercises/conftest.py",)
 # Documents that name every group (a new group must appear there).
@@ -64,7 +66,19 @@ def problems(root: Path = REPO_ROOT) -> list[str]:
     lines += _stub_problems(root, rubric)
     lines += _group_problems(root, rubric)
     lines += _unexpected_files(root, rubric)
+    lines += _kind_problems(root, rubric)
     return lines
+
+
+def _kind_problems(root: Path, rubric: Rubric) -> list[str]:
+    """Forbidden kinds of operation the trace does not know (read from kata_trace.py's CATEGORIES as text)."""
+    tree, lines = _parsed(root, _at(root, TRACE), "the trace of the operations that ran, with its CATEGORIES")
+    known = {getattr(key, "value", None) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and getattr(node.targets[0], "id", "") == "CATEGORIES" and isinstance(node.value, ast.Dict)
+             for key in node.value.keys} if tree else set()
+    return lines + [f"{ex.id}: {name} forbids {kind!r}, which {_shown(root, _at(root, TRACE))}'s CATEGORIES does not "
+                    f"name: name one of {', '.join(sorted(known))} in tests/rubric.json, or add it to CATEGORIES"
+                    for ex in rubric.exercises.values() for name, kinds in ex.forbidden for kind in kinds if kind not in known]
 
 
 def _at(root: Path, path: Path) -> Path:
@@ -192,11 +206,11 @@ def _public_test_problems(root: Path, ex: Exercise) -> list[str]:
     lines += [f"{shown}::{name} is not named test_{module}_..., so `pytest exercises -k {module}` would miss it: "
               f"rename it test_{module}_{name.removeprefix('test_')}"
               for name in names if not (name == f"test_{module}" or name.startswith(f"test_{module}_"))]
-    if ex.shortcuts and not any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == OWN_WORK_CHECK
+    if ex.forbidden and not any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == OWN_WORK_CHECK
                                 and [getattr(a, "value", None) for a in node.args] == [module]
                                 for node in ast.walk(tree)):
-        lines.append(f"{shown} has no test calling {OWN_WORK_CHECK}({module!r}), though the rubric names "
-                     f"library shortcuts for {', '.join(name for name, _ in ex.shortcuts)}: add "
+        lines.append(f"{shown} has no test calling {OWN_WORK_CHECK}({module!r}), though the rubric forbids "
+                     f"operations in {', '.join(name for name, _ in ex.forbidden)}: add "
                      f"test_{module}_does_its_own_work calling it")
     return lines
 

@@ -41,9 +41,9 @@ if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): impo
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # The public tests' helpers, shipped beside each notebook: the checks, the mistakes they name
 # (exercises/kata_mistakes.py) and how they name them (kata_known.py; outside pytest no known result
-# applies), the simulated GPU (kata_gpu.py), and the library shortcuts' finder with its table
-# (exercises/kata_shortcuts.py, exercises/shortcuts.json).
-CHECKS_FILES = ("kata_checks.py", "kata_gpu.py", "kata_known.py", "kata_mistakes.py", "kata_shortcuts.py", "shortcuts.json")
+# applies), the simulated GPU (kata_gpu.py), and the trace of the operations that ran with the table of
+# those each name must not run (exercises/kata_trace.py, exercises/shortcuts.json).
+CHECKS_FILES = ("kata_checks.py", "kata_gpu.py", "kata_known.py", "kata_mistakes.py", "kata_trace.py", "shortcuts.json")
 GPU_CELL = "gpu_check"
 SETUP_CELL = "setup"
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".ipynb_checkpoints")

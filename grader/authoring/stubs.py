@@ -13,7 +13,7 @@ to read. The stub therefore carries ``__KATA_WHERE__``; afterwards ``ast`` finds
 enclosing each placeholder and fills in its qualified name.
 
 Only the modules listed in ``tests/rubric.json`` are generated, and ``exercises/shortcuts.json`` (the
-rubric's library shortcuts, which the public tests read); READMEs, hints, public tests,
+rubric's ``forbidden`` operations per public name, which the public tests read); READMEs, hints, public tests,
 ``exercises/conftest.py`` and ``exercises/kata_checks.py`` (the checks and diagnoses shared with the
 hidden tests) are hand-written and left alone.
 """
@@ -97,7 +97,7 @@ def make_stub(solution_source: str, exercise_id: str) -> str:
 
 def generate(repo_root: Path = REPO_ROOT) -> dict[Path, str]:
     """``{exercises/<group>/<module>.py: stub text}`` for every exercise in the rubric, and
-    ``exercises/shortcuts.json``: the rubric's library shortcuts, for the public tests."""
+    ``exercises/shortcuts.json``: the rubric's forbidden operations per public name, for the public tests."""
     stubs: dict[Path, str] = {}
     for ex_id in exercise_ids(repo_root):
         source = (repo_root / "solutions" / f"{ex_id}.py").read_text()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.grades_sheet import ClassSheet, json_path
+from grader.classroom.grades_sheet import REVIEW_COLUMN, ClassSheet, json_path
 from grader.files import UnreadableFile, read_regular
 from grader.reports.json_report import stopped_at
 from grader.rubric import load_rubric
@@ -63,6 +63,7 @@ class ClassSummary:
     reports_read: int  # graded students whose JSON report was read
     notes: list[str] = field(default_factory=list)  # what the instructor must know to read the numbers
     bins: list[tuple[float, float, int]] = field(default_factory=list)  # (from, to, students)
+    review: dict[str, str] = field(default_factory=dict)  # student -> what could hide operations from the trace
 
 
 # --- reading a JSON report -----------------------------------------------------------------------------
@@ -252,6 +253,8 @@ def summarize_class(sheet: ClassSheet) -> ClassSummary:
     summary = ClassSummary(Path(csv_path).name, max_score, totals, errors, _count(rows, list(totals), usable),
                            _failed_most(usable), len(usable), _missing_note(missing, json_dir))
     summary.bins = _bins(list(totals.values()), max_score)
+    summary.review = {student: without_absolute_paths(row.get(REVIEW_COLUMN) or "", folder)
+                      for student, row in rows.items() if row.get(REVIEW_COLUMN)}
     return summary
 
 

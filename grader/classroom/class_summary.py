@@ -40,6 +40,8 @@ COLUMNS = (("full", "full", "#59a14f"), ("partial", "partial", "#edc948"), ("wro
            ("not started", "not_started", "#9c9c9c"), ("no points, no report", "unreported", "#d7c9b8"),
            ("skipped", "skipped", "#e6e6e6"))
 OPTIONAL_COLUMNS = ("unreported", "skipped")  # shown only where some student is in them
+REVIEW_SAYS = ("code that could hide operations from the trace of the from-scratch rule (docs/grading.md, \"Library "
+               "shortcuts\"): the grades stand as graded; a person decides")
 FAILED_MOST_SAYS = ("each test counted among the students who attempted its exercise (those who did not start "
                     "it are left out), and only where failing it cost points")
 
@@ -86,6 +88,9 @@ def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
         lines += [f"| `{_md_cell(name)}` | {count} | {attempted} |" for name, count, attempted in summary.failed_tests]
     else:
         lines.append("none")
+    if summary.review:
+        lines += ["", "## For review", "", REVIEW_SAYS, "", "| student | what was found |", "| --- | --- |"]
+        lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(summary.review.items())]
     if summary.errors:
         lines += ["", "## Not graded", "", "| student | why |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.errors.items())]
@@ -156,6 +161,10 @@ def _html_tables(summary: ClassSummary) -> list[str]:
         parts.append("</table>")
     else:
         parts.append("<p>none</p>")
+    if summary.review:
+        parts.append(f"<h2>For review</h2><p>{e(REVIEW_SAYS)}</p><table><tr><th>student</th><th>what was found</th></tr>")
+        parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(summary.review.items())]
+        parts.append("</table>")
     if summary.errors:
         parts.append("<h2>Not graded</h2><table><tr><th>student</th><th>why</th></tr>")
         parts += [f"<tr><td>{e(s)}</td><td>{e(why)}</td></tr>" for s, why in sorted(summary.errors.items())]

@@ -4,7 +4,8 @@ The contract every reader and writer of the CSV shares (score-all and its resume
 the nbgrader course, the class-level outputs), in this one module:
 
 - the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
-  rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``submission_sha256``;
+  rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``review`` (the report's lines
+  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``;
 - a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
   raised); the file holds it escaped: text that a spreadsheet would run as a formula gets a leading
   apostrophe (:func:`csv_cell`). Escaping happens here alone, once, as a row is written
@@ -35,6 +36,7 @@ from grader.rubric import load_rubric
 from grader.safe_text import printable
 
 HASH_COLUMN = "submission_sha256"
+REVIEW_COLUMN = "review"
 STATUSES = ("graded", "error")
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -47,7 +49,8 @@ class SheetError(Exception):
 
 
 def csv_columns() -> list[str]:
-    return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", HASH_COLUMN]
+    return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", REVIEW_COLUMN,
+            HASH_COLUMN]
 
 
 def csv_cell(value: Any) -> Any:
@@ -91,6 +94,7 @@ def _csv_row(student: str, result: dict[str, Any], grading: GradeOptions) -> dic
         return row
     row.update(score=report["score"], max_score=report["max_score"], status="graded",
                message="; ".join(report.get("warnings", [])))
+    row[REVIEW_COLUMN] = "; ".join(report.get("review", []))
     for ex_id, ex in report["exercises"].items():
         row[ex_id] = ex["score"]
     row["gpu_check"] = report["gpu_check"]["score"]

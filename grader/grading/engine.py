@@ -58,15 +58,16 @@ PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:ran
 
 def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True) -> WorkerClient:
+                 start: bool = True, review: set[str] | None = None) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
-    ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
+    ``review``: the set the worker's lines for review go into (grader/sandbox/kata_worker/tracing.py), shared by
+    a grading's workers. ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
     imported torch would wait for it here.
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
-                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
+                          domains=domains, substitutes=substitutes, max_starts=MAX_STARTS, review=review)
     return client.start() if start else client
 
 
@@ -76,6 +77,7 @@ class _Guard:
     def __init__(self) -> None:
         self.timed_out: set[tuple[str, str]] = set()  # (exercise, public name) reached by a test that timed out
         self.used: set[str] = set()  # the public names the current test has reached
+        self.ran: set[tuple[str, str, str]] = set()  # (public name, kind of operation, route) the current test ran
         self.bad_imports: dict[str, str] = {}
         self.deaths: dict[str, int] = {}
         self.current_exercise = ""
@@ -85,7 +87,7 @@ class _Guard:
 
     def start_test(self, exercise: str, call_timeout: float, client: WorkerClient) -> None:
         self.current_exercise = exercise
-        self.used = set()
+        self.used, self.ran = set(), set()
         self.test_budget = TEST_BUDGET_CALLS * call_timeout
         self.test_deadline = time.monotonic() + self.test_budget
         self.startup_seconds = client.startup_seconds
@@ -112,6 +114,10 @@ class _Guard:
         if (self.current_exercise, name) in self.timed_out:
             raise WorkerFailure(f"not run: an earlier test of {name} timed out", "poisoned")
         self.used.add(name)
+
+    def on_trace(self, owner: str, ran: Mapping[str, tuple[str, ...]]) -> None:
+        """What a request of the current test ran inside a call of the public name ``owner``."""
+        self.ran.update((owner, kind, route) for kind, routes in ran.items() for route in routes)
 
     def on_failure(self, failure: WorkerFailure, importing: str | None) -> None:
         if importing is not None and failure.kind in ("timeout", "died", "protocol"):
@@ -145,6 +151,7 @@ class _Run:
         self.client, self.rubric, self.files = client, rubric, files  # files: the test files to run (None: all)
         self.standins = frozenset(standins)
         self.where = rubric.owner_of
+        self.traced = frozenset(rubric.forbidden)  # the names the worker traces (kata_worker/tracing.py)
         self.guard = _Guard()
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
@@ -164,7 +171,7 @@ class _Run:
             raise WorkerFailure("not run: the grading was interrupted", "poisoned")
         self.guard.current_exercise = exercise
         self.guard.check_exercise(exercise)
-        return RemoteImpl(self.client, self.where, self.guard)
+        return RemoteImpl(self.client, self.where, self.guard, self.traced)
 
     def start_test(self, item: Any) -> None:
         self.guard.start_test(dict(item.user_properties).get("exercise", ""), self.client.call_timeout, self.client)
@@ -174,12 +181,14 @@ class _Run:
             self.order.append(nodeid)
             self.results[nodeid] = {"exercise": props.get("exercise", ""), "points": float(props.get("points", 0.0)),
                                     "kind": str(props.get("kind", "core")), "passed": None, "message": "",
-                                    "duration": 0.0, "reached": set(), "device": bool(props.get("device", False))}
+                                    "duration": 0.0, "reached": set(), "ran": set(),
+                                    "device": bool(props.get("device", False))}
         return self.results[nodeid]
 
     def record(self, report: Any) -> None:
         entry = self._entry(report.nodeid, dict(report.user_properties))
         entry["reached"] |= self.guard.used
+        entry["ran"] |= self.guard.ran
         if report.when in ("setup", "call"):
             entry["duration"] += report.duration
             if entry["passed"] is False:
@@ -205,7 +214,7 @@ class _Run:
         return [TestOutcome(nodeid=n, exercise=r["exercise"], max_points=r["points"], passed=r["passed"] is True,
                             message=r["message"] if r["passed"] is not None else "not run: pytest reported no result",
                             duration=r["duration"], kind=r["kind"], reached=tuple(sorted(r["reached"])),
-                            device=r["device"])
+                            ran=tuple(sorted(r["ran"])), device=r["device"])
                 for n, r in ((n, self.results[n]) for n in self.order)]
 
 

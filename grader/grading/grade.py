@@ -55,7 +55,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
         # torch warns on import when NumPy is absent; nothing here needs NumPy.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
+        limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains,
+                  "review": set()}  # what the workers found that could hide operations from the trace
         run = None
         if options.exercises is not None:  # and the tests of what they build on, for the re-grades
             run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
@@ -70,15 +71,14 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
                 yield RemoteImpl(worker, rubric.owner_of)
 
         try:
-            outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
-                                                                              keep_open=True))
+            outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
             device_runs = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
         finally:
             tests_worker.close()
 
         def regrade(exercise_ids, substitutes):
             retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
-            return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+            return charge_shortcuts(rubric, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
 
         if device_runs.ran:  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
@@ -91,7 +91,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         gpu_check=gpu_check,
         isolation=domains.isolation.mode.name,
         execution_time=time.perf_counter() - started,
-        warnings=[*domains.isolation.warnings, *left_out],
+        warnings=[*domains.isolation.warnings, *left_out], review=sorted(limits["review"]),
     )
 
 

@@ -116,13 +116,16 @@ class RemoteImpl:
     ``observer`` (optional) is told about every :class:`WorkerFailure` (``observer.on_failure(failure,
     module)`` with the module being imported, or None), may refuse a public name before it is reached
     (``observer.check_use(name, module)``: a broken import, a function that timed out) and
-    sets each call's timeout (``observer.call_timeout(client)``).
+    sets each call's timeout (``observer.call_timeout(client)``) and hears which kinds of operation each request
+    ran, for which public name (``observer.on_trace(owner, {kind: routes})``).
     """
 
-    def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None):
+    def __init__(self, client: WorkerClient, where: Mapping[str, str], observer: Any = None,
+                 traced: frozenset[str] = frozenset()):
         self._kata_client = client
         self._kata_where = where
         self._kata_observer = observer
+        self._kata_traced = traced  # the public names whose calls run under the trace (the rubric's ``forbidden``)
 
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
@@ -132,6 +135,9 @@ class RemoteImpl:
             if self._kata_observer is not None:
                 self._kata_observer.on_failure(failure, importing)
             raise
+        finally:  # what the student's code ran, raised or not (grader/sandbox/kata_worker/tracing.py)
+            if self._kata_observer is not None and self._kata_client.last_trace is not None:
+                self._kata_observer.on_trace(*self._kata_client.last_trace)
         return self._kata_wrap(value)
 
     def _kata_wrap(self, value: Any) -> Any:
@@ -160,8 +166,8 @@ class RemoteImpl:
             return cached
         importing = module not in client.imported or client._proc is None
         what = f"import of {module}" if importing else f"{module}.{name}"
-        value = self._kata_request({"op": "module_attr", "module": module, "name": name}, what,
-                                   importing=module if importing else None)
+        value = self._kata_request({"op": "module_attr", "module": module, "name": name,
+                                    "traced": name in self._kata_traced}, what, importing=module if importing else None)
         client.imported.add(module)
         if isinstance(value, RemoteObject):
             client.cache[(value._kata_ref.generation, module, name)] = value

@@ -26,6 +26,8 @@ class TestOutcome:
     credit: float = 1.0  # the share of its points a passing test earns (edge tests: grader/grading/scoring.py)
     reached: tuple[str, ...] = ()  # the public names the test reached (``split_heads``): grader/grading/engine.py
     device: bool = False  # it checks what a device run shows: the GPU-run check's to charge when it runs
+    # (public name, kind of operation, route) its calls ran (grader/sandbox/kata_worker/tracing.py): the from-scratch rule
+    ran: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def points(self) -> float:
@@ -67,6 +69,9 @@ class GradeReport:
     isolation: str  # the name of the isolation mode it ran under (grader/sandbox/modes.py: MODES)
     execution_time: float
     warnings: list[str] = field(default_factory=list)
+    # what the worker found that could hide operations from the trace (grader/sandbox/kata_worker/tracing.py):
+    # never a grade, a reviewer's to judge
+    review: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:

@@ -29,11 +29,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from grader.files import UnreadableFile, read_regular
 from grader.grading.results import ExerciseResult, TestOutcome
-from grader.rubric import Exercise, Rubric, tests_module
-
-_MAX_SOURCE_BYTES = 2**20
+from grader.rubric import Exercise, Rubric
 
 
 def edge_share(fraction: float, core_failed: int, core_total: int) -> str:
@@ -92,39 +89,36 @@ def summarize_each(rubric: Rubric, outcomes: Collection[TestOutcome]) -> dict[st
     return {ex_id: summarize(ex, [o for o in outcomes if o.exercise == ex_id]) for ex_id, ex in rubric.exercises.items()}
 
 
-def shortcuts_in(rubric: Rubric, root: Path) -> dict[str, dict[str, list[str]]]:
-    """``{exercise id: {public name: [library calls that do its work]}}`` in the submission at ``root``,
-    read from the files with ``ast`` (exercises/kata_shortcuts.py), never run."""
-    scanner = tests_module("kata_shortcuts.py")
-    found = {}
-    for ex in rubric.exercises.values():
-        if not ex.shortcuts:
-            continue
-        try:
-            source = read_regular(root / ex.group / f"{ex.module}.py", _MAX_SOURCE_BYTES)
-        except UnreadableFile:
-            continue
-        hits = scanner.find(source, {name: list(calls) for name, calls in ex.shortcuts})
-        if hits:
-            found[ex.id] = hits
+def shortcuts_run(rubric: Rubric, outcome: TestOutcome) -> dict[str, list[str]]:
+    """``{public name: ["softmax (torch function softmin, aten op _softmax)"]}``: the kinds of operation the rubric
+    forbids in a public name of the test's exercise that ran inside a call of that name while the test ran
+    (grader/sandbox/kata_worker/tracing.py records them; an operation that never ran is never here)."""
+    forbidden = rubric.forbidden
+    names = set(rubric.exercises[outcome.exercise].names) if outcome.exercise in rubric.exercises else set()
+    routes: dict[tuple[str, str], list[str]] = {}
+    for owner, kind, route in outcome.ran:
+        if owner in names and kind in forbidden.get(owner, ()):
+            routes.setdefault((owner, kind), []).append(route)
+    found: dict[str, list[str]] = {}
+    for (owner, kind), ways in sorted(routes.items()):
+        found.setdefault(owner, []).append(f"{kind} ({', '.join(ways)})")
     return found
 
 
-def charge_shortcuts(rubric: Rubric, root: Path, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
-    """The outcomes with every test that reached a public name calling a library shortcut failed: the
-    exercise asked for that work by hand (unless the rubric's ``shortcuts_allowed``)."""
+def charge_shortcuts(rubric: Rubric, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with every passing test failed in which a kind of operation its exercise asks to write by
+    hand ran inside a call of the public name that forbids it (unless the rubric's ``shortcuts_allowed``)."""
     outcomes = list(outcomes)
-    found = {} if rubric.shortcuts_allowed else shortcuts_in(rubric, root)
-    if not found:
+    if rubric.shortcuts_allowed:
         return outcomes
-    scanner = tests_module("kata_shortcuts.py")
     charged = []
     for o in outcomes:
-        hits = {name: calls for name, calls in found.get(o.exercise, {}).items() if name in o.reached}
-        if hits and o.passed:
+        found = shortcuts_run(rubric, o) if o.passed and o.ran else {}
+        if found:
+            ran = "; ".join(f"{name} ran {', '.join(kinds)}" for name, kinds in found.items())
             o = replace(o, passed=False, message=(
-                f"counts nothing: {scanner.describe(hits)}, which does this exercise's work; write it yourself "
-                f"(exercises/shortcuts.json lists the calls each function must not use)"))
+                f"counts nothing: {ran}, which does this exercise's work; write it yourself "
+                f"(exercises/shortcuts.json lists the operations each name must not run)"))
         charged.append(o)
     return charged
 

@@ -5,7 +5,8 @@
 all render from it, so a report read back from a file (``score-all --json-dir``) renders as a fresh one.
 It is a contract other tools read too (score-all's CSV, the gradebook, Gradescope), documented in
 docs/grading.md ("The JSON report"): top-level ``submission``, ``score``, ``max_score``, ``execution_time``,
-``isolation``, ``warnings``, ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
+``isolation``, ``warnings``, ``review`` (what could hide operations from the from-scratch rule's trace: a
+person's to judge), ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
 ``status``, ``output``; the GPU-run check last, named ``gpu_check``), ``exercises`` (keyed by the
 rubric's exercise ids: ``score``, ``max_score``, ``status``, ``message``) and ``gpu_check`` (``score``,
 ``max_score``, ``status``, ``device``, ``message``).
@@ -67,6 +68,7 @@ def to_json(report: GradeReport) -> dict[str, Any]:
         "execution_time": round(report.execution_time, 3),
         "isolation": report.isolation,
         "warnings": [_safe(w) for w in report.warnings],
+        "review": [_safe(line) for line in report.review],  # for a person to judge, never a grade (docs/grading.md)
         "tests": _test_entries(report),
         "exercises": {
             ex_id: {

@@ -25,6 +25,7 @@ def to_text(report: dict[str, Any], *, colour: bool) -> str:
     bold = (lambda text: f"{_BOLD}{text}{_RESET}") if colour else (lambda text: text)
     lines = [f"Grading {_safe(str(report['submission']))}"]
     lines.extend(f"warning: {_safe(w)}" for w in report["warnings"])
+    lines.extend(f"FOR REVIEW: {_safe(line)}" for line in report.get("review", []))
     for group in GROUPS:
         lines += ["", bold(group)]
         lines += _exercise_lines(report, group, colour)

@@ -41,6 +41,8 @@ from grader.sandbox.process import RunningDomain
 # functions that need it import it when first called.
 
 
+MAX_REVIEW = 50  # lines a worker may put up for review
+
 # Builtin exception types re-raised by name in the grader; others become StudentError.
 _NOT_RERAISED = {"Exception", "StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt",
                  "BaseException", "BaseExceptionGroup", "ExceptionGroup"}
@@ -77,7 +79,8 @@ class WorkerClient:
 
     def __init__(self, submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT):
+                 max_starts: int | None = None, startup_timeout: float = STARTUP_TIMEOUT,
+                 review: set[str] | None = None):
         self.submission_dir = Path(submission_dir)
         self.call_timeout = call_timeout
         self.memory_mb = memory_mb
@@ -100,6 +103,10 @@ class WorkerClient:
         self._release: list[int] = []
         self._lock = threading.RLock()
         self.closed = False
+        # What the student's code ran in the last request, (owner, {kind of operation: routes}) or None, and what
+        # the worker found that could hide operations from that record (grader/sandbox/kata_worker/tracing.py).
+        self.last_trace: tuple[str, dict[str, tuple[str, ...]]] | None = None
+        self.review: set[str] = set() if review is None else review
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> WorkerClient:
@@ -172,6 +179,7 @@ class WorkerClient:
         from grader.sandbox import wire  # imports torch (see above)
 
         with self._lock:
+            self.last_trace = None
             timeout = self.call_timeout if timeout is None else timeout
             # Refs of a dead worker fail here, before anything is spawned or killed.
             payload = _to_wire(message, self.generation if self._proc is not None else -1)
@@ -192,6 +200,8 @@ class WorkerClient:
             except BaseException:
                 self._kill()
                 raise
+        if isinstance(answer, dict) and "trace" in answer:
+            self.last_trace = _trace(answer.pop("trace"), self.review)
         if isinstance(answer, dict) and len(answer) == 1:
             if "ok" in answer:
                 return _from_wire(answer["ok"], self.generation)
@@ -310,6 +320,21 @@ def _from_wire(obj: Any, generation: int) -> Any:
                        escape_controls(str(obj.get("calls", "object"))[:200]))
         return {k: _from_wire(v, generation) for k, v in obj.items()}
     return obj
+
+
+def _trace(raw: Any, review: set[str]) -> tuple[str, dict[str, tuple[str, ...]]] | None:
+    """An answer's ``trace`` as checked plain data: ``(owner, {kind of operation: routes})``, or None without
+    an owner or a record; its review lines go into ``review`` (bounded: the student's code shapes them)."""
+    if not isinstance(raw, dict):
+        return None
+    lines = raw.get("review")
+    if isinstance(lines, list) and len(review) < MAX_REVIEW:
+        review.update(escape_controls(str(line))[:300] for line in lines[:MAX_REVIEW - len(review)])
+    owner, ran = raw.get("owner"), raw.get("ran")
+    if type(owner) is not str or not isinstance(ran, dict) or not ran:
+        return None
+    return owner[:200], {str(kind)[:80]: tuple(escape_controls(str(route))[:120] for route in routes[:10])
+                         for kind, routes in list(ran.items())[:10] if isinstance(routes, list)}
 
 
 def _exception(err: Any) -> BaseException:

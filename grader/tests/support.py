@@ -302,7 +302,7 @@ for line in sys.stdin:
     score = sum(e["score"] for e in exercises.values())
     gpu_test = {"name": "gpu_check", "score": 0.0, "max_score": 0.0, "status": "passed", "output": "[skipped, none] ", "kind": "gpu_check"}
     print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
-        "execution_time": 0.0, "isolation": "none", "warnings": [], "tests": [gpu_test], "exercises": exercises,
+        "execution_time": 0.0, "isolation": "none", "warnings": [], "review": [], "tests": [gpu_test], "exercises": exercises,
         "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
 """
 
@@ -339,7 +339,8 @@ def fake_class(root: Path, scores: dict[str, float | None]) -> Path:
 # ---- a JSON report without a grading -----------------------------------------------------------------
 def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple[str, float, float, str]] = (), *,
                 fraction: float = 1.0, gpu: float | None = 1.0, gpu_status: str | None = None, gpu_message: str = "",
-                messages: Mapping[str, str] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
+                messages: Mapping[str, str] | None = None, warnings: Sequence[str] = (),
+                review: Sequence[str] = ()) -> dict[str, Any]:
     """A JSON report of grader.reports.json_report.to_json's shape (test_intake_and_reports compares
     it with a real one), made up: each exercise scores ``scores[id]``, else ``fraction`` of its points,
     and is passed, partial or failed by that; ``tests``: ``(name, score, max_score, output)``, passed
@@ -347,7 +348,7 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
     to_json adds it); an exercise's message is ``messages[id]``, else what grading would say of its
     tests here (``K of N tests failed; first: <output>``; passed: ``all N tests passed``), else empty.
     ``gpu``: the fraction of the GPU-run check's points (None: the check skipped); ``gpu_status``: its
-    status, by default passed with full points, else failed."""
+    status, by default passed with full points, else failed; ``review``: the report's lines for review."""
     rubric, scores, messages = load_rubric(), scores or {}, messages or {}
     entries = [{"name": name, "score": score, "max_score": top, "status": "passed" if score >= top else "failed",
                 "output": output, "kind": "core"} for name, score, top, output in tests]
@@ -370,7 +371,8 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
                     "output": f"[{check['status']}, {check['device']}] {check['message']}", "kind": "gpu_check"})
     return {"submission": "sub", "score": round(sum(e["score"] for e in exercises.values()) + check["score"], 2),
             "max_score": round(sum(e["max_score"] for e in exercises.values()) + check["max_score"], 2),
-            "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "tests": entries,
+            "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "review": list(review),
+            "tests": entries,
             "exercises": exercises, "gpu_check": check}
 
 

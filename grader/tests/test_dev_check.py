@@ -84,7 +84,7 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
         "tests/rubric.json",
         "03_causal/causal_attention: exercises/03_causal/hints.md has no '## causal_attention' section: add it",
         "03_causal/attention_dropout: exercises/03_causal/test_attention_dropout.py has no test calling "
-        "assert_does_its_own_work('attention_dropout'), though the rubric names library shortcuts for dropout: add "
+        "assert_does_its_own_work('attention_dropout'), though the rubric forbids operations in dropout: add "
         "test_attention_dropout_does_its_own_work calling it",
         "exercises/conftest.py: GROUPS is ('01_simple_attention', '02_trainable_weights', '04_multihead'), the "
         "rubric's groups are ('01_simple_attention', '02_trainable_weights', '03_causal', '04_multihead'): set "

@@ -292,48 +292,6 @@ def test_only_multihead_attention_done_earns_its_share_only(graded, tmp_path):
     assert report.exercises["04_multihead/multihead_attention"].status == "passed"
 
 
-# ---- library shortcuts: the work the exercise asks for, done by a library call --------------------
-
-SDPA = ("        attn_scores = queries @ keys.transpose(-2, -1)\n",
-        "        return torch.nn.functional.scaled_dot_product_attention(queries, keys, values, is_causal=True)\n"
-        "        attn_scores = queries @ keys.transpose(-2, -1)\n")
-
-
-def test_a_library_shortcut_earns_nothing_where_it_does_the_work(graded, tmp_path, monkeypatch):
-    """CausalAttention through F.scaled_dot_product_attention(is_causal=True), and dropout through
-    nn.Dropout: right on every input, and what the exercise asked to write by hand. The tests that
-    reach them count nothing, naming the call; elsewhere the same calls are fine (CausalAttention's own
-    nn.Dropout); an instructor's switch (rubric.json's shortcuts_allowed) lets them count."""
-    sub = build_submission("shortcuts", tmp_path)
-    causal = sub / "03_causal" / "causal_attention.py"
-    assert SDPA[0] in causal.read_text()
-    causal.write_text(causal.read_text().replace(*SDPA))
-    dropout = sub / "03_causal" / "attention_dropout.py"
-    dropout.write_text(dropout.read_text().replace("def dropout(", "def _unused():\n    pass\n\n\ndef dropout(", 1)
-                       .replace("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    return torch.nn.Dropout(p)(x) if False else "
-                                "torch.nn.functional.dropout(x, p, training)\n", 1))
-    report = graded(sub)
-    lost = _lost(report)
-    # CausalAttention's core tests count nothing: nor does its share of the GPU-run check (its own module's)
-    assert set(lost) == {"03_causal/causal_attention", "03_causal/attention_dropout", "gpu_check"}, lost
-    assert lost["gpu_check"] == pytest.approx(SHARE, abs=0.01), report.gpu_check.message
-    messages = [o.message for r in report.exercises.values() for o in r.outcomes]
-    assert any("CausalAttention calls torch.nn.functional.scaled_dot_product_attention" in m for m in messages)
-    assert any("dropout calls torch.nn.Dropout, torch.nn.functional.dropout" in m for m in messages)
-    assert report.exercises["04_multihead/multihead_wrapper"].score == RUBRIC.exercises["04_multihead/multihead_wrapper"].points
-    monkeypatch.setattr(type(RUBRIC), "shortcuts_allowed", property(lambda self: True))
-    allowed = graded(sub)
-    assert allowed.score > report.score + 15, _lost(allowed)  # what the library calls get right now counts
-    assert not any("counts nothing" in o.message for r in allowed.exercises.values() for o in r.outcomes)
-
-
-def test_the_solutions_and_stand_ins_take_no_shortcut():
-    from grader.grading.scoring import shortcuts_in
-
-    assert shortcuts_in(RUBRIC, SOLUTIONS_DIR) == {}
-    assert RUBRIC.shortcut_table == json.loads((SOLUTIONS_DIR.parent / "exercises" / "shortcuts.json").read_text())
-
-
 PLAIN_MASK = ('self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
               "self.mask = (torch.triu(torch.ones(context_length, context_length), diagonal=1))")
 

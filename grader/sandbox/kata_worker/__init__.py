@@ -11,7 +11,10 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     domain.py    one domain: namespaces, its private copy and scratch, the unprivileged uid, limits
     channel.py   framing and the plain-data codec on the domain's socket
     probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
+    tracing.py   what each request's student code ran (exercises/kata_trace.py), for which public name,
+                 and what could hide it: plain values beside the answer
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
     tools.py     loads the students' tools the worker uses too: exercises/kata_gpu.py, the simulated
-                 GPU of the GPU-run check (one file for the public tests and the worker)
+                 GPU of the GPU-run check, and exercises/kata_trace.py, the trace of the operations that
+                 ran (one file each for the public tests and the worker)
 """

@@ -18,6 +18,7 @@ import warnings
 import torch
 
 import kata_gpu
+import kata_trace
 
 from kata_worker import channel, codec, domain, probes, template
 
@@ -44,14 +45,15 @@ def _prepare() -> None:
 
 def _warm_up(torch) -> None:
     """Use once what every grading uses: autograd, the layers, masking, dropout, state dicts, the
-    codec and the simulated GPU (their first use in a process costs about 0.1 s; the template pays it
+    codec, the trace and the simulated GPU (their first use in a process costs about 0.1 s; the template pays it
     once for all forks)."""
     linear, dropout = torch.nn.Linear(3, 4), torch.nn.Dropout(0.5)
     x = torch.rand(2, 5, 3, requires_grad=True)
-    scores = linear(x) @ linear(x).transpose(1, 2)
-    scores = scores.masked_fill(torch.triu(torch.ones(5, 5), diagonal=1).bool(), float("-inf"))
-    weights = dropout(torch.softmax(scores / 2.0, dim=-1))
-    torch.cat([weights, torch.tril(weights)], dim=-1).sum().backward()
+    with kata_trace.Trace():  # every request runs under it (kata_worker/tracing.py)
+        scores = linear(x) @ linear(x).transpose(1, 2)
+        scores = scores.masked_fill(torch.triu(torch.ones(5, 5), diagonal=1).bool(), float("-inf"))
+        weights = dropout(torch.softmax(scores / 2.0, dim=-1))
+        torch.cat([weights, torch.tril(weights)], dim=-1).sum().backward()
     torch.empty_like(x).bernoulli_(0.5)
     linear.load_state_dict(linear.state_dict())
     str(weights)  # tensor printing imports modules lazily

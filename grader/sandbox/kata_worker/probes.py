@@ -26,6 +26,8 @@ import types
 
 import kata_gpu
 
+from kata_worker.tracing import Tracer
+
 MAX_DEPTH = 50
 _torch = None  # set by init() once torch is imported
 _SCALARS = ()
@@ -134,6 +136,7 @@ class Worker:
         self.modules = KataModules(copy_dir, groups)
         self.refs = {}
         self.next_ref = 1
+        self.tracer = Tracer(copy_dir)  # which torch operations each request's student code ran (tracing.py)
         self.watchdog = _Watchdog()
         # Only a parent of the student's own uid can be killed by its code (a domain without a uid of its own).
         self.parent = os.getppid() if watch_parent else None
@@ -143,6 +146,7 @@ class Worker:
         n = self.next_ref
         self.next_ref += 1
         self.refs[n] = obj
+        self.tracer.owners[n] = self.tracer.owner
         label, calls = _describe(obj)
         return {"__ref__": n, "label": label, "calls": calls}
 
@@ -231,8 +235,9 @@ class Worker:
                 shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                 raise ValueError(f"the output has shape {shape}; the gradient given has {tuple(grad_output.shape)}")
             (out * grad_output).sum().backward()  # = out.backward(grad_output); see kata_seam.backward_with
-            grads = {name: (None if p.grad is None else p.grad.detach().clone())
-                     for name, p in target.named_parameters()}
+            with torch._C.DisableTorchFunction():  # the worker's own copies: not the trace's to watch (tracing.py)
+                grads = {name: (None if p.grad is None else p.grad.detach().clone())
+                         for name, p in target.named_parameters()}
             return out.detach(), grads
         raise ValueError(f"unknown operation {op!r}")
 
@@ -243,16 +248,22 @@ class Worker:
                 return
             for n in req.get("release", ()):
                 self.refs.pop(n, None)
+                self.tracer.forget(n)
             timeout = req.get("t")
             if timeout:
                 # Where a hung call is stuck: the grader reads this from the output tail after killing us.
                 self.watchdog.deadline = time.monotonic() + max(0.05, timeout - 0.25)
+            context = self.tracer.begin(req)
             try:
-                response = {"ok": self.out(self.handle(req))}
+                with context:  # the answer's conversion may run student code too (a generator)
+                    response = {"ok": self.out(self.handle(req))}
             except BaseException as exc:  # the student's code may raise anything, SystemExit included
                 response = {"error": self.error(exc)}
             finally:
                 self.watchdog.deadline = None
+            trace = self.tracer.finish(context)
+            if trace is not None:
+                response["trace"] = trace
             if self.parent is not None and _parent_doomed(self.parent):
                 # The code just run killed our parent (the template, or the launcher's shell). Under
                 # bubblewrap the sandbox is being torn down around us; how many answers get out first
@@ -324,7 +335,7 @@ def _parent_doomed(parent):
 
 def _snapshot(t):
     torch = _torch
-    with torch._C.DisableTorchFunctionSubclass():
+    with torch._C.DisableTorchFunction():  # subclasses' and the trace's (the worker's own copy: tracing.py)
         c = torch.Tensor.detach(t)
         if c.layout != torch.strided:
             raise TypeError(f"a tensor with layout {c.layout} cannot be sent to the grader")

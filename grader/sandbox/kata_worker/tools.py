@@ -1,4 +1,5 @@
-"""The students' tools the worker imports as its own: ``kata_gpu`` (the simulated GPU).
+"""The students' tools the worker imports as its own: ``kata_gpu`` (the simulated GPU), ``kata_trace`` (the
+trace of the torch operations that ran).
 
 One file serves both sides: the public tests import ``exercises/kata_gpu.py``, and the grader shows the
 same file to the template (bubblewrap binds it into the sandbox; without it the template, still the

@@ -1,1 +1,0 @@
-../exercises/kata_shortcuts.py

@@ -1,0 +1,1 @@
+../exercises/kata_trace.py
