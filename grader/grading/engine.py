@@ -19,7 +19,8 @@ Bounding a hostile submission's cost: after a timeout in a test of exercise E, E
 reach one of the public names that test used (``split_heads``) fail at once ("not run: an earlier
 test of split_heads timed out"), and the tests of E's other functions still run; a test whose calls together take
 longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
-or hung the worker, later imports of that module fail at once with the same message; after
+or hung the worker (grader/grading/preload.py: every domain imports every module first), later imports of
+that module fail at once with the same message, in the worker too; after
 ``DEATHS_PER_EXERCISE`` worker deaths in an exercise's tests its other tests are not run; at most
 ``MAX_STARTS`` worker starts per run.
 """
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping
 
+from grader.grading.preload import Preload
 from grader.grading.results import TestOutcome
 from grader.rubric import GROUPS, TESTS_DIR, Rubric, exercise_of_test, load_rubric
 from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, StudentError, WorkerClient, WorkerFailure
@@ -58,15 +60,19 @@ PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:ran
 
 def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True) -> WorkerClient:
+                 start: bool = True, preload: Collection[str] | None = None,
+                 refused: Mapping[str, str] | None = None) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
-    ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
-    imported torch would wait for it here.
+    Each domain first imports ``preload`` (default: the rubric's modules); ``refused`` (``{module: why}``,
+    whose import broke an earlier worker) fail at once (grader/grading/preload.py). ``start=False``
+    leaves the spawn to the first request (a fork asked before the template has torch would wait).
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                           domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
+    modules = [ex.module for ex in load_rubric().exercises.values()] if preload is None else preload
+    client.preload = Preload(modules, {m: why for m, why in (refused or {}).items() if m not in client.substitutes})
     return client.start() if start else client
 
 
@@ -88,14 +94,15 @@ class _Guard:
         self.used = set()
         self.test_budget = TEST_BUDGET_CALLS * call_timeout
         self.test_deadline = time.monotonic() + self.test_budget
-        self.startup_seconds = client.startup_seconds
+        self.startup_seconds = _graders_seconds(client)
 
     def call_timeout(self, client: WorkerClient) -> float:
         """The client's per-call timeout, cut to what is left of this test's budget (time spent starting
-        workers during the test, the grader's and not the student's, does not count)."""
+        workers and importing the modules in them during the test, the grader's and not the student's,
+        does not count)."""
         if self.test_deadline is None:
             return client.call_timeout
-        left = self.test_deadline + (client.startup_seconds - self.startup_seconds) - time.monotonic()
+        left = self.test_deadline + (_graders_seconds(client) - self.startup_seconds) - time.monotonic()
         if left <= 0:
             raise WorkerFailure(f"timed out: this test ran past its time budget of {self.test_budget:g} s", "timeout")
         return min(client.call_timeout, left)
@@ -122,6 +129,11 @@ class _Guard:
             self.deaths[self.current_exercise] = self.deaths.get(self.current_exercise, 0) + 1
 
 
+def _graders_seconds(client: WorkerClient) -> float:
+    """Seconds the client spent starting domains and importing the modules in them (grader/grading/preload.py)."""
+    return client.startup_seconds + (client.preload.seconds if client.preload is not None else 0.0)
+
+
 def _message(excinfo: Any) -> str:
     exc = excinfo.value
     if isinstance(exc, WorkerFailure):
@@ -146,6 +158,8 @@ class _Run:
         self.standins = frozenset(standins)
         self.where = rubric.owner_of
         self.guard = _Guard()
+        if client.preload is not None:  # one list of modules whose import broke a worker: the preload's
+            self.guard.bad_imports = client.preload.refused
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
         self.done = threading.Event()
@@ -187,12 +201,18 @@ class _Run:
             if report.failed:
                 entry["passed"] = False
                 entry["message"] = str(report.longrepr)[-MESSAGE_LIMIT:]
+                self.fetch_imports()  # a failing exercise may be re-graded over what it imports
             elif report.skipped:
                 entry["passed"] = False
                 reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
                 entry["message"] = f"skipped: {reason}"
             elif report.when == "call" and report.passed:
                 entry["passed"] = True  # passed only with a passing call phase, never by default
+
+    def fetch_imports(self) -> None:
+        """The import edges the worker has seen so far, while it is alive (grader/grading/preload.py)."""
+        if self.client.preload is not None:
+            self.client.preload.fetch(self.client)
 
     def record_uncollected(self, path: Path, nodeid: str, why: str) -> None:
         exercise = exercise_of_test(path) or ""
@@ -321,6 +341,7 @@ class _Session:
         items = [item for item in self.items if run.wants(Path(item.path))]
         for i, item in enumerate(items):  # a cancelled run's tests fail at once (_Run.impl), torn down as usual
             item.ihook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+        run.fetch_imports()
 
     def pytest_runtest_setup(self, item: Any) -> None:
         self.current.start_test(item)

@@ -65,7 +65,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             tests_worker.close()
             from grader.grading.remote_impl import RemoteImpl  # imports torch (see _gpu_check)
 
-            with engine.start_worker(root, substitutes=substitutes, **limits) as worker:
+            with engine.start_worker(root, substitutes=substitutes, refused=tests_worker.preload.refused,
+                                     **limits) as worker:
                 yield RemoteImpl(worker, rubric.owner_of)
 
         try:
@@ -75,13 +76,18 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         finally:
             tests_worker.close()
 
-        def regrade(exercise_ids, substitutes):
-            retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
+        imports = tests_worker.preload.edges  # which of the student's modules imported which, as they ran
+
+        def regrade(exercise_ids, substitutes):  # its domain imports what the exercise did, nothing else
+            preload = [ex.module for ex in rubric.exercises.values() if ex.id in exercise_ids
+                       or ex.id in set().union(*(dependencies(rubric, e, imports) for e in exercise_ids))]
+            retry_worker = engine.start_worker(root, substitutes=substitutes, preload=preload,
+                                               refused=tests_worker.preload.refused, **limits)
             return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
 
         if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
-        results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
+        results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),
