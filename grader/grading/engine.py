@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping
 
-from grader.grading.preload import Preload
+from grader.grading.preload import attach_preload, preload_of
 from grader.grading.results import TestOutcome
 from grader.rubric import GROUPS, TESTS_DIR, Rubric, exercise_of_test, load_rubric
 from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, StudentError, WorkerClient, WorkerFailure
@@ -71,8 +71,7 @@ def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, me
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                           domains=domains, substitutes=substitutes, max_starts=MAX_STARTS)
-    modules = [ex.module for ex in load_rubric().exercises.values()] if preload is None else preload
-    client.preload = Preload(modules, {m: why for m, why in (refused or {}).items() if m not in client.substitutes})
+    attach_preload(client, preload, refused)
     return client.start() if start else client
 
 
@@ -131,7 +130,8 @@ class _Guard:
 
 def _graders_seconds(client: WorkerClient) -> float:
     """Seconds the client spent starting domains and importing the modules in them (grader/grading/preload.py)."""
-    return client.startup_seconds + (client.preload.seconds if client.preload is not None else 0.0)
+    preload = preload_of(client)
+    return client.startup_seconds + (preload.seconds if preload is not None else 0.0)
 
 
 def _message(excinfo: Any) -> str:
@@ -158,8 +158,8 @@ class _Run:
         self.standins = frozenset(standins)
         self.where = rubric.owner_of
         self.guard = _Guard()
-        if client.preload is not None:  # one list of modules whose import broke a worker: the preload's
-            self.guard.bad_imports = client.preload.refused
+        if preload_of(client) is not None:  # one list of modules whose import broke a worker: the preload's
+            self.guard.bad_imports = preload_of(client).refused
         self.results: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
         self.done = threading.Event()
@@ -211,8 +211,8 @@ class _Run:
 
     def fetch_imports(self) -> None:
         """The import edges the worker has seen so far, while it is alive (grader/grading/preload.py)."""
-        if self.client.preload is not None:
-            self.client.preload.fetch(self.client)
+        if preload_of(self.client) is not None:
+            preload_of(self.client).fetch(self.client)
 
     def record_uncollected(self, path: Path, nodeid: str, why: str) -> None:
         exercise = exercise_of_test(path) or ""

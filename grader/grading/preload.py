@@ -17,8 +17,9 @@ collects those edges into :attr:`Preload.edges` (grader/grading/scoring.py re-gr
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
+from grader.rubric import load_rubric
 from grader.sandbox.bundle import MODULE_FILE
 from grader.sandbox.client import WorkerClient, WorkerFailure
 
@@ -30,13 +31,15 @@ MAX_EDGES = 2000
 class Preload:
     """What one client's domains import first, the modules refused, and the edges seen so far."""
 
-    def __init__(self, modules: Iterable[str], refused: dict[str, str] | None = None):
+    def __init__(self, modules: Iterable[str], refused: dict[str, str] | None = None, edges_wanted: bool = True):
         self.modules = tuple(modules)
         self.refused: dict[str, str] = dict(refused or {})  # module -> why (the tests' failure message)
         self.edges: set[tuple[str, str]] = set()
         self.ready_generation = 0  # the client's generation whose imports are done
         self.seconds = 0.0  # spent importing: the grader's time, not a test's
-        self.fetching = True  # until fetching once failed: then the student's code broke it, and we stop asking
+        # Until fetching once failed (the student's code broke our recorder: we stop asking); never in a
+        # domain with stand-ins (a re-grade's), where nothing is decided from them.
+        self.fetching = edges_wanted
 
     def ensure(self, client: WorkerClient) -> None:
         """Import the modules in ``client``'s domain unless done for it; starts one if none runs."""
@@ -89,6 +92,17 @@ def _plain_edges(value: Any) -> set[tuple[str, str]]:
                 type(name) is str and MODULE_FILE.fullmatch(name + ".py") for name in item):
             edges.add((item[0], item[1]))
     return edges
+
+
+def attach_preload(client: WorkerClient, modules: Iterable[str] | None = None,
+                   refused: Mapping[str, str] | None = None) -> Preload:
+    """Give ``client`` its :class:`Preload`: ``modules`` (default: the rubric's, in its order), ``refused``
+    but for the modules a stand-in replaces there; a domain with stand-ins (a re-grade's) reports no edges."""
+    if modules is None:
+        modules = [ex.module for ex in load_rubric().exercises.values()]
+    kept = {module: why for module, why in (refused or {}).items() if module not in client.substitutes}
+    client.preload = Preload(modules, kept, edges_wanted=not client.substitutes)
+    return client.preload
 
 
 def preload_of(client: Any) -> Preload | None:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from grader.grading.preload import preload_of
 from grader.sandbox.client import Ref, WorkerClient, WorkerFailure
 from grader.sandbox.wire import MAX_DEPTH
 
@@ -127,8 +128,9 @@ class RemoteImpl:
 
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
-            if self._kata_client.preload is not None:  # a new domain imports every module first
-                self._kata_client.preload.ensure(self._kata_client)
+            preload = preload_of(self._kata_client)
+            if preload is not None:  # a new domain imports every module first
+                preload.ensure(self._kata_client)
             timeout = None if self._kata_observer is None else self._kata_observer.call_timeout(self._kata_client)
             value = self._kata_client.request(_unwrapped(message), what, timeout)
         except WorkerFailure as failure:
