@@ -6,9 +6,11 @@ follows, and the student loses points for code that changes nothing. So each dom
 tests', a re-grade's, the GPU-run check's) first imports the modules of :attr:`Preload.modules`, in
 the rubric's order, each in a request of its own with the call timeout, and only then takes the
 request that started it. An import that raises is left to that module's tests, which import it again
-and report the error as before; one that hangs, kills the worker or breaks the protocol is refused
-from then on in this domain and the next ones (the worker raises ImportError for it at once, wherever
-it is imported; ``bad imports`` in grader/grading/engine.py): it costs that module only.
+and report the error as before; one that hangs, kills the worker or breaks the protocol twice (the
+second time with every other such module refused: the first may only have imported the culprit) is
+refused from then on in this domain and the next ones (the worker raises ImportError for it at once,
+wherever it is imported; ``bad imports`` in grader/grading/engine.py): it costs that module only, and a
+module that imports it is re-graded over its stand-in.
 
 The worker also notes which student module imported which (kata_worker/imports.py); :meth:`Preload.fetch`
 collects those edges into :attr:`Preload.edges` (grader/grading/scoring.py re-grades over them).
@@ -34,6 +36,7 @@ class Preload:
     def __init__(self, modules: Iterable[str], refused: dict[str, str] | None = None, edges_wanted: bool = True):
         self.modules = tuple(modules)
         self.refused: dict[str, str] = dict(refused or {})  # module -> why (the tests' failure message)
+        self.suspects: dict[str, str] = {}  # modules whose import broke a worker once (see _import_all)
         self.edges: set[tuple[str, str]] = set()
         self.ready_generation = 0  # the client's generation whose imports are done
         self.seconds = 0.0  # spent importing: the grader's time, not a test's
@@ -52,23 +55,40 @@ class Preload:
                 self.seconds += time.monotonic() - started - (client.startup_seconds - startup)
 
     def _import_all(self, client: WorkerClient) -> bool:
-        """One domain's imports; False when one broke it (the next domain starts over)."""
+        """One domain's imports; False when one broke it (the next domain goes on).
+
+        A module whose import broke a worker is a suspect first: it may only have imported one that
+        breaks. It is tried again last, with the other suspects refused, and refused itself only if it
+        breaks again."""
         client.start()
-        for module in self.modules:
+        for module in sorted(self.modules, key=lambda m: m in self.suspects):  # stable: the rubric's order
             if module in self.refused:
                 continue
+            refuse = {**self.refused, **{m: why for m, why in self.suspects.items() if m != module}}
             try:
-                client.request({"op": "import", "module": module, "refuse": self.refused}, f"import of {module}")
+                client.request({"op": "import", "module": module, "refuse": refuse}, f"import of {module}")
             except WorkerFailure as failure:
                 if failure.kind not in BREAKS_THE_WORKER:
                     raise  # the client is closed or out of starts: the request that asked fails with it
-                self.refused[module] = f"not run: importing {module} broke the worker earlier ({failure})"
+                self._blame(client, module, failure)
                 return False
             except Exception:  # noqa: BLE001 - the student's import error: its module's tests report it
-                continue
-            client.imported.add(module)
+                pass
+            else:
+                client.imported.add(module)
+            self.suspects.pop(module, None)
         self.fetch(client)
         return True
+
+    def _blame(self, client: WorkerClient, module: str, failure: WorkerFailure) -> None:
+        why = f"not run: importing {module} broke the worker earlier ({failure})"
+        if module in self.suspects:  # it broke again, with every other suspect refused: its own doing
+            del self.suspects[module]
+            self.refused[module] = why
+        else:
+            self.suspects[module] = why
+        if client.max_starts is not None:  # the next start is the grader's, not a test's (at most two a module)
+            client.max_starts += 1
 
     def fetch(self, client: WorkerClient) -> None:
         """Add the worker's import edges to :attr:`edges` (never starts a domain; a failure ends fetching)."""

@@ -28,6 +28,7 @@ RUBRIC = load_rubric()
 MASK, CAUSAL, SCALED, SELF = ("03_causal/causal_mask", "03_causal/causal_attention",
                               "02_trainable_weights/scaled_attention", "02_trainable_weights/self_attention")
 SPLIT, MHA = "04_multihead/head_split", "04_multihead/multihead_attention"
+NORM, SCORES = "01_simple_attention/normalization", "01_simple_attention/attention_scores"
 
 
 def _patch(path: Path, old: str, new: str, count: int = 1) -> None:
@@ -118,15 +119,20 @@ def test_module_level_prints_and_draws_change_no_grade(shared_domains, tmp_path)
 
 
 def test_a_module_whose_import_hangs_costs_only_itself(domains, tmp_path):
-    """head_split.py spins at import, and MultiHeadAttention imports it: the first domain's import times out
-    once, later domains refuse it at once (an ImportError in MultiHeadAttention's import, an import the
-    worker saw), and MultiHeadAttention is re-graded over the stand-in: head_split alone is lost."""
+    """head_split.py and normalization.py spin at import; MultiHeadAttention imports head_split (later in
+    the rubric's order), attention_scores imports normalization (earlier: its own import is the one that
+    hangs first). Each hanging module is refused once it hangs again with the other suspects refused; its
+    importers then fail to import (an ImportError, an import the worker saw) and are re-graded over the
+    stand-in: only the two hanging modules are lost."""
     sub = build_submission("hang_in_a_helper", tmp_path)
     (sub / "04_multihead/head_split.py").write_text("while True:\n    pass\n")
     _patch(sub / "04_multihead/multihead_attention.py", "import torch\n", "import torch\nimport head_split\n")
-    report = grade(sub, GradeOptions(gpu="skip", call_timeout=1.0, exercises=(SPLIT, MHA)), domains)
-    assert _lost(report) == {SPLIT: RUBRIC.exercises[SPLIT].points, "gpu_check": RUBRIC.gpu_points}, _lost(report)
-    assert report.exercises[MHA].regraded_with == (SPLIT,)
+    (sub / "01_simple_attention/normalization.py").write_text("while True:\n    pass\n")
+    _patch(sub / "01_simple_attention/attention_scores.py", "import torch\n", "import torch\nimport normalization\n")
+    scope = (SPLIT, MHA, NORM, SCORES)
+    report = grade(sub, GradeOptions(gpu="skip", call_timeout=1.0, exercises=scope), domains)
+    assert _lost(report) == {ex: RUBRIC.exercises[ex].points for ex in (SPLIT, NORM)} | {"gpu_check": RUBRIC.gpu_points}
+    assert report.exercises[MHA].regraded_with == (SPLIT,) and report.exercises[SCORES].regraded_with == (NORM,)
     assert "importing head_split broke the worker earlier (timed out after" in report.exercises[SPLIT].message
 
 
