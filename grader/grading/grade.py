@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 import time
 import warnings
+from collections.abc import Collection
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -52,21 +53,18 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         left_out: list[str] = []  # files of the submission that are not graded (grader/grading/intake.py)
         root = locate_submission(path, Path(scratch), left_out)
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
-        # torch warns on import when NumPy is absent; nothing here needs NumPy.
-        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch's, without NumPy: none needed
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
-        run = None
-        if options.exercises is not None:  # and the tests of what they build on, for the re-grades
-            run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
+        run = None if options.exercises is None else _built_on(rubric, options.exercises, ())  # + what they build on
         tests_worker = engine.start_worker(root, start=False, **limits)  # the GPU-run check runs in it too
+        limits["refused"] = tests_worker.preload.refused  # later domains refuse the imports that broke its workers
 
         @contextmanager
         def over_standins(substitutes):  # asked for last, if at all: the tests' domain ends first
             tests_worker.close()
             from grader.grading.remote_impl import RemoteImpl  # imports torch (see _gpu_check)
 
-            with engine.start_worker(root, substitutes=substitutes, refused=tests_worker.preload.refused,
-                                     **limits) as worker:
+            with engine.start_worker(root, substitutes=substitutes, **limits) as worker:
                 yield RemoteImpl(worker, rubric.owner_of)
 
         try:
@@ -78,12 +76,10 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
         imports = tests_worker.preload.edges  # which of the student's modules imported which, as they ran
 
-        def regrade(exercise_ids, substitutes):  # its domain imports what the exercise did, nothing else
-            preload = [ex.module for ex in rubric.exercises.values() if ex.id in exercise_ids
-                       or ex.id in set().union(*(dependencies(rubric, e, imports) for e in exercise_ids))]
-            retry_worker = engine.start_worker(root, substitutes=substitutes, preload=preload,
-                                               refused=tests_worker.preload.refused, **limits)
-            return charge_shortcuts(rubric, root, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+        def regrade(exercise_ids, substitutes):  # its domain imports what the exercises build on, nothing else
+            preload = [rubric.exercises[e].module for e in _built_on(rubric, exercise_ids, imports)]
+            return charge_shortcuts(rubric, root, engine.run_hidden_tests(engine.start_worker(
+                root, substitutes=substitutes, preload=preload, **limits), exercises=exercise_ids))
 
         if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
@@ -97,6 +93,12 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         execution_time=time.perf_counter() - started,
         warnings=[*domains.isolation.warnings, *left_out],
     )
+
+
+def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection[tuple[str, str]]) -> list[str]:
+    """``exercise_ids`` and the exercises they build on (grader/grading/scoring.py), in the rubric's order."""
+    wanted = set(exercise_ids).union(*(dependencies(rubric, ex_id, imports) for ex_id in exercise_ids))
+    return [ex_id for ex_id in rubric.exercises if ex_id in wanted]
 
 
 def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
