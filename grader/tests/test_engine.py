@@ -42,7 +42,7 @@ HOSTILE = {
     "conftest_pass": ({"01_simple_attention/normalization"}, "NotImplementedError"),
     "sitecustomize": ({"02_trainable_weights/scaled_attention"}, ""),
     "fake_results": ({"03_causal/causal_mask"}, "NotImplementedError"),
-    "hang_at_import": ({"03_causal/attention_dropout"}, "timed out after 1 s in import of attention_dropout"),
+    "hang_at_import": ({"03_causal/attention_dropout"}, "in import of attention_dropout"),  # CPU or wall clock
     "hang_in_call": ({"04_multihead/head_split"}, "not run: an earlier test of split_heads timed out"),
     "exit_in_call": ({"04_multihead/head_split"}, "not run: the worker died in 2 earlier tests of this exercise"),
     "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),

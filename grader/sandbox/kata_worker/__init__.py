@@ -10,6 +10,7 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     domain.py    one domain: namespaces, its private copy and scratch, the unprivileged uid, limits
     channel.py   framing and the plain-data codec on the domain's socket
     probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
+    imports.py   which of the student's modules imported which, as they ran (plain data for the grader)
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
     simulated_gpu.py  a GPU with real values for the GPU-run check (the public tests use the same
                  file as exercises/kata_gpu.py, kept equal by grader/tests/test_simulated_gpu.py)
