@@ -19,8 +19,7 @@ Bounding a hostile submission's cost: after a timeout in a test of exercise E, E
 reach one of the public names that test used (``split_heads``) fail at once ("not run: an earlier
 test of split_heads timed out"), and the tests of E's other functions still run; a test whose calls together take
 longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
-or hung the worker (grader/grading/preload.py: every domain imports every module first), later imports of
-that module fail at once with the same message, in the worker too; after
+or hung the worker (grader/grading/preload.py), later imports of it fail at once, here and in the worker; after
 ``DEATHS_PER_EXERCISE`` worker deaths in an exercise's tests its other tests are not run; at most
 ``MAX_STARTS`` worker starts per run.
 """
@@ -130,8 +129,7 @@ class _Guard:
 
 def _graders_seconds(client: WorkerClient) -> float:
     """Seconds the client spent starting domains and importing the modules in them (grader/grading/preload.py)."""
-    preload = preload_of(client)
-    return client.startup_seconds + (preload.seconds if preload is not None else 0.0)
+    return client.startup_seconds + getattr(preload_of(client), "seconds", 0.0)
 
 
 def _message(excinfo: Any) -> str:
@@ -161,6 +159,7 @@ class _Run:
         if preload_of(client) is not None:  # one list of modules whose import broke a worker: the preload's
             self.guard.bad_imports = preload_of(client).refused
         self.results: dict[str, dict[str, Any]] = {}
+        self.failed: set[str] = set()  # the exercises with a failing test so far
         self.order: list[str] = []
         self.done = threading.Event()
         self.finished = False  # the session ran every test of the run (not: it ended under it)
@@ -201,7 +200,7 @@ class _Run:
             if report.failed:
                 entry["passed"] = False
                 entry["message"] = str(report.longrepr)[-MESSAGE_LIMIT:]
-                self.fetch_imports()  # a failing exercise may be re-graded over what it imports
+                self.fetch_imports(entry["exercise"])  # a failing exercise may be re-graded over its imports
             elif report.skipped:
                 entry["passed"] = False
                 reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
@@ -209,9 +208,11 @@ class _Run:
             elif report.when == "call" and report.passed:
                 entry["passed"] = True  # passed only with a passing call phase, never by default
 
-    def fetch_imports(self) -> None:
-        """The import edges the worker has seen so far, while it is alive (grader/grading/preload.py)."""
-        if preload_of(self.client) is not None:
+    def fetch_imports(self, failing: str = "") -> None:
+        """The import edges the worker has seen so far, while it is alive (grader/grading/preload.py): at the
+        end (``failing`` empty), and at the first failure of each exercise (a later death would lose them)."""
+        if preload_of(self.client) is not None and (not failing or failing not in self.failed):
+            self.failed.add(failing)
             preload_of(self.client).fetch(self.client)
 
     def record_uncollected(self, path: Path, nodeid: str, why: str) -> None:

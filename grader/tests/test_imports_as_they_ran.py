@@ -118,6 +118,7 @@ def test_module_level_prints_and_draws_change_no_grade(shared_domains, tmp_path)
     assert report.score == RUBRIC.max_score, _lost(report)
 
 
+@pytest.mark.slow  # it spins for its call timeouts, in every mode
 def test_a_module_whose_import_hangs_costs_only_itself(domains, tmp_path):
     """head_split.py and normalization.py spin at import; MultiHeadAttention imports head_split (later in
     the rubric's order), attention_scores imports normalization (earlier: its own import is the one that
