@@ -21,7 +21,7 @@ import pytest
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.rubric import EXERCISES_DIR, load_rubric
-from support import build_submission, venv_env
+from support import build_submission, solution_lines, venv_env
 
 pytestmark = pytest.mark.timeout(300)
 RUBRIC = load_rubric()
@@ -172,3 +172,14 @@ def test_the_public_tests_import_the_modules_before_their_seed(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, env=venv_env())
     assert "1 failed, 1 passed" in run.stdout and "ValueError: broken at import" in run.stdout, run.stdout
     assert "error" not in run.stdout.splitlines()[-1], run.stdout
+
+
+def test_function_stand_ins_quote_no_solution_line():
+    """A function's stand-in enters a student's domain in a re-grade: it computes the result with the
+    library, in lines of its own (tests/standins/README.md), never a line of solutions/."""
+    forbidden = {line for lines in solution_lines().values() for line in lines}
+    function_standins = [ex for ex in RUBRIC.exercises.values() if ex.standin_file.is_file() and not ex.standin_is_a_class]
+    assert {SCALED, MASK, SPLIT} <= {ex.id for ex in function_standins}  # the reuse patterns' helpers
+    quoted = [f"{ex.standin_file.name}: {line.strip()}" for ex in function_standins
+              for line in ex.standin_file.read_text().splitlines() if line.strip() in forbidden]
+    assert not quoted, quoted
