@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from grader.grading.engine import start_worker
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
+from grader.grading.scoring import dependencies
 from grader.rubric import EXERCISES_DIR, load_rubric
 from support import build_submission, solution_lines, venv_env
 
@@ -183,3 +185,31 @@ def test_function_stand_ins_quote_no_solution_line():
     quoted = [f"{ex.standin_file.name}: {line.strip()}" for ex in function_standins
               for line in ex.standin_file.read_text().splitlines() if line.strip() in forbidden]
     assert not quoted, quoted
+
+
+TOY = {"01_simple_attention/attention_scores.py": (
+           "import importlib\n\n\ndef attention_scores(inputs, query):\n    importlib.import_module('normalization')\n"
+           "    __import__('context_vectors')\n    return 1\n\n\ndef attention_score_matrix(inputs):\n"
+           "    from helpers import twice\n    return twice(inputs)\n"),
+       "01_simple_attention/helpers.py": "import causal_mask\n\n\ndef twice(x):\n    return 2 * x\n",
+       "01_simple_attention/normalization.py": "", "01_simple_attention/context_vectors.py": "",
+       "03_causal/causal_mask.py": "", "03_causal/causal_attention.py": ""}
+
+
+def test_every_route_of_an_import_is_noted_where_it_runs(shared_domains, tmp_path):
+    """Function-level imports of modules the domain imported already (every module is, at its start), by
+    importlib.import_module, __import__ and from-import through a file of the student's: each noted with
+    the module whose code ran it; what no code ran (causal_attention) is not."""
+    from grader.grading.remote_impl import RemoteImpl  # imports torch: only when a test runs
+
+    for rel, text in TOY.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    with start_worker(tmp_path, domains=shared_domains) as client:
+        impl = RemoteImpl(client, RUBRIC.owner_of)
+        assert impl.attention_scores(None, None) == 1 and impl.attention_score_matrix(3) == 6
+        client.preload.fetch(client)
+    assert client.preload.edges == {("attention_scores", "normalization"), ("attention_scores", "context_vectors"),
+                                    ("attention_scores", "helpers"), ("helpers", "causal_mask")}
+    assert dependencies(RUBRIC, "01_simple_attention/attention_scores", client.preload.edges) == {
+        NORM, "01_simple_attention/context_vectors", MASK}
