@@ -44,7 +44,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED, NOT_RENORMALIZED, MASKED_WITH_ZEROS,
     DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS, KEYS_TIMES_QUERIES, DIVIDED_BY_P,
     RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED, MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND,
-    DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED)
+    DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD, P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -261,7 +261,7 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
     that made it. Returns the CPU's result.
     """
     __tracebackhide__ = True
-    import kata_gpu  # the grader's simulated GPU (grader/sandbox/kata_worker/simulated_gpu.py)
+    import kata_gpu  # the simulated GPU, the same file the grader's worker runs
 
     got = call_checked(fn, *args, call=call, errors=errors)
     where = f"{call} on a GPU (simulated)"

@@ -26,10 +26,9 @@ Every CPU tensor made while the mode is on is remembered with the line of code t
 caller outside torch and outside the kata's own tools), so that the error names the tensor that stayed
 on the CPU and where it came from.
 
-The public tests use ``exercises/kata_gpu.py``; the grader's worker runs
-``grader/sandbox/kata_worker/simulated_gpu.py``, a copy that CI keeps byte for byte the same
-(grader/tests/test_simulated_gpu.py): the sandbox shows the worker its own folder only, and a link would
-not survive a checkout without symbolic links. It imports nothing but torch and the standard library.
+The public tests use this file, and the grader's worker imports the same one
+(grader/sandbox/kata_worker/tools.py; the sandbox shows the worker this file and its own package only).
+It imports nothing but torch and the standard library.
 """
 
 from __future__ import annotations
@@ -51,7 +50,9 @@ _aten = torch.ops.aten
 _MOVES = {_aten._to_copy.default, _aten.copy_.default}
 _INDEXING = {_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default, _aten._index_put_impl_.default}
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-_TOOLS = os.path.dirname(os.path.abspath(__file__))  # the worker's package, or the exercises' folder
+# The kata's own tools, whose frames are never "where a tensor was made": this file's folder, and the grader's
+# worker package, which adds its own when it imports this file.
+TOOL_FOLDERS = {os.path.dirname(os.path.abspath(__file__))}
 
 
 class OnDevice(torch.Tensor):
@@ -85,11 +86,12 @@ def plain(value: Any) -> Any:
 
 def _caller() -> str:
     """``file.py, line N: <code>``: the first frame that is not torch's nor the kata's own tools (the
-    files beside this one, and any ``kata_*.py``)."""
+    files of TOOL_FOLDERS, and any ``kata_*.py``)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = os.path.abspath(frame.f_code.co_filename)
-        if not (name.startswith(_TORCH) or os.path.dirname(name) == _TOOLS or os.path.basename(name).startswith("kata_")):
+        ours = os.path.dirname(name) in TOOL_FOLDERS or os.path.basename(name).startswith("kata_")
+        if not (name.startswith(_TORCH) or ours):
             code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             return f"{os.path.basename(name)}, line {frame.f_lineno}" + (f": {code}" if code else "")
         frame = frame.f_back

@@ -95,6 +95,13 @@ DROPOUT_BEFORE_SOFTMAX = ("dropout was applied to the scores before the softmax:
                           "the softmax, before @ values")
 ONE_HEAD_REPEATED = ("the heads are one module repeated ([head] * num_heads): build num_heads separate "
                      "CausalAttention modules, each with its own weights")
+MASK_CHANGED_BY_FORWARD = ("forward changed self.mask (self.mask = self.mask[:T, :T], or an in-place change of the "
+                           "buffer): a later, longer input finds the cut or changed mask; cut a view for each call "
+                           "(self.mask.bool()[:T, :T]) and leave the buffer as it was built")
+P1_WHEN_NOT_TRAINING = ("returned zeros for p = 1 with training=False: check training first: when not training, "
+                        "dropout returns x unchanged whatever p")
+GPT2_WITH_DROPOUT = ("gpt2_attention() drops attention weights in training mode: build it with dropout=0.0, as its "
+                     "docstring says (0.1 is what GPT-2 trains with, not this layer)")
 
 def no_scale(d: int, name: str = "d_k") -> str:
     return f"no scaling: off by a factor √{name} = √{d} in the scores (divide Q Kᵀ by √{name} before the softmax)"

@@ -30,6 +30,10 @@ TESTS_DIR = REPO_ROOT / "tests"
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 EXERCISES_DIR = REPO_ROOT / "exercises"  # the students' tree: stubs, public tests, READMEs, hints
 STANDINS_DIR = TESTS_DIR / "standins"  # what a re-grade puts in place of a module (tests/standins/README.md)
+# The students' tools that the grader's worker imports as its own: one file for both sides (exercises/<name>.py),
+# so that a public test and the grader run the same code (the simulated GPU). grader/sandbox/modes.py shows them
+# to the worker.
+WORKER_TOOLS = ("kata_gpu",)
 
 
 class RubricError(ValueError):
@@ -103,12 +107,27 @@ class Exercise:
 
 
 @dataclass(frozen=True)
+class GpuModule:
+    """A module the GPU-run check runs on a device (rubric.json's ``gpu_check.modules``)."""
+
+    name: str  # the public name: "CausalAttention"
+    exercise: str  # the exercise that defines it: "03_causal/causal_attention"
+    args: tuple  # the constructor's arguments in the check (d_in, d_out, context_length, dropout, ...)
+    kwargs: dict
+
+    @property
+    def module(self) -> str:
+        return self.exercise.split("/")[1]
+
+
+@dataclass(frozen=True)
 class Rubric:
     groups: dict[str, Group]  # in the order students do them
     kinds: dict[str, str]  # test kind -> what it checks, in scoring order
     exercises: dict[str, Exercise]
     gpu_points: float
     shortcuts_allowed: bool = False  # the instructor's switch: library shortcuts cost nothing
+    gpu_modules: tuple[GpuModule, ...] = ()  # what the GPU-run check runs, in the rubric's order
 
     @property
     def shortcut_table(self) -> dict[str, dict[str, list[str]]]:
@@ -193,7 +212,24 @@ def load_rubric(tests_dir: Path = TESTS_DIR) -> Rubric:
     strays = sorted(f"{ex.id}: {name}" for ex in exercises.values() for name, _ in ex.shortcuts if name not in ex.names)
     if strays:
         raise RubricError(f"shortcuts for names the exercises do not define: {', '.join(strays)}")
-    return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]), bool(raw.get("shortcuts_allowed", False)))
+    return Rubric(groups, kinds, exercises, float(raw["gpu_check"]["points"]), bool(raw.get("shortcuts_allowed", False)),
+                  _gpu_modules(raw["gpu_check"], exercises))
+
+
+def _gpu_modules(raw: dict, exercises: dict[str, Exercise]) -> tuple[GpuModule, ...]:
+    """rubric.json's ``gpu_check.modules``: ``{public name: {"args": [...], "kwargs": {...}}}``."""
+    owner = {name: ex.id for ex in exercises.values() for name in ex.names}
+    modules = raw.get("modules", {})
+    unknown = sorted(set(modules) - set(owner))
+    if unknown:
+        raise RubricError(f"gpu_check.modules names what no exercise defines: {', '.join(unknown)}")
+    if not modules and raw["points"]:
+        raise RubricError("gpu_check has points but no modules to run")
+    bad = sorted(name for name, m in modules.items()
+                 if not isinstance(m.get("args"), list) or not isinstance(m.get("kwargs", {}), dict))
+    if bad:
+        raise RubricError(f"gpu_check.modules: give args as a list and kwargs as an object for {', '.join(bad)}")
+    return tuple(GpuModule(name, owner[name], tuple(m["args"]), dict(m.get("kwargs", {}))) for name, m in modules.items())
 
 
 def _kinds(ex_id: str, points: float, raw: dict, known: tuple[str, ...]) -> tuple[tuple[str, float], ...]:

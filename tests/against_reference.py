@@ -3,7 +3,8 @@
 For the attention modules (CausalAttention, MultiHeadAttention, the wrapper): the student's module
 built next to the reference's with the reference's parameters loaded (``pair``), a forward pass that
 names a mask not cut to T x T (``forward``), the tolerances of those comparisons (``TOLERANCE``), the
-documents' seed-123 output, the gradients and the dropout compared with the reference's. For the
+documents' seed-123 output, the gradients and the dropout compared with the reference's, and a shorter
+input before a longer one through one module (``assert_forwards_leave_the_mask``). For the
 simple-attention functions: the tolerance of a result the documents' own loops compute in float32.
 
 Like ``kata_seam`` and ``reference``, imported by its bare name from the hidden tests (pytest puts
@@ -16,8 +17,9 @@ from typing import Callable
 
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, creation_order, MASK_NOT_CUT,
-                      SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, fail, load_reference_parameters)
+from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, MASK_NOT_CUT,
+                      SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, describe, fail,
+                      load_reference_parameters)
 from kata_seam import backward_with
 from reference import printed, seed_reference
 
@@ -64,6 +66,29 @@ def assert_forward_matches(student, reference, x: torch.Tensor, call: str, diagn
         expected = reference(x)
         diag = diagnoses(reference, x)
     assert_close(forward(student, x, call), expected, **TOLERANCE[dtype], diagnoses=diag, call=call)
+
+
+def _mask_values(module) -> torch.Tensor | None:
+    """A copy of the module's ``mask`` as float values (None when it keeps none: nothing a forward could change)."""
+    mask = getattr(module, "mask", None)
+    return mask.detach().clone().float() if isinstance(mask, torch.Tensor) else None
+
+
+def assert_forwards_leave_the_mask(student, reference, x: torch.Tensor, lengths: tuple[int, ...], call: str,
+                                   diagnoses: Diagnoses) -> None:
+    """One module called on ``x[:, :t]`` for each t of ``lengths`` in turn (a shorter input before a longer one):
+    each output is the reference's, and each forward leaves the student's mask as it was built (its shape and
+    values; a module that keeps no ``mask`` is judged by its outputs), so that a forward that cuts or changes the
+    buffer itself is named before the longer input fails on what it left."""
+    built = _mask_values(student)
+    for t in lengths:
+        step = f"{call}(x[:, :{t}])" + (f" after (x[:, :{lengths[0]}])" if t != lengths[0] else "")
+        assert_forward_matches(student, reference, x[:, :t], step, diagnoses)
+        after = _mask_values(student)
+        if built is not None and (after is None or after.shape != built.shape or not torch.equal(after, built)):
+            same_shape = after is not None and after.shape == built.shape
+            fail(step + "; then .mask", f"is {describe(getattr(student, 'mask', None))}; before the forward it had shape "
+                 f"{tuple(built.shape)}" + (" and other values" if same_shape else ""), f"likely cause: {MASK_CHANGED_BY_FORWARD}")
 
 
 def assert_printed_seed123(impl, ref_module, build: Callable, key: str, call: str, diagnoses: Diagnoses) -> None:

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises,
-                         call_in_float64, check_tensor, fail, load)
+from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED,
+                         assert_close, assert_raises, call_in_float64, check_tensor, fail, load)
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -61,6 +61,15 @@ def test_attention_dropout_drops_everything_at_p_one():
         fail("dropout(x, 1.0) with x of shape (4, 5)", f"returned NaN in {int(torch.isnan(got).sum())} of 20 places",
              "expected all zeros", f"likely cause: {NAN_AT_P1}")
     assert_close(got, torch.zeros(4, 5), atol=0.0, call="dropout(x, 1.0) with x of shape (4, 5)")
+
+
+def test_attention_dropout_returns_x_unchanged_when_not_training_whatever_p():
+    """The docstring's rule: training=False returns x unchanged, at p = 1 too (zeros only when training)."""
+    m = load("attention_dropout")
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(2)) + 0.5
+    for p in (0.5, 1.0):
+        assert_close(m.dropout(x.clone(), p, training=False), x, atol=0.0, call=f"dropout(x, {p}, training=False)",
+                     diagnoses=[(torch.zeros_like(x), P1_WHEN_NOT_TRAINING)] if p == 1.0 else [])
 
 
 @pytest.mark.parametrize("p", [1.5, -0.1])

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from kata_checks import (assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, MASK_NOT_CUT,
-                         SAME_DEVICE, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
+                         MASK_CHANGED_BY_FORWARD, SAME_DEVICE, SIZE_MISMATCH, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
-                         call_in_float64, call_on_any_device, check_tensor, journey_batch, load, scale_diagnoses)
+                         call_in_float64, call_on_any_device, check_tensor, describe, fail, journey_batch, load, scale_diagnoses)
 
 MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
 
@@ -105,6 +105,24 @@ def test_causal_attention_ignores_future_tokens():
     assert_close(fewer, first[:, :4].detach(), atol=1e-6, call="ca(x[:, :4]) vs ca(x)[:, :4]")
     one = call_checked(ca, x[:, :1], call="ca(x[:, :1]) (a single token)", errors=MASK_ERRORS)
     assert_close(one, first[:, :1].detach(), atol=1e-6, call="ca(x[:, :1]) vs ca(x)[:, :1]")
+
+
+def test_causal_attention_takes_a_longer_input_after_a_shorter_one():
+    """The docstring's rule: the forward cuts a view of the mask for each call and never changes the buffer."""
+    m = load("causal_attention")
+    ca = m.CausalAttention(3, 4, 6, 0.0)
+    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(24))
+    built = ca.mask.detach().clone().float() if isinstance(getattr(ca, "mask", None), torch.Tensor) else None
+    for t in (3, 6):
+        call = f"ca(x[:, :{t}])" + (" after ca(x[:, :3])" if t == 6 else "") + " with ca = CausalAttention(3, 4, 6, 0.0)"
+        got = call_checked(ca, x[:, :t], call=call, errors=MASK_ERRORS)
+        mask = getattr(ca, "mask", None)
+        if built is not None and not (isinstance(mask, torch.Tensor) and mask.shape == built.shape and torch.equal(mask.float(), built)):
+            fail(call + "; then ca.mask", f"is {describe(mask)}; before the forward it was the {tuple(built.shape)} mask it was built with",
+                 f"likely cause: {MASK_CHANGED_BY_FORWARD}")
+        with torch.no_grad():
+            expected = _attention(ca, x[:, :t])
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(ca, x[:, :t]))
 
 
 def test_causal_attention_rejects_more_tokens_than_context_length():

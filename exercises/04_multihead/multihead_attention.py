@@ -25,7 +25,9 @@ class MultiHeadAttention(nn.Module):
         W_query, W_key, W_value: ``nn.Linear(d_in, d_out, bias=qkv_bias)``
         out_proj: ``nn.Linear(d_out, d_out)`` (with bias), combining the heads
         dropout: ``nn.Dropout(dropout)``
-        mask: registered buffer, ``torch.triu(torch.ones(context_length, context_length), diagonal=1)``
+        mask: registered buffer, ``torch.triu(torch.ones(context_length, context_length), diagonal=1)``;
+            the forward cuts a T x T view of it for each call and never changes it (``self.mask = ...`` or an
+            in-place change of the buffer would break the next, longer input)
         head_dim: ``d_out // num_heads``; d_out not divisible by num_heads raises ValueError.
 
     forward: x (b, T, d_in) -> (b, T, d_out): split Q, K, V into (b, num_heads, T, head_dim),
@@ -53,6 +55,8 @@ class MultiHeadAttention(nn.Module):
 
 def gpt2_attention() -> MultiHeadAttention:
     """The GPT-2 (124M) sized attention: 768 -> 768, 12 heads, context 1024, dropout 0.0.
+
+    Dropout 0.0, not the 0.1 GPT-2 trains with: in training mode the layer gives its eval-mode output.
 
     Returns:
         A MultiHeadAttention with 2,360,064 parameters (exercises/documents/README.md; the GPT-2

@@ -10,7 +10,8 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (DROPOUT_NOT_APPLIED, assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE,
+from kata_checks import (DROPOUT_NOT_APPLIED, assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, GPT2_WITH_DROPOUT,
+                         MASK_CHANGED_BY_FORWARD, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, describe,
                          SAME_DEVICE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
@@ -149,6 +150,39 @@ def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
     if got != 2_360_064:
         fail("sum(p.numel() for p in gpt2_attention().parameters())", f"returned {got:,}", "expected 2,360,064",
              "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias")
+
+
+def test_multihead_attention_gpt2_size_has_no_dropout():
+    """The docstring's dropout 0.0: in training mode (a new module's mode) gpt2_attention() gives its eval-mode output."""
+    m = load("multihead_attention")
+    mha = m.gpt2_attention()
+    x = torch.rand(1, 8, 768, generator=torch.Generator().manual_seed(27))
+    call = "gpt2_attention()(x of shape (1, 8, 768))"
+    with torch.no_grad():
+        in_training = call_checked(mha, x, call=call + " in training mode", errors=MASK_ERRORS)
+        in_eval = call_checked(mha.eval(), x, call=call + " after .eval()", errors=MASK_ERRORS)
+    check_tensor(in_training, call=call + " in training mode", shape=(1, 8, 768))
+    if not torch.allclose(in_training, in_eval, atol=1e-6, rtol=0):
+        fail(call + " in training mode", "differs from its output after .eval(): dropout acted",
+             f"likely cause: {GPT2_WITH_DROPOUT}")
+
+
+def test_multihead_attention_takes_a_longer_input_after_a_shorter_one():
+    """The docstring's rule: the forward cuts a view of the mask for each call and never changes the buffer."""
+    m = load("multihead_attention")
+    mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)
+    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(32))
+    built = mha.mask.detach().clone().float() if isinstance(getattr(mha, "mask", None), torch.Tensor) else None
+    for t in (3, 6):
+        call = f"mha(x[:, :{t}])" + (" after mha(x[:, :3])" if t == 6 else "") + " with mha = MultiHeadAttention(3, 4, 6, 0.0, num_heads=2)"
+        got = call_checked(mha, x[:, :t], call=call, errors=MASK_ERRORS)
+        mask = getattr(mha, "mask", None)
+        if built is not None and not (isinstance(mask, torch.Tensor) and mask.shape == built.shape and torch.equal(mask.float(), built)):
+            fail(call + "; then mha.mask", f"is {describe(mask)}; before the forward it was the {tuple(built.shape)} mask it was built with",
+                 f"likely cause: {MASK_CHANGED_BY_FORWARD}")
+        with torch.no_grad():
+            expected = _attention(mha, x[:, :t], 2)
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x[:, :t], 2))
 
 
 def test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens():

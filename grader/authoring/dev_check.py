@@ -16,6 +16,11 @@ needs and every place that disagrees with the rubric, so the maintainer's checkl
   ``assert_does_its_own_work`` when the rubric names library shortcuts for it;
 * its group's ``README.md`` and ``hints.md`` have a ``## <module>`` section (the stub's message points there).
 
+No file in ``exercises/`` or ``solutions/`` that the rubric does not account for: the release copies
+``exercises/`` to the students as it is, and the Gradescope bundle ``solutions/``, so a stray file (a
+scratch module, a solution dropped into the students' tree) would ship. Each line ends with the exact
+fix, as rustlings' ``dev check`` does.
+
 For each group: its folder is on the students' path (``exercises/conftest.py``'s own copy of the group
 list) and the top README and docs/students.md name it. The rubric's own consistency (kinds adding up
 to the points, a stand-in for every exercise built on) is ``grader.rubric.load_rubric``'s: a rubric it
@@ -31,6 +36,7 @@ import ast
 from pathlib import Path
 
 from grader.authoring import stubs
+from grader.authoring.nbgrader_release import _IGNORE as RELEASE_IGNORES
 from grader.rubric import EXERCISES_DIR, REPO_ROOT, Exercise, Rubric, load_rubric
 
 HELP = "maintainers' tools: `dev check` says what each exercise of tests/rubric.json still lacks"
@@ -40,6 +46,10 @@ OWN_WORK_CHECK = "assert_does_its_own_work"  # exercises/kata_checks.py: the pub
 GROUP_LIST_COPIES = ("exercises/conftest.py",)
 # Documents that name every group (a new group must appear there).
 GROUP_DOCUMENTS = ("README.md", "docs/students.md")
+# exercises/'s own files beside the groups: the students' kit (kata_*.py modules too) and the documents.
+KIT_FILES = ("conftest.py", "shortcuts.json", "known_results.json")
+KIT_FOLDERS = ("documents",)
+REGION_FIX = "put each body between ### BEGIN SOLUTION and ### END SOLUTION"
 
 
 def problems(root: Path = REPO_ROOT) -> list[str]:
@@ -47,12 +57,13 @@ def problems(root: Path = REPO_ROOT) -> list[str]:
     try:  # read now, not from load_rubric's cache: the file is what is being edited
         rubric = load_rubric.__wrapped__(root / "tests")
     except (OSError, ValueError, KeyError, TypeError) as err:  # RubricError is a ValueError, as is bad JSON
-        return [f"tests/rubric.json: {err}"]
+        return [f"tests/rubric.json: {err}: fix tests/rubric.json, or add what it names"]
     lines: list[str] = []
     for ex in rubric.exercises.values():
         lines += [f"{ex.id}: {line}" for line in _exercise_problems(root, rubric, ex)]
     lines += _stub_problems(root, rubric)
     lines += _group_problems(root, rubric)
+    lines += _unexpected_files(root, rubric)
     return lines
 
 
@@ -70,27 +81,28 @@ def _exercise_problems(root: Path, rubric: Rubric, ex: Exercise) -> list[str]:
             *_public_test_problems(root, ex), *_document_problems(root, ex)]
 
 
-def _parsed(root: Path, path: Path) -> tuple[ast.Module | None, list[str]]:
-    """The file parsed, or None and the line saying why not."""
+def _parsed(root: Path, path: Path, write: str) -> tuple[ast.Module | None, list[str]]:
+    """The file parsed, or None and the line saying why not (``write``: what a missing file must hold)."""
     if not path.is_file():
-        return None, [f"no {_shown(root, path)}"]
+        return None, [f"no {_shown(root, path)}: write it, {write}"]
     try:
         return ast.parse(path.read_text(encoding="utf-8"), str(path)), []
     except (SyntaxError, ValueError, UnicodeDecodeError) as err:
-        return None, [f"{_shown(root, path)} does not parse: {err}"]
+        return None, [f"{_shown(root, path)} does not parse: {err}: fix that line"]
 
 
 def _solution_problems(root: Path, ex: Exercise) -> list[str]:
     path = _at(root, ex.reference_file)
-    tree, lines = _parsed(root, path)
+    tree, lines = _parsed(root, path, f"the reference defining {', '.join(ex.names)}; {REGION_FIX}")
     if tree is None:
         return lines
     defined = _top_level_names(tree)
     missing = [name for name in ex.names if name not in defined]
     if missing:
-        lines.append(f"{_shown(root, path)} does not define {', '.join(missing)} (the rubric's names)")
+        lines.append(f"{_shown(root, path)} does not define {', '.join(missing)} (the rubric's names): define "
+                     f"{'them' if len(missing) > 1 else 'it'}, or change {ex.id}'s names in tests/rubric.json")
     if not any(line.strip() == REGION for line in path.read_text(encoding="utf-8").splitlines()):
-        lines.append(f"{_shown(root, path)} has no {REGION} region: its stub would be the answer")
+        lines.append(f"{_shown(root, path)} has no {REGION} region, so its stub would be the answer: {REGION_FIX}")
     return lines
 
 
@@ -143,44 +155,49 @@ def _test_functions(tree: ast.Module) -> list[tuple[str, list[str], list[str]]]:
 
 def _hidden_test_problems(root: Path, rubric: Rubric, ex: Exercise) -> list[str]:
     path = _at(root, ex.test_file)
-    tree, lines = _parsed(root, path)
+    tree, lines = _parsed(root, path, "the hidden tests through the impl and reference fixtures, one kind marker "
+                                      "each (tests/README.md)")
     if tree is None:
         return lines
     shown, points, known = _shown(root, path), ex.kind_points, set(rubric.kinds)
     tests = _test_functions(tree)
     if not tests:
-        return [f"{shown} has no tests"]
+        return [f"{shown} has no tests: write them, one kind marker each (tests/README.md)"]
     carried = set()
     for name, marks, case_marks in tests:
         kinds, case_kinds = sorted(set(marks) & known), sorted(set(case_marks) & known)
         if len(kinds) + bool(case_kinds) != 1:
-            lines.append(f"{shown}::{name} carries the kind markers {kinds + case_kinds}, not one of "
+            lines.append(f"{shown}::{name} carries the kind markers {kinds + case_kinds}: give it exactly one of "
                          f"{', '.join('@pytest.mark.' + k for k in rubric.kinds)}")
-        lines += [f"{shown}::{name} has {kind} tests, but the rubric gives {ex.id}'s {kind} tests no points"
+        lines += [f"{shown}::{name} has {kind} tests, but the rubric gives {ex.id}'s {kind} tests no points: mark "
+                  f"it with a kind that has points, or give {kind} points in tests/rubric.json"
                   for kind in kinds + case_kinds if points.get(kind, 0.0) <= 0]
         carried.update(kinds + case_kinds)
-    lines += [f"{shown} has no {kind} test, though the rubric gives {kind} {value:g} points"
+    lines += [f"{shown} has no {kind} test, though the rubric gives {kind} {value:g} points: add a test marked "
+              f"@pytest.mark.{kind}, or move those points to another kind in tests/rubric.json"
               for kind, value in points.items() if value > 0 and kind not in carried]
     return lines
 
 
 def _public_test_problems(root: Path, ex: Exercise) -> list[str]:
     path = _at(root, ex.public_test_file)
-    tree, lines = _parsed(root, path)
+    tree, lines = _parsed(root, path, f"the public tests, each named test_{ex.module}_... (kata_checks.load)")
     if tree is None:
         return lines
     shown, module = _shown(root, path), ex.module
     names = [name for name, _, _ in _test_functions(tree)]
     if not names:
-        lines.append(f"{shown} has no tests")
+        lines.append(f"{shown} has no tests: add them, each named test_{module}_...")
     # `pytest exercises -k <module>` selects a module's public tests by name (exercises/conftest.py)
-    lines += [f"{shown}::{name} is not named test_{module}_...: `pytest exercises -k {module}` would miss it"
+    lines += [f"{shown}::{name} is not named test_{module}_..., so `pytest exercises -k {module}` would miss it: "
+              f"rename it test_{module}_{name.removeprefix('test_')}"
               for name in names if not (name == f"test_{module}" or name.startswith(f"test_{module}_"))]
     if ex.shortcuts and not any(isinstance(node, ast.Call) and getattr(node.func, "id", None) == OWN_WORK_CHECK
                                 and [getattr(a, "value", None) for a in node.args] == [module]
                                 for node in ast.walk(tree)):
         lines.append(f"{shown} has no test calling {OWN_WORK_CHECK}({module!r}), though the rubric names "
-                     f"library shortcuts for {', '.join(name for name, _ in ex.shortcuts)}")
+                     f"library shortcuts for {', '.join(name for name, _ in ex.shortcuts)}: add "
+                     f"test_{module}_does_its_own_work calling it")
     return lines
 
 
@@ -189,7 +206,7 @@ def _document_problems(root: Path, ex: Exercise) -> list[str]:
     for name in ("README.md", "hints.md"):
         path = _at(root, ex.stub_file).parent / name
         if path.is_file() and f"\n## {ex.module}\n" not in path.read_text(encoding="utf-8"):
-            lines.append(f"{_shown(root, path)} has no '## {ex.module}' section")
+            lines.append(f"{_shown(root, path)} has no '## {ex.module}' section: add it")
     return lines
 
 
@@ -201,27 +218,67 @@ def _stub_problems(root: Path, rubric: Rubric) -> list[str]:
     try:
         stale = stubs.check(root)
     except (SyntaxError, ValueError) as err:
-        return [f"the stubs cannot be generated: {err}"]
+        return [f"the stubs cannot be generated: {err}: fix the solution it names"]
     except ImportError as err:
-        return [f"the stubs cannot be checked: {err} (the `instructor` extra brings nbgrader)"]
+        return [f"the stubs cannot be checked: {err}: pip install -e \".[instructor]\" (it brings nbgrader)"]
     owners = {_at(root, ex.stub_file): ex.id for ex in rubric.exercises.values()}
     return [(f"{owners[path]}: " if path in owners else "")
-            + f"{_shown(root, path)} is not what `python -m grader.authoring.stubs` writes (run it)" for path in stale]
+            + f"{_shown(root, path)} is not what the stub generator writes: run `python -m grader.authoring.stubs`"
+            for path in stale]
 
 
 def _group_problems(root: Path, rubric: Rubric) -> list[str]:
     lines = []
     for group in rubric.groups:
         folder = _at(root, EXERCISES_DIR / group)
-        lines += [f"{group}: no {_shown(root, folder / name)}" for name in ("README.md", "hints.md")
-                  if not (folder / name).is_file()]
-        lines += [f"{group}: {doc} does not name `exercises/{group}`" for doc in GROUP_DOCUMENTS
+        lines += [f"{group}: no {_shown(root, folder / name)}: write it, with a '## <module>' section per exercise"
+                  for name in ("README.md", "hints.md") if not (folder / name).is_file()]
+        lines += [f"{group}: {doc} does not name `exercises/{group}`: add a line naming it" for doc in GROUP_DOCUMENTS
                   if f"`exercises/{group}`" not in _text(root / doc)]
     for copy in GROUP_LIST_COPIES:
         listed = _assigned_literal(root / copy, "GROUPS") if (root / copy).is_file() else None
         if listed != tuple(rubric.groups):
-            lines.append(f"{copy}: GROUPS is {listed}, the rubric's groups are {tuple(rubric.groups)}")
+            lines.append(f"{copy}: GROUPS is {listed}, the rubric's groups are {tuple(rubric.groups)}: set "
+                         f"GROUPS = {tuple(rubric.groups)}")
     return lines
+
+
+def _unexpected_files(root: Path, rubric: Rubric) -> list[str]:
+    """Every file of ``exercises/`` and ``solutions/`` that no exercise or group of the rubric accounts for
+    (what the release leaves out, caches, is not looked at)."""
+    expected: dict[str, set[str]] = {"exercises": {*KIT_FILES, *KIT_FOLDERS, *rubric.groups},
+                                     "solutions": {"conftest.py", *rubric.groups}}
+    for ex in rubric.exercises.values():
+        expected[f"exercises/{ex.group}"] = expected.get(f"exercises/{ex.group}", {"README.md", "hints.md"})
+        expected[f"exercises/{ex.group}"] |= {f"{ex.module}.py", f"test_{ex.module}.py"}
+        expected.setdefault(f"solutions/{ex.group}", set()).add(f"{ex.module}.py")
+    lines = []
+    for folder, names in expected.items():
+        if not (root / folder).is_dir():
+            continue  # a missing group folder: the lines above name its files
+        found = [p.name for p in sorted((root / folder).iterdir())]
+        for name in sorted(set(found) - names - RELEASE_IGNORES(str(root / folder), found)):
+            if not (folder == "exercises" and name.startswith("kata_") and name.endswith(".py")):
+                lines.append(_unexpected(folder, name, (root / folder / name).is_dir()))
+    return lines
+
+
+def _unexpected(folder: str, name: str, is_folder: bool) -> str:
+    """The line for a file (or folder) of ``exercises/`` or ``solutions/`` the rubric does not account for."""
+    path, top, students = f"{folder}/{name}" + ("/" if is_folder else ""), "/" not in folder, folder.startswith("exercises")
+    ships = "the release gives exercises/ to the students" if students else "the Gradescope bundle copies solutions/"
+    if top and is_folder:
+        return f"{path} is not a group of tests/rubric.json ({ships} as it is): delete it, or add \"{name}\" " \
+               "to the rubric's groups"
+    module = name.removesuffix(".py").removeprefix("test_" if students else "")
+    if not top and not is_folder and name.endswith(".py") and not module.startswith("test_"):
+        return f"{path} belongs to no exercise of tests/rubric.json ({ships} as it is): delete it, or add " \
+               f"\"{folder.split('/', 1)[1]}/{module}\" to tests/rubric.json"
+    holds = {(True, True): f"its own files are {', '.join(KIT_FILES + KIT_FOLDERS)} and the kata_*.py modules",
+             (True, False): "it holds conftest.py and a folder per group",
+             (False, True): "a group's folder holds its modules, their test_<module>.py, README.md and hints.md",
+             (False, False): "a group's folder holds its exercises' references"}[top, students]
+    return f"{path} is no part of the kata ({ships} as it is; {holds}): delete it"
 
 
 def _text(path: Path) -> str:

@@ -13,7 +13,7 @@ shows as an autograder failure instead of a 0 for the student.
 Why the solutions travel too: the hidden tests compute their expected values with the reference,
 in the grader's process (never in a student's: a re-grade gives the student's code stand-ins,
 ``tests/standins/``). The grader's own tests and ``tests/mutants`` (one-mistake implementations used
-to test the hidden tests) stay out.
+to test the hidden tests) stay out; of ``exercises/`` only the tools the worker imports travel.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from grader.reports.visibility import VISIBILITIES
-from grader.rubric import REPO_ROOT
+from grader.rubric import REPO_ROOT, WORKER_TOOLS
+from grader.visibility import check_visibility
 
 SCRIPTS = Path(__file__).resolve().parent / "templates" / "gradescope"
 # (folder, excluded sub-folders) copied from the repository.
 FOLDERS = (("grader", ("tests",)), ("tests", ("mutants",)), ("solutions", ()))
-FILES = ("pyproject.toml", "README.md")
+# The top-level files, and the students' tools the worker imports (grader/rubric.py WORKER_TOOLS).
+FILES = ("pyproject.toml", "README.md", *(f"exercises/{name}.py" for name in WORKER_TOOLS))
 _SKIP = ("__pycache__", ".pytest_cache", ".ipynb_checkpoints")
 _README = "# attention-kata autograder\n\nThe grader, hidden tests and solutions of the attention kata, bundled for Gradescope.\n"
 
@@ -49,21 +50,26 @@ def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
     return members
 
 
-def build_bundle(out_zip: Path, visibility: str = "full") -> None:
+# What students see unless the instructor says otherwise: Gradescope lets them resubmit, and with the hidden
+# tests' inputs and expected values in view they could resubmit until they match.
+BUNDLE_VISIBILITY = "messages"
+
+
+def build_bundle(out_zip: Path, visibility: str = BUNDLE_VISIBILITY) -> None:
     """Write the autograder zip to ``out_zip`` (replacing an older one).
 
-    ``visibility`` (full | messages | scores, see grader.reports.visibility.redact) is what students see of the
+    ``visibility`` (full | messages | scores, see grader.visibility.redact) is what students see of the
     hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
     """
-    if visibility not in VISIBILITIES:
-        raise ValueError(f"unknown visibility {visibility!r} (expected one of {', '.join(VISIBILITIES)})")
+    check_visibility(visibility)
     out_zip = Path(out_zip)
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     run = (SCRIPTS / "run_autograder").read_text()
-    if "\nDEFAULT_VISIBILITY=full\n" not in run:
-        raise RuntimeError("run_autograder has no DEFAULT_VISIBILITY=full line to set")
+    if f"\nDEFAULT_VISIBILITY={BUNDLE_VISIBILITY}\n" not in run:
+        raise RuntimeError(f"run_autograder has no DEFAULT_VISIBILITY={BUNDLE_VISIBILITY} line to set")
     scripts = {"setup.sh": (SCRIPTS / "setup.sh").read_bytes(),
-               "run_autograder": run.replace("\nDEFAULT_VISIBILITY=full\n", f"\nDEFAULT_VISIBILITY={visibility}\n").encode()}
+               "run_autograder": run.replace(f"\nDEFAULT_VISIBILITY={BUNDLE_VISIBILITY}\n",
+                                            f"\nDEFAULT_VISIBILITY={visibility}\n").encode()}
     with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_DEFLATED) as zf:
         for script, data in scripts.items():
             _write(zf, script, data, executable=True)

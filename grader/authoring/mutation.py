@@ -26,7 +26,6 @@ which only has the repository root on its path, builds its class of students wit
 
 from __future__ import annotations
 
-import re
 import runpy
 from pathlib import Path
 
@@ -73,24 +72,6 @@ def write_patched(patch: dict, root: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(patched_source(patch))
     return target
-
-
-SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
-
-
-def patch_problems(patch: dict) -> list[str]:
-    """What is wrong with a patch as a change to a solution: it does not apply, changes nothing, or
-    changes its module outside the ``### BEGIN/END SOLUTION`` regions (empty: none)."""
-    try:
-        source = reference_file(patch).read_text()
-        if apply(source, patch) == source:
-            return [f"{patch['name']}: changes nothing"]
-    except PatchError as err:
-        return [str(err)]
-    start = source.index(patch["replace"])
-    if not any(r.start() <= start and start + len(patch["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
-        return [f"{patch['name']}: changes solutions/{patch['exercise']}.py outside its ### BEGIN/END SOLUTION regions"]
-    return []
 
 
 def load_patches(path: Path, name: str) -> list[dict]:

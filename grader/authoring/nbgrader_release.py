@@ -21,7 +21,7 @@ releases it as a stub that raises NotImplementedError; the 03 answer is never ha
 assignment is graded, that cell becomes the module file (``03_causal/causal_attention.py``), exactly
 like a student's own file in the command-line layout.
 
-The group that holds the last module of the GPU-run check (grader.grading.gpu_check.MODULES_CHECKED) gets a
+The group that holds the last module of the GPU-run check (tests/rubric.json's ``gpu_check.modules``) gets a
 locked grade cell ``gpu_check`` worth the rubric's GPU points: the grader records the check there.
 """
 
@@ -33,7 +33,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.grading.gpu_check import MODULES_CHECKED
 from grader.rubric import EXERCISES_DIR, GROUPS, Exercise, load_rubric
 
 if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): imported where notebooks are made
@@ -61,7 +60,7 @@ def gpu_group() -> str:
 
 
 def _gpu_modules() -> list[str]:
-    return [module for _, module, _, _ in MODULES_CHECKED]
+    return [checked.module for checked in load_rubric().gpu_modules]
 
 
 def outside_dependencies(group: str) -> list[Exercise]:

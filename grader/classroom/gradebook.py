@@ -7,7 +7,6 @@ it, and every row of its CSV again when it resumes).
 
     with ClassGradebook(Path("gradebook.db"), "attention-kata") as gb:
         gb.record(csv_row)                       # a row of score-all's CSV (grader.classroom.grades_sheet.csv_row)
-    record_in_gradebook(Path("gradebook.db"), "attention-kata", {"alice": report, ...})  # JSON reports
 
 Two layouts, chosen by what the assignment already holds:
 
@@ -46,7 +45,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from grader.authoring.nbgrader_release import gpu_group
-from grader.classroom.grades_sheet import csv_row, unescaped
 from grader.files import private_files
 from grader.rubric import load_rubric
 
@@ -237,10 +235,10 @@ class ClassGradebook:
     # --- recording ---------------------------------------------------------------------------------
 
     def record(self, row: Mapping[str, Any], timestamp: Any = None) -> None:
-        """Record one row of score-all's CSV (cells as written, see grader.classroom.grades_sheet.csv_row);
+        """Record one row of score-all's CSV (plain text, as grader.classroom.grades_sheet.csv_row and read_grades give it);
         ``timestamp`` (a datetime), when given, becomes the submission's (nbgrader's late penalties read it)."""
-        student = unescaped(str(row["student"]))
-        graded = unescaped(str(row["status"])) == "graded"
+        student = str(row["student"])
+        graded = row["status"] == "graded"
         gb = self.gb
         gb.update_or_create_student(student)
         gb.update_or_create_submission(self.assignment, student, **({"timestamp": timestamp} if timestamp else {}))
@@ -253,7 +251,7 @@ class ClassGradebook:
             grade = self._grade(notebook, cell, student)
             grade.auto_score = _number(row[column]) if graded else 0.0
             grade.needs_manual_grade = False
-        reason = None if graded else COMMENT_PREFIX + (unescaped(str(row["message"])) or "not graded")
+        reason = None if graded else COMMENT_PREFIX + (str(row["message"]) or "not graded")
         for notebook, cell in self.layout.comments:
             comment = self._comment(notebook, cell, student)
             if reason is not None or (comment.auto_comment or "").startswith(COMMENT_PREFIX):
@@ -302,14 +300,7 @@ class ClassGradebook:
 
 def _number(cell: Any) -> float:
     try:
-        return float(unescaped(str(cell)))
+        return float(cell)
     except ValueError:
         return 0.0
 
-
-def record_in_gradebook(db_path: Path, assignment: str, reports: Mapping[str, dict]) -> None:
-    """Create or update ``assignment`` and each student's submission with the JSON reports' scores
-    (``reports`` maps a student id to that student's report, grader/reports/json_report.py ``to_json``)."""
-    with ClassGradebook(db_path, assignment) as gb:
-        for student, report in reports.items():
-            gb.record(csv_row(student, {"report": report}))

@@ -1,15 +1,20 @@
 """The grades sheet: score-all's CSV, one row per student, and the JSON reports named after its students.
 
 The contract every reader and writer of the CSV shares (score-all and its resume, merge, the gradebook,
-the nbgrader course, the class summary), in this one module:
+the nbgrader course, the class-level outputs), in this one module:
 
 - the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
   rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``submission_sha256``;
-- every cell as the text the file holds: text that a spreadsheet would run as a formula gets a leading
-  apostrophe (:func:`csv_cell`), which :func:`unescaped` takes off again;
+- a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
+  raised); the file holds it escaped: text that a spreadsheet would run as a formula gets a leading
+  apostrophe (:func:`csv_cell`). Escaping happens here alone, once, as a row is written
+  (:func:`spreadsheet_text`, :func:`append_grade`), and is taken off here alone as it is read back, so
+  no caller sees an escaped cell or escapes one;
 - a row from a job's result (:func:`csv_row`), the rows read back (:func:`read_grades`: a last row
   cut short dropped, a malformed row dropped with a warning) and written (:func:`write_grades`:
   sorted by student name, atomically);
+- what a class-level output is handed (:class:`ClassSheet`, :func:`read_class`;
+  grader/classroom/class_outputs.py runs them) and writes a spreadsheet with (:func:`spreadsheet_text`);
 - ``--json-dir``'s layout: ``<student>.json`` for a student whose name is a plain file name
   (:func:`json_path`).
 """
@@ -22,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import IO, Any, Iterable, Mapping
 
 from grader.files import write_atomically
 from grader.grading.options import GradeOptions
@@ -47,26 +52,27 @@ def csv_columns() -> list[str]:
 
 def csv_cell(value: Any) -> Any:
     """A value safe in a spreadsheet: text that would start a formula (``=2+5``, ``+``, ``-``, ``@``,
-    a tab or carriage return) gets a leading apostrophe, as OWASP recommends for CSV injection."""
-    if isinstance(value, str) and value[:1] in FORMULA_STARTS:
+    a tab or carriage return) gets a leading apostrophe, as OWASP recommends for CSV injection; so does
+    text that starts with an apostrophe, so that reading it back (:func:`_unescaped`) gives it exactly."""
+    if isinstance(value, str) and value[:1] in (*FORMULA_STARTS, "'"):
         return "'" + value
     return value
 
 
-def unescaped(cell: str) -> str:
+def _unescaped(cell: str) -> str:
     """A cell's text as it was before :func:`csv_cell`."""
-    return cell[1:] if cell[:1] == "'" and cell[1:2] in FORMULA_STARTS else cell
+    return cell[1:] if cell[:1] == "'" and cell[1:2] in (*FORMULA_STARTS, "'") else cell
 
 
 def csv_row(student: str, result: dict[str, Any], sha256: str = "",
             grading: GradeOptions = GradeOptions()) -> dict[str, str]:
-    """A CSV row from a job's result: a JSON report, or an error (text cells escaped, see csv_cell),
-    every cell as the text the CSV holds. An error row's max_score is what a graded row's would be
+    """A CSV row from a job's result: a JSON report, or an error, every cell as plain text (the writers
+    escape it). An error row's max_score is what a graded row's would be
     under ``grading``: its exercises (the rubric's, or ``grading.exercises``) and the GPU-run check
     unless ``--gpu skip``. The cells of exercises a row was not graded on stay empty."""
     row = _csv_row(student, result, grading)
     row[HASH_COLUMN] = sha256
-    return {column: str(csv_cell(value)) for column, value in row.items()}
+    return {column: str(value) for column, value in row.items()}
 
 
 def _csv_row(student: str, result: dict[str, Any], grading: GradeOptions) -> dict[str, Any]:
@@ -93,7 +99,7 @@ def _csv_row(student: str, result: dict[str, Any], grading: GradeOptions) -> dic
 
 @dataclass
 class CsvContent:
-    """The rows of a score-all CSV as written (cells escaped, as strings), by student name."""
+    """The rows of a score-all CSV, by student name, each cell as plain text (its escape taken off)."""
 
     rows: dict[str, dict[str, str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -124,7 +130,8 @@ def read_grades(csv_path: Path) -> CsvContent:
     columns = csv_columns()
     for i, record in enumerate(records):
         last = i == len(records) - 1
-        name = unescaped(record[0]) if record else ""
+        record = [_unescaped(cell) for cell in record]
+        name = record[0] if record else ""
         if last and not complete:
             content.truncated = name
             content.warnings.append(f"{csv_path}: the last row ({printable(name)!s}) was cut short: "
@@ -141,14 +148,51 @@ def read_grades(csv_path: Path) -> CsvContent:
 
 
 def write_grades(csv_path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    """Write ``rows`` (cells as written: escaped) under the header, sorted by student name, atomically
-    (a temporary file beside it, then renamed over it)."""
-    ordered = sorted(rows, key=lambda row: unescaped(str(row["student"])))
+    """Write ``rows`` (plain text) under the header, sorted by student name, escaped (see :func:`csv_cell`),
+    atomically (a temporary file beside it, then renamed over it)."""
+    ordered = sorted(rows, key=lambda row: str(row["student"]))
+    write_atomically(csv_path, spreadsheet_text(csv_columns(), ordered))
+
+
+def append_grade(out: IO[str], row: Mapping[str, Any]) -> None:
+    """Append one row (plain text) to a grades CSV open for appending, escaped as :func:`write_grades` does."""
+    csv.DictWriter(out, fieldnames=csv_columns()).writerow(_escaped(row))
+
+
+def spreadsheet_text(columns: list[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """A CSV file's text: ``columns``, then ``rows`` (plain text, by column), every cell escaped once
+    (:func:`csv_cell`). The one way this project writes a spreadsheet: the grades CSV and every
+    class-level output that writes one (a grade-upload file) go through it."""
     out = io.StringIO(newline="")
-    writer = csv.DictWriter(out, fieldnames=csv_columns())
+    writer = csv.DictWriter(out, fieldnames=columns)
     writer.writeheader()
-    writer.writerows(ordered)
-    write_atomically(csv_path, out.getvalue())
+    writer.writerows(_escaped(row) for row in rows)
+    return out.getvalue()
+
+
+def _escaped(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {column: csv_cell(value) for column, value in row.items()}
+
+
+# --- what a class-level output is handed ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassSheet:
+    """A whole class's grades, as every class-level output gets them (grader/classroom/class_outputs.py):
+    the CSV's rows as plain text by student (a student graded twice: their last row), this run's JSON
+    reports, and the folder holding every graded student's report (``--json-dir``; None: only this run's)."""
+
+    csv_path: Path
+    rows: dict[str, dict[str, str]]
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    json_dir: Path | None = None
+
+
+def read_class(csv_path: Path, reports: Mapping[str, dict[str, Any]] | None = None,
+               json_dir: Path | None = None) -> ClassSheet:
+    """The :class:`ClassSheet` of the grades CSV at ``csv_path`` (SheetError: not one of ours)."""
+    return ClassSheet(Path(csv_path), read_grades(Path(csv_path)).rows, dict(reports or {}), json_dir)
 
 
 # --- the JSON reports, named after the students --------------------------------------------------

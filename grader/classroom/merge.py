@@ -10,8 +10,8 @@ the shard folder that holds it (the folders are searched in turn; two different 
 student are refused), and an error row's stale report is removed, as score-all does. With
 ``--gradebook``, every row is recorded there (grader/classroom/gradebook.py), as a run records its rows; run
 the shards without ``--gradebook`` (they may be on different machines) and give it to the merge.
-The class summary (grader.reports.class_summary) is written beside the merged CSV with the reports of
-``--json-dir``.
+The class-level outputs (grader.classroom.class_outputs: the class summary) are written beside the
+merged CSV with the reports of ``--json-dir``.
 
 Refused (MergeError, nothing written): a shard CSV that is not complete (a last row cut short: resume
 that shard first) or not a score-all CSV; a student with two different rows in two shards; a
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
-from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, unescaped, write_grades
-from grader.classroom.score_all import summarize
+from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, write_grades
 from grader.files import private_files, write_atomically
 
 
@@ -39,7 +39,7 @@ class MergeError(Exception):
 class MergeResult:
     rows: int = 0
     warnings: list[str] = field(default_factory=list)
-    outputs: list[Path] = field(default_factory=list)  # what the class summary wrote
+    outputs: list[Path] = field(default_factory=list)  # what the class-level outputs wrote
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
         if book is not None:
             book.close()
     result.rows = len(rows)
-    result.outputs = summarize(Path(out), found.reports, result.warnings)
+    result.outputs = write_class_outputs(Path(out), found.reports, result.warnings)
     return result
 
 
@@ -120,7 +120,7 @@ def _find_reports(rows: dict[str, dict[str, str]], json_dir: Path, from_json_dir
         except ValueError as err:
             warnings.append(f"no JSON report for {name!r}: {err}")
             continue
-        if unescaped(row["status"]) != "graded":
+        if row["status"] != "graded":
             found.stale.append(target)
             continue
         text = _find_report(name, from_json_dirs)

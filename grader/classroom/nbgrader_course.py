@@ -1,5 +1,5 @@
 """An nbgrader course graded with the isolated grader, instead of ``nbgrader autograde``: the course
-logic of ``python -m grader nbgrader COURSE_DIR [--assignment NAME]`` (its command line: grader/cli.py).
+logic of ``python -m grader nbgrader COURSE_DIR [--assignment NAME]`` (its command line: grader/classroom/commands.py).
 
 ``nbgrader autograde`` runs the students' code in the grading kernel, where it can forge its grade
 (replace ``get_ipython().run_cell`` and no later test cell runs). Here no notebook is executed, in
@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from grader.authoring.nbgrader_release import gpu_group, notebook_modules
 from grader.classroom.gradebook import ClassGradebook, GradebookError
-from grader.classroom.grades_sheet import SheetError, csv_cell, csv_row, read_grades, unescaped, write_grades
+from grader.classroom.grades_sheet import SheetError, csv_row, read_grades, write_grades
 from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
@@ -220,7 +220,7 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
                               grading=assignment_options(options.grading, assignment))
                 summary.results.append(Graded(assignment, student, row))
             elif name in rows:
-                row = dict(rows[name], student=str(csv_cell(student)))
+                row = dict(rows[name], student=student)
                 report = None
                 if row["status"] == "graded":
                     try:
@@ -301,7 +301,7 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.assignment}.html"
     part = assignment_report(result.assignment, result.report) if result.report is not None else None
-    page = feedback_html(result.assignment, result.student, part, visibility, unescaped(result.row["message"]))
+    page = feedback_html(result.assignment, result.student, part, visibility, result.row["message"])
     write_atomically(target, page, new_mode=0o644)
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:

@@ -20,7 +20,8 @@ the folder (or outside this ``--shard``) are kept, with a warning. The CSV (grad
 is rewritten, atomically, sorted by student name (code point order), when the run starts and when it
 ends; in between, rows are appended as students finish. Every row kept is written into the gradebook
 again at the start, so the gradebook lists every student of the CSV even after a kill between the two
-writes. At the end, the class summary (grader.reports.class_summary) is written beside the CSV.
+writes. At the end, the class-level outputs (grader.classroom.class_outputs: the class summary) are
+written beside the CSV.
 
 ``--shard K/N`` grades the students whose name hashes to K (see ``grader.classroom.roster.in_shard``):
 N disjoint slices that do not depend on which other students exist; ``grader.classroom.merge`` puts
@@ -29,7 +30,6 @@ shards back together.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import select
@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
-from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, csv_columns, csv_row, json_path,
-                                           read_grades, unescaped, write_grades)
+from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, append_grade, csv_row, json_path,
+                                           read_grades, write_grades)
 from grader.classroom.jobs import Job
 from grader.classroom.roster import in_shard, list_students, submission_hash
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
-from grader.reports import class_summary
 from grader.reports.feedback import write_error_feedback, write_feedback
 from grader.safe_text import escape_line, printable
 
@@ -86,7 +86,7 @@ class BatchSummary:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)  # the JSON reports of this run
-    outputs: list[Path] = field(default_factory=list)  # what the class summary wrote
+    outputs: list[Path] = field(default_factory=list)  # what the class-level outputs wrote
     feedback: list[Path] = field(default_factory=list)  # the feedback files this run wrote
 
 
@@ -212,7 +212,7 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
     def graded(student: str, row: Mapping[str, str]) -> None:
         if progress is not None:
             outcome = (f"{row['score']}/{row['max_score']}" if row["status"] == "graded"
-                       else f"error: {unescaped(row['message'])}")
+                       else f"error: {row['message']}")
             progress(Progress(len(summary.graded) + len(summary.errors), len(work.queue), student, outcome,
                               time.monotonic() - started, len(summary.errors)))
 
@@ -229,7 +229,7 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    summary.outputs = summarize(csv_path, summary.reports, summary.warnings, options.json_dir)
+    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
@@ -262,13 +262,12 @@ def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: Bat
                 gradebook.record(row)
         write_grades(csv_path, rows.values())
         with open(csv_path, "a", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, fieldnames=csv_columns())
 
             def record(student: str, result: dict[str, Any]) -> None:
                 row = _record(student, paths[student], result, work.hashes[student], options, summary)
                 # in rows before it can be on disk: the rewrite after an interrupt keeps what the file showed
                 rows[student] = row
-                writer.writerow(row)
+                append_grade(out, row)
                 out.flush()
                 os.fsync(out.fileno())
                 if gradebook is not None:
@@ -369,15 +368,3 @@ def _answer(job: Job, ready: bool, time_limit: float) -> dict[str, Any] | None:
     if result is None:
         return {"error": f"the grading process died (exit code {job.proc.poll()})", "job_failed": True}
     return result
-
-
-def summarize(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str],
-              json_dir: Path | None = None) -> list[Path]:
-    """Write the class summary beside ``csv_path`` (grader.reports.class_summary; from the whole CSV, the
-    students graded earlier read from ``json_dir``); the files it wrote. The grades are written by then: a
-    summary that fails is a warning, never an error that would hide them."""
-    try:
-        return list(class_summary.write_summary(csv_path, reports, json_dir))
-    except Exception as err:
-        warnings.append(f"the class summary failed: {type(err).__name__}: {err}")
-        return []

@@ -1,38 +1,49 @@
 """The GPU-run check: do the student's attention modules run where their input lives?
 
 The documents' CausalAttentionV1 keeps its mask in a plain attribute, which stays on the CPU when the
-module moves to CUDA: the classic bug that only shows on a GPU. For CausalAttention,
-MultiHeadAttentionWrapper and MultiHeadAttention the check builds the student's module (in the
-worker), loads the reference weights, runs it on the CPU, then moves module and input to the device
-and runs it again (dropout 0).
+module moves to CUDA: the classic bug that only shows on a GPU. For each module the rubric names
+(tests/rubric.json's ``gpu_check.modules``: CausalAttention, MultiHeadAttentionWrapper,
+MultiHeadAttention, with the constructor arguments to build them with) the check builds the student's
+module (in the worker), loads the reference weights, runs it on the CPU, then moves module and input to
+the device and runs it again (dropout 0).
 
-Every verdict is the grader's: the reference module runs here, in the grader, on the same weights
-and input, and the student's outputs are compared with it.
+A mistake costs only the module it is in. Each module has a fixed share of the check's points: the
+points over the number of modules counted (all the rubric names; in an nbgrader assignment, those of the
+assignment's own exercises), whatever else the student finished. A module earns its share when its
+device run gives what its CPU run gives, in proportion to its own exercise's core points earned (after
+any re-grade over stand-ins: grader/grading/scoring.py), the rule edge tests follow. So a numeric mistake
+costs its exercise and that same proportion of its module's share, never another module's points; a
+module not written (a stub, a deleted file, one that does not parse) earns nothing of its share, and no
+share moves to the modules that are finished. The device runs happen while the hidden tests' domain is
+open (:func:`run_gpu_check` gives :class:`DeviceRuns`); the points come once the exercises' results
+exist (:meth:`DeviceRuns.scored`).
 
-* The CPU run must match the reference (an identity or unfinished module earns nothing here; its
-  own exercise says why). It is tried on T = 5 < context_length, then on T = context_length, and
-  the device run uses the first input the CPU run gets right: a mistake unrelated to devices (a mask
-  not cut to T x T) is charged by the module's own exercise, once, not again here.
-* The wrapper builds on CausalAttention. When the student's CausalAttention passes here, the wrapper
-  runs with its own heads. Otherwise (it fails on the CPU or on the device, or is not there) the wrapper
-  is judged as its re-grade is (grader/grading/scoring.py): in a domain of its own where the stand-in of
-  tests/standins/causal_attention.py takes the student's CausalAttention's place, against the reference
-  wrapper built over the same stand-in. A correct wrapper is graded whatever its CausalAttention is (one
-  mistake, one charge), and the reference never enters a domain.
-* A module that is not there (no file, a file that does not parse, or one importing a kata module
-  that is not there: read from the submission's files, never from a run) is left out: the check's
-  points are split over the modules that are, and its own exercise charges it. With none there the
-  check earns nothing. A module that is there but does nothing (a stub, an identity, one that
-  raises, one whose import fails when run) fails and earns none.
-* The device run: the module and the input move to the device, and the module's output there must be
-  on the device and equal the output the CPU run gave on that input (to 1e-4): what only a device run
-  shows (a mask kept in a plain attribute, a tensor made in forward without ``device=x.device``).
-  Verdicts are passed or failed, never inconclusive; a failure names the tensor that stayed on the
-  CPU and the line that made it, where the run shows them.
+* The CPU run: tried on T = 5 < context_length, then on T = context_length; the device run uses the
+  first input on which the CPU run matches the reference module (run by the grader, on the same weights
+  and input), else the first the CPU run gives an output for: a mistake unrelated to devices (a mask
+  not cut to T x T) is charged by the module's own exercise, not here. A module whose exercise's core
+  tests all pass must match the reference here too: one that does not is told so and earns nothing (it
+  runs differently here than in its tests).
+* A module built on another checked module (as its re-grade takes it, grader/grading/scoring.py's
+  ``dependencies``: the wrapper on CausalAttention) runs with the student's one when that one passed
+  here on the reference's output.
+  Otherwise (wrong, failing on the device, not there) it is judged as its re-grade is: in a domain of its
+  own where the stand-in of tests/standins/ takes the other module's place, against the reference built
+  over the same stand-in (one mistake, one charge; the reference never enters a domain).
+* A module that is not there (no file, a file that does not parse, or one importing a kata module that
+  is not there: read from the submission's files, never from a run) is not run, nor is one that cannot
+  earn (``may_earn``: its exercise's core tests all fail and no re-grade can change that): both earn
+  nothing. A module that is there but does nothing (a stub, one that raises, one whose import fails
+  when run) fails and earns nothing.
+* The device run: the module and the input move to the device, and the module's output there must be on
+  the device and equal the output the CPU run gave on that input (to 1e-4): what only a device run shows
+  (a mask kept in a plain attribute, a tensor made in forward without ``device=x.device``). Verdicts are
+  passed or failed, never inconclusive; a failure names the tensor that stayed on the CPU and the line
+  that made it, where the run shows them. The report has one line per module, with the share it earned.
 * The device: CUDA when the grader's own torch and the sandbox have it (``--gpu auto`` or ``require``);
-  else, or with ``--gpu simulate``, the simulated GPU of grader/sandbox/kata_worker/simulated_gpu.py: tensors
-  that report ``cuda:0`` and hold real values, with CUDA's rules on devices (the same file runs the
-  public tests' device checks). It runs in the student's process, so code that rewrites the worker
+  else, or with ``--gpu simulate``, the simulated GPU of exercises/kata_gpu.py (the worker imports it):
+  tensors that report ``cuda:0`` and hold real values, with CUDA's rules on devices (the same file runs
+  the public tests' device checks). It runs in the student's process, so code that rewrites the worker
   could forge it, which is why the report calls it simulated.
 
 The probe ``device_run`` runs inside the worker (grader/sandbox/kata_worker/probes.py) and sends back plain
@@ -43,6 +54,7 @@ grader exercise it on the simulated GPU, and on a faked CUDA (the real branch on
 from __future__ import annotations
 
 import ast
+import secrets
 from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -51,16 +63,8 @@ from typing import TYPE_CHECKING, Any
 
 from grader.grading.results import GpuCheckResult
 from grader.grading.scoring import imported_modules
-from grader.rubric import GROUPS, load_rubric, tests_module
+from grader.rubric import GROUPS, GpuModule, Rubric, load_rubric, tests_module
 from grader.sandbox.client import WorkerFailure
-
-# (public name, reference module, constructor args): head_dim 2, T = 5 < context_length = 8, then T = 8.
-MODULES_CHECKED = (
-    ("CausalAttention", "causal_attention", (3, 4, 8, 0.0), {}),
-    ("MultiHeadAttentionWrapper", "multihead_wrapper", (3, 2, 8, 0.0), {"num_heads": 2}),
-    ("MultiHeadAttention", "multihead_attention", (3, 4, 8, 0.0), {"num_heads": 2}),
-)
-
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +79,6 @@ GPU_CHOICES = ("auto", "require", "simulate", "skip")
 SIMULATED = "simulated"  # the device_run probe's name for the simulated GPU
 TOKENS_TRIED = (5, None)  # None: T = context_length
 _MAX_SOURCE_BYTES = 2**20
-WRAPPER, WRAPPED = "MultiHeadAttentionWrapper", "CausalAttention"
 # ``over_standins(substitutes)``: a context that opens a domain of the same submission with the stand-ins
 # ``substitutes`` (module name -> tests/standins/ file) in place of the student's modules, and gives its impl.
 OverStandins = Callable[[Mapping[str, Path]], AbstractContextManager[Any]]
@@ -84,28 +87,40 @@ OverStandins = Callable[[Mapping[str, Path]], AbstractContextManager[Any]]
 @dataclass(frozen=True)
 class PartResult:
     name: str
-    verdict: str  # passed | failed | absent (not there) | left out (fails on the CPU)
+    verdict: str  # passed | failed | absent (not there) | left out (cannot earn: not run)
     message: str
-    cpu_matched: bool = False  # its CPU run matched: a failure is the device's
-    over_standin: bool = False  # the wrapper, judged over the stand-in CausalAttention (said even when passed)
+    reference_matched: bool = False  # its CPU run matched the reference on the input its device run used
+
+    @property
+    def good(self) -> bool:
+        """Passed here on the reference's output: what a module built on it may run over."""
+        return self.verdict == "passed" and self.reference_matched
 
 
-def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dict, device: str,
-                 standins: frozenset[str] = frozenset()) -> PartResult:
-    """Run one module on the CPU and on ``device``; the verdict for it, against the reference.
+_UNDECIDED = PartResult("", "undecided", "")  # a module not judged yet (built on one judged later)
 
-    ``standins``: the modules that stand-ins replace in ``impl``'s domain (the wrapper's re-judging);
-    the reference is then built over the same stand-ins, and they count as there."""
+
+def check_module(impl: Any, checked: GpuModule, device: str, standins: frozenset[str] = frozenset()) -> PartResult:
+    """Run one module on the CPU and on ``device``; its verdict.
+
+    ``standins``: the modules that stand-ins replace in ``impl``'s domain (a module built on one judged
+    over it); the reference is then built over the same stand-ins, and they count as there."""
     import torch  # costly: the command line reads this module's choices without it
 
-    torch.manual_seed(0)
-    reference = getattr(tests_module("reference.py").ref(ref_module, standins), name)(*args, **kwargs).eval()
+    name, args = checked.name, checked.args
+    # Weights and inputs drawn afresh in every grading: code cannot tell the check's calls from others by
+    # their values (and answer them apart); honest code gives the same verdict on any of them.
+    seed = secrets.randbits(62)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        reference = getattr(tests_module("reference.py").ref(checked.module, standins), name)(
+            *args, **checked.kwargs).eval()
     d_in, context_length = args[0], args[2]
-    inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(1))
+    inputs = [torch.rand(2, t or context_length, d_in, generator=torch.Generator().manual_seed(seed + 1))
               for t in TOKENS_TRIED]
     with torch.no_grad():
         expected = [reference(x) for x in inputs]
-    absent = _absent(impl, name, ref_module, standins)
+    absent = _absent(impl, checked, standins)
     if absent is not None:
         return absent
     try:
@@ -113,13 +128,13 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
     except Exception as err:  # its file is there: an import that fails at run time is a failure, not absence
         return PartResult(name, "failed", f"{name} cannot be imported ({type(err).__name__}: {err}); fix it first")
     try:
-        student = cls(*args, **kwargs)
+        student = cls(*args, **checked.kwargs)
         # Parameters only: a mask kept as a plain attribute is this check's to judge, not a key error.
         student.load_state_dict(dict(reference.named_parameters()), strict=False)
         student.eval()
     except Exception as err:  # the exercise's own tests judge this; here it only means "cannot check"
         return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
-    errors = []
+    errors, first_output = [], None
     for x, want in zip(inputs, expected):
         try:
             out = student(x)
@@ -127,24 +142,25 @@ def check_module(impl: Any, name: str, ref_module: str, args: tuple, kwargs: dic
             return PartResult(name, "failed", f"{name} on the CPU: {err}")
         except Exception as err:  # e.g. a mask not cut to T x T fails for T < context_length only
             errors.append(err)
-            out = None
+            continue
         if _matches(out, want):
-            return _device_verdict(impl, name, student, x, want, device)
-    if len(errors) == len(inputs):
-        err = errors[0]
-        return PartResult(name, "failed", f"{name} does not run on the CPU ({type(err).__name__}: {err}); fix it first")
-    return PartResult(name, "failed", f"{name} does not match the reference on the CPU (its own tests say why); "
-                                      "the GPU-run check needs a module that works on the CPU first")
+            return replace(_device_verdict(impl, name, student, x, out, device), reference_matched=True)
+        if first_output is None and isinstance(out, torch.Tensor):
+            first_output = (x, out)
+    if first_output is not None:  # wrong on the CPU: its exercise charges that; the device run is judged here
+        return _device_verdict(impl, name, student, *first_output, device)
+    err = errors[0] if errors else None
+    why = f"({type(err).__name__}: {err})" if err else "(no tensor comes out)"
+    return PartResult(name, "failed", f"{name} does not run on the CPU {why}; fix it first")
 
 
-def _absent(impl: Any, name: str, module: str, standins: frozenset[str] = frozenset()) -> PartResult | None:
+def _absent(impl: Any, checked: GpuModule, standins: frozenset[str] = frozenset()) -> PartResult | None:
     """The verdict for a module that is not there (read from the submission's files), or None."""
     root = getattr(getattr(impl, "_kata_client", None), "submission_dir", None)
-    missing = None if root is None else not_there(Path(root), module, standins)
+    missing = None if root is None else not_there(Path(root), checked.module, standins)
     if not missing:
         return None
-    return PartResult(name, "absent", f"{name}: not there ({missing}); left out here (the check's points are "
-                                      "split over the modules that are), its own exercise counts it")
+    return PartResult(checked.name, "absent", f"{checked.name}: not there ({missing}); its own exercise counts it")
 
 
 def not_there(root: Path, module: str, there: frozenset[str] = frozenset()) -> str | None:
@@ -175,13 +191,13 @@ def not_there(root: Path, module: str, there: frozenset[str] = frozenset()) -> s
     return None
 
 
-def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", expected: "torch.Tensor",
+def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", cpu_output: "torch.Tensor",
                     device: str) -> PartResult:
     try:
         run = impl.device_run(student, x, device)
     except Exception as err:  # the worker timed out or died while running it
-        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}", True)
-    return replace(judge(name, device, run, expected), cpu_matched=True)
+        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}")
+    return judge(name, device, run, cpu_output)
 
 
 def _matches(out: Any, expected: "torch.Tensor") -> bool:
@@ -192,10 +208,8 @@ def _matches(out: Any, expected: "torch.Tensor") -> bool:
 
 
 def judge(name: str, device: str, run: dict[str, Any], expected: "torch.Tensor") -> PartResult:
-    """The verdict from the worker's ``device_run`` report (plain data only) and the expected output.
-
-    Called only for a module whose CPU run matched the reference on this input (for the wrapper over the
-    stand-in CausalAttention, the reference wrapper's over it); ``expected`` is that CPU output."""
+    """The verdict from the worker's ``device_run`` report (plain data only) and ``expected``, the
+    module's own CPU output on the same weights and input."""
     plain = run.get("plain_tensor_attributes") or []
     strays = run.get("stray_tensors") or []
     shown = "the GPU (simulated)" if device == SIMULATED else device
@@ -226,49 +240,6 @@ def _hint(error: str, plain: list[str], strays: list[str]) -> str:
     return " Create tensors in forward with device=x.device, or register them as buffers."
 
 
-def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandins,
-                  works_on_cpu: Mapping[str, bool] | None = None, scope: Collection[str] | None = None) -> GpuCheckResult:
-    """The check's line in the report; ``mode`` is one of GPU_CHOICES.
-
-    One mistake, one charge: ``works_on_cpu`` says, for each module checked, whether its own exercise's
-    core tests all pass (grader/grading/grade.py); one that does not is left out of the check's share, as a
-    missing one is (its exercise charges it). The wrapper on a CausalAttention that does not pass here is
-    judged over the stand-in, in the domain ``over_standins(substitutes)`` opens (see OverStandins); it is
-    checked last, so that the caller may end ``impl``'s domain first.
-    ``scope``: the modules whose share counts (an nbgrader assignment's); the others may still be run,
-    to tell whose mistake a failure is, and count nothing. The points are 0 only when no module counts.
-    """
-    if mode == "skip":
-        return GpuCheckResult.skipped("skipped (--gpu skip)")
-    device, label = _device(impl, mode)
-    works = dict(works_on_cpu or {})
-    parts: dict[str, PartResult] = {}
-    for name, module, args, kwargs in sorted(MODULES_CHECKED, key=lambda m: m[0] == WRAPPER):
-        if name == WRAPPER and scope is not None and name not in scope:
-            continue  # it tells nothing of another module's mistake
-        # The wrapper's own core tests ran over the student's CausalAttention: they say little when it fails.
-        if name == WRAPPER and parts[WRAPPED].verdict != "passed" and (works.get(name, True) or not works.get(WRAPPED, True)):
-            parts[name] = _wrapper_over_standin(over_standins, module, args, kwargs, device, works)
-        elif not works.get(name, True):
-            parts[name] = _absent(impl, name, module) or PartResult(name, "left out", LEFT_OUT.format(name=name))
-        else:
-            parts[name] = check_module(impl, name, module, args, kwargs, device)
-    counted = [parts[name] for name, *_ in MODULES_CHECKED if scope is None or name in scope]
-    there = [p for p in counted if p.verdict not in ("absent", "left out")]
-    good = [p for p in there if p.verdict == "passed"]
-    score = round(points * len(good) / len(there), 2) if there else 0.0
-    failed = len(good) < len(there) or not there
-    status = ("simulated_" if device == SIMULATED else "") + ("failed" if failed else "passed")
-    # One line per module: an error's own line breaks (where it was raised) are folded into it.
-    message = "\n".join(" ".join(p.message.split()) for p in counted if p.verdict != "passed" or p.over_standin) or (
-        "all three modules run on the device" if len(counted) == 3 else f"all {len(counted)} modules run on the device")
-    if not there:
-        message = ("none of the three modules is there: nothing to run on the device\n" if len(counted) == 3 and all(
-            p.verdict == "absent" for p in counted) else "no module can be judged on the device here (none that is "
-                                                         "there works on the CPU): nothing to run\n") + message
-    return GpuCheckResult(score, points, status, label, message)
-
-
 def _device(impl: Any, mode: str) -> tuple[str, str]:
     """(the device the check runs on, its label in the report); GpuUnavailable for ``--gpu require``
     without CUDA in the grader or in the sandbox."""
@@ -287,19 +258,130 @@ def _device(impl: Any, mode: str) -> tuple[str, str]:
     return "cuda", f"cuda:0 ({torch.cuda.get_device_name(0)})"
 
 
-LEFT_OUT = ("{name}: left out here, it fails its own exercise's core tests on the CPU (charged there, once); "
-            "the check's points are split over the modules that work on the CPU")
 
 
-def _wrapper_over_standin(over_standins: OverStandins, module: str, args: tuple, kwargs: dict, device: str,
-                          works: Mapping[str, bool]) -> PartResult:
-    """The wrapper's verdict over the stand-in CausalAttention, in a domain of its own."""
+def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandins,
+                  may_earn: Mapping[str, bool] | None = None, scope: Collection[str] | None = None,
+                  builds_on: Mapping[str, Collection[str]] | None = None) -> DeviceRuns:
+    """The device runs of the check (``mode`` is one of GPU_CHOICES); their points come later, from
+    the exercises' results (:meth:`DeviceRuns.scored`).
+
+    ``may_earn``: for each module checked, whether its exercise can earn core points (grader/grading/grade.py:
+    some core test passes, or a re-grade over stand-ins may come); one that cannot is not run. ``scope``:
+    the modules whose share counts (an nbgrader assignment's); a module another one counted builds on is
+    still run, to tell whose mistake a failure is, and counts nothing. ``builds_on``: exercise id -> the
+    exercises it builds on, as its re-grade takes them (default: the rubric's ``depends_on``). A module
+    judged over stand-ins is run last, in a domain ``over_standins(substitutes)`` opens (see OverStandins),
+    so that the caller may end ``impl``'s domain first.
+    """
     rubric = load_rubric()
-    wrapped = rubric.exercises[rubric.owner_of[WRAPPED]]
-    with over_standins({wrapped.module: wrapped.standin_file}) as standin_impl:
-        part = check_module(standin_impl, WRAPPER, module, args, kwargs, device, frozenset({wrapped.module}))
-    if part.verdict == "failed" and not part.cpu_matched and not works.get(WRAPPER, True):
-        return PartResult(WRAPPER, "left out", LEFT_OUT.format(name=WRAPPER))
-    over = "judged over a stand-in CausalAttention (tests/standins/) since yours does not pass this check"
-    message = f"{WRAPPER}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
-    return replace(part, message=message, over_standin=True)
+    counted = tuple(m for m in rubric.gpu_modules if scope is None or m.name in scope)
+    if mode == "skip" or not counted:
+        return DeviceRuns(0.0, skipped="skipped (--gpu skip)" if mode == "skip" else
+                          "skipped: no module of the GPU-run check is graded here")
+    device, label = _device(impl, mode)
+    edges = builds_on if builds_on is not None else {ex.id: ex.depends_on for ex in rubric.exercises.values()}
+    below = {m.name: _built_on(rubric, m, edges) for m in rubric.gpu_modules}
+    needed = {m.name for m in counted} | {b.name for m in counted for b in below[m.name]}
+    parts: dict[str, PartResult] = {}
+    later: dict[str, list[GpuModule]] = {}  # module -> those it builds on that stand-ins replace
+    for checked in (m for m in rubric.gpu_modules if m.name in needed):
+        replaced = [b for b in below[checked.name] if (b.name in later or not parts.get(b.name, _UNDECIDED).good)
+                    and rubric.exercises[b.exercise].standin_file.is_file()]
+        if may_earn is not None and not may_earn.get(checked.name, True):
+            parts[checked.name] = _absent(impl, checked) or PartResult(checked.name, "left out", LEFT_OUT)
+        elif replaced:
+            later[checked.name] = replaced
+        else:
+            parts[checked.name] = check_module(impl, checked, device)
+    for checked in (m for m in rubric.gpu_modules if m.name in later):
+        parts[checked.name] = _over_standins(over_standins, checked, device, later[checked.name])
+    return DeviceRuns(points, device, label, tuple(parts[m.name] for m in counted))
+
+
+def _built_on(rubric: Rubric, checked: GpuModule, edges: Mapping[str, Collection[str]]) -> list[GpuModule]:
+    """The checked modules that ``checked``'s exercise builds on (``edges``, followed), in the rubric's order."""
+    found: set[str] = set()
+    todo = list(edges.get(checked.exercise, ()))
+    while todo:
+        ex_id = todo.pop()
+        if ex_id not in found:
+            found.add(ex_id)
+            todo.extend(edges.get(ex_id, ()))
+    return [m for m in rubric.gpu_modules if m.exercise in found - {checked.exercise}]
+
+
+LEFT_OUT = "not run here: its exercise's core tests all fail (charged there, once)"
+
+
+def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str, replaced: list[GpuModule]) -> PartResult:
+    """``checked``'s verdict over the stand-ins of ``replaced`` (modules it builds on that did not pass here),
+    in a domain of its own."""
+    rubric = load_rubric()
+    substitutes = {m.module: rubric.exercises[m.exercise].standin_file for m in replaced}
+    with over_standins(substitutes) as standin_impl:
+        part = check_module(standin_impl, checked, device, frozenset(substitutes))
+    names = ", ".join(m.name for m in replaced)
+    over = (f"judged over a stand-in {names} (tests/standins/) since yours does not pass this check")
+    message = f"{checked.name}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
+    return replace(part, message=message)
+
+
+@dataclass(frozen=True)
+class DeviceRuns:
+    """What the device runs showed, one part per module counted (in the rubric's order); scored once the
+    exercises' results exist."""
+
+    points: float
+    device: str = ""  # SIMULATED or "cuda"
+    label: str = "none"  # the device as the report names it
+    parts: tuple[PartResult, ...] = ()
+    skipped: str = ""  # why the check did not run (--gpu skip, no module in scope)
+    failure: str = ""  # the worker failed while it ran
+
+    @property
+    def ran(self) -> bool:
+        return not self.skipped
+
+    def scored(self, fractions: Mapping[str, float]) -> GpuCheckResult:
+        """The check's line in the report. ``fractions``: for each module, the share of its exercise's
+        core points earned (after any re-grade); each module's share of the points is fixed (the points
+        over the modules counted) and earned in that proportion by a module that passed its device run."""
+        if self.skipped:
+            return GpuCheckResult.skipped(self.skipped)
+        if self.failure:
+            return GpuCheckResult(0.0, self.points, "failed", "unknown", f"the worker failed: {self.failure}")
+        share = self.points / len(self.parts)
+        lines, earned, failed = [], 0.0, False
+        for part in self.parts:
+            fraction = min(max(float(fractions.get(part.name, 0.0)), 0.0), 1.0)
+            part = _as_judged(part, fraction)
+            gain = share * fraction if part.verdict == "passed" else 0.0
+            failed |= part.verdict == "failed"
+            earned += gain
+            # One line per module: an error's own line breaks (where it was raised) are folded into it.
+            lines.append(" ".join(part.message.split()) + _share_note(gain, share, fraction, part.verdict))
+        if all(p.verdict in ("absent", "left out") for p in self.parts):
+            failed = True
+            lines.insert(0, "none of the modules is there: nothing to run on the device" if all(
+                p.verdict == "absent" for p in self.parts) else "no module can earn on the device here (each is not "
+                                                                "there or fails all its core tests): nothing to run")
+        status = ("simulated_" if self.device == SIMULATED else "") + ("failed" if failed else "passed")
+        return GpuCheckResult(round(earned, 2), self.points, status, self.label, "\n".join(lines))
+
+
+def _as_judged(part: PartResult, fraction: float) -> PartResult:
+    """A module whose exercise's core tests all pass but whose CPU run here differs from the reference runs
+    differently here than in its tests: it fails (a module that is wrong in its tests too is charged there)."""
+    if part.verdict == "passed" and not part.reference_matched and fraction >= 1.0:
+        return replace(part, verdict="failed", message=f"{part.name} does not match the reference on the CPU here, "
+                                                       "though its exercise's core tests pass: it earns nothing here")
+    return part
+
+
+def _share_note(gain: float, share: float, fraction: float, verdict: str) -> str:
+    """`` [3.33 of 3.33]``: what the module earned of its share, and why not all of it."""
+    why = "" if verdict != "passed" or fraction >= 1.0 else (
+        ": its exercise earns none of its core points, so none of its share" if fraction <= 0.0 else
+        f": {fraction:.0%} of its exercise's core points are earned, and its share counts as much")
+    return f" [{round(gain, 2):g} of {round(share, 2):g}{why}]"

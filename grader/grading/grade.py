@@ -3,10 +3,11 @@
 Every worker runs in an isolation domain forked from a template that imported torch once
 (grader/sandbox/domains.py): the template starts first, so its torch import overlaps the grader's own
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
-request. The GPU-run check comes next, in the same domain (under ``--gpu skip`` it runs nothing); its
-wrapper part, when the student's CausalAttention does not pass it, in a domain over the stand-in. A
-re-grade (grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in
-place of the modules it builds on. Each domain is ended (and, where the student's uid shares the
+request. The GPU-run check's device runs come next, in the same domain (under ``--gpu skip`` it runs
+nothing); its wrapper part, when the student's CausalAttention does not pass it, in a domain over the
+stand-in; its points once the exercises' results (re-grades included) exist. A re-grade
+(grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in place of
+the modules it builds on. Each domain is ended (and, where the student's uid shares the
 machine, its processes killed and files removed) before the next starts; a report is returned only
 after that.
 """
@@ -21,12 +22,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grader.grading import engine
-from grader.grading.gpu_check import OverStandins, run_gpu_check
+from grader.grading.gpu_check import DeviceRuns, OverStandins, run_gpu_check
 from grader.grading.intake import locate_submission
 from grader.grading.options import GradeOptions
-from grader.grading.results import GpuCheckResult, GradeReport, TestOutcome
-from grader.grading.scoring import (charge_shortcuts, dependencies, leave_device_tests_to_the_gpu_check,
-                                    score_with_regrade)
+from grader.grading.results import ExerciseResult, GradeReport, TestOutcome
+from grader.grading.scoring import (charge_shortcuts, core_fraction, dependencies, leave_device_tests_to_the_gpu_check,
+                                    score_with_regrade, summarize_each)
 from grader.rubric import Rubric, load_rubric
 from grader.sandbox.client import WorkerFailure
 from grader.sandbox.domains import Domains
@@ -70,7 +71,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         try:
             outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
                                                                               keep_open=True))
-            gpu_check = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
+            device_runs = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins,
+                                     tests_worker.preload.edges)
         finally:
             tests_worker.close()
 
@@ -81,9 +83,10 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             return charge_shortcuts(rubric, root, engine.run_hidden_tests(engine.start_worker(
                 root, substitutes=substitutes, preload=preload, **limits), exercises=exercise_ids))
 
-        if gpu_check.status != "skipped":  # one mistake, one charge: the check charges what it sees
+        if device_runs.ran:  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
+        gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
         submission=str(path),
@@ -101,20 +104,28 @@ def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection
     return [ex_id for ex_id in rubric.exercises if ex_id in wanted]
 
 
-def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
-               exercises: tuple[str, ...] | None, over_standins: OverStandins) -> GpuCheckResult:
-    """The GPU-run check on the submission's worker (GpuUnavailable propagates: --gpu require). A module
-    whose exercise fails its own core tests is left out of its share; with ``exercises`` (an nbgrader
-    assignment), only their modules' shares count."""
+def _core_fractions(rubric: Rubric, results: dict[str, ExerciseResult]) -> dict[str, float]:
+    """Public name -> the share of its exercise's core points earned, re-grades included: what each module's
+    share of the GPU-run check counts in proportion to."""
+    return {name: core_fraction(results[ex].outcomes) or 0.0 for name, ex in rubric.owner_of.items() if ex in results}
+
+
+def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome], exercises: tuple[str, ...] | None,
+               over_standins: OverStandins, imports: Collection[tuple[str, str]] = ()) -> DeviceRuns:
+    """The GPU-run check's device runs on the submission's worker (GpuUnavailable propagates: --gpu
+    require). A module that cannot earn (its exercise's core tests all fail, and none it builds on fails:
+    no re-grade can change that) is not run; with ``exercises`` (an nbgrader assignment), only their
+    modules' shares count; ``imports``: the edges the tests' worker saw (scoring.dependencies)."""
     from grader.grading.remote_impl import RemoteImpl  # imports torch: not before a grading needs it
 
     owner = rubric.owner_of
-    core_failed = {o.exercise for o in outcomes if o.kind == "core" and not o.passed}
-    has_core = {o.exercise for o in outcomes if o.kind == "core"}
-    works = {name: ex in has_core and ex not in core_failed for name, ex in owner.items()}
+    before = summarize_each(rubric, outcomes)
+    builds_on = {ex_id: dependencies(rubric, ex_id, imports) for ex_id in rubric.exercises}  # as the re-grades do
+    may_earn = {name: (core_fraction(before[ex].outcomes) or 0.0) > 0
+                or any(before[dep].status != "passed" for dep in builds_on[ex]) for name, ex in owner.items()}
     scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
     impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, works, scope)
+        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, may_earn, scope, builds_on)
     except WorkerFailure as failure:
-        return GpuCheckResult(0.0, rubric.gpu_points, "failed", "unknown", f"the worker failed: {failure}")
+        return DeviceRuns(rubric.gpu_points, failure=str(failure))

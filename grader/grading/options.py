@@ -12,7 +12,7 @@ from grader.sandbox.limits import CALL_TIMEOUT, MEMORY_MB
 @dataclass(frozen=True)
 class GradeOptions:
     """How each student is graded: the one object ``score``, ``score-all``'s jobs and the nbgrader path
-    pass down (the command line's flags are declared once, in grader/cli.py's add_grading_options)."""
+    pass down (the command line's flags are declared once, in grader/grading/commands.py)."""
 
     call_timeout: float = CALL_TIMEOUT  # seconds per call into the student's code
     memory_mb: int = MEMORY_MB  # address-space allowance of the worker beyond torch itself

@@ -61,12 +61,19 @@ def weigh_edge_tests(outcomes: list[TestOutcome]) -> list[TestOutcome]:
     and failing one more core test costs that test's points and its share of the edge points, never
     more: no cliffs."""
     core = [o for o in outcomes if o.kind == "core"]
-    core_points = sum(o.max_points for o in core)
-    fraction = sum(o.points for o in core) / core_points if core_points else 1.0
-    if fraction >= 1.0:
+    fraction = core_fraction(outcomes)
+    if fraction is None or fraction >= 1.0:
         return list(outcomes)
     message = edge_share(fraction, sum(not o.passed for o in core), len(core))
     return [replace(o, credit=fraction, message=message) if o.kind == "edge" and o.passed else o for o in outcomes]
+
+
+def core_fraction(outcomes: Iterable[TestOutcome]) -> float | None:
+    """The share of the core points earned (None: no core test ran): what an exercise's edge tests, and its
+    module's share of the GPU-run check (grader/grading/gpu_check.py), count in proportion to."""
+    core = [o for o in outcomes if o.kind == "core"]
+    core_points = sum(o.max_points for o in core)
+    return sum(o.points for o in core) / core_points if core_points else None
 
 
 def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult:

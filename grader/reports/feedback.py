@@ -6,7 +6,7 @@
 not already hold, and at ``visibility``:
 
 - ``full``: every failing test with its whole message (wrapped at 100 columns);
-- ``messages``: every failing test with its message redacted by grader.reports.visibility.redact (no inputs
+- ``messages``: every failing test with its message redacted by grader.visibility.redact (no inputs
   of the hidden tests, no tensor values, no decimal numbers but the largest difference and tolerance);
 - ``scores``: the scores and statuses of the exercises and of the failing tests, no message.
 
@@ -41,7 +41,7 @@ from typing import Any
 from grader.files import write_atomically
 from grader.reports.json_report import says_only_passed, stopped_at
 from grader.reports.sources import readable_sources
-from grader.reports.visibility import check_visibility, gpu_line, redact, wrap
+from grader.visibility import check_visibility, gpu_line, redact, wrap
 from grader.safe_text import escape_controls
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

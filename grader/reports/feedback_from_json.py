@@ -23,7 +23,7 @@ from typing import Any
 
 from grader.files import UnreadableFile, read_regular
 from grader.reports.feedback import write_feedback
-from grader.reports.visibility import check_visibility
+from grader.visibility import check_visibility
 from grader.safe_text import printable
 
 REPORT_LIMIT = 64 * 2**20  # bytes of one report file read (a real one is a few hundred KB at most)

@@ -2,7 +2,7 @@
 
 Every format renders the JSON report (grader/reports/json_report.py) with a function
 ``render(report, visibility, colour) -> str`` (the text written to stdout): ``visibility`` is what
-students may see (grader/reports/visibility.py), ``colour`` whether stdout is a terminal that wants
+students may see (grader/visibility.py), ``colour`` whether stdout is a terminal that wants
 colours. A new format is a module with such a function and one line here.
 """
 

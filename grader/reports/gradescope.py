@@ -1,7 +1,7 @@
 """Gradescope's ``results.json``, rendered from the JSON report (grader/reports/json_report.py).
 
 Exactly the keys Gradescope's results.json specification accepts; how much of each hidden test's
-message a test's ``output`` holds is the visibility's (grader/reports/visibility.py).
+message a test's ``output`` holds is the visibility's (grader/visibility.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from grader.reports.sources import readable_sources
 from grader.reports.json_report import dumps
-from grader.reports.visibility import check_visibility, gpu_line, redact, wrap
+from grader.visibility import check_visibility, gpu_line, redact, wrap
 from grader.safe_text import escape_controls as _safe
 
 
@@ -18,7 +18,7 @@ def to_gradescope(report: dict[str, Any], visibility: str = "full") -> dict[str,
     """Gradescope's results of the JSON report ``report``.
 
     ``visibility`` (full | messages | scores) decides how much of each hidden test's message its
-    ``output`` holds (see grader.reports.visibility.redact); every test is ``visible``: its name, score
+    ``output`` holds (see grader.visibility.redact); every test is ``visible``: its name, score
     and status are the student's at once.
     """
     check_visibility(visibility)

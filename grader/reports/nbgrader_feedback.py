@@ -16,7 +16,7 @@ import html
 from typing import Any
 
 from grader.reports.feedback import sections
-from grader.reports.visibility import gpu_line, wrap
+from grader.visibility import gpu_line, wrap
 
 STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
          "white-space:pre-wrap}td,th{padding:.2em .8em;text-align:left}")

@@ -31,9 +31,10 @@ def python_paths() -> list[str]:
     return [p for i, p in enumerate(existing) if not any(p.startswith(q + os.sep) for q in existing[:i])]
 
 
-def bwrap_argv(worker_package: Path, shown_at: str, folders: list[str]) -> list[str]:
-    """bubblewrap's command line up to its ``--``: ``worker_package`` shown read-only at ``shown_at``,
-    ``folders`` made empty (0755) for the domains to mount on."""
+def bwrap_argv(shown: dict[str, str], folders: list[str]) -> list[str]:
+    """bubblewrap's command line up to its ``--``: each file or folder of ``shown`` (the worker package,
+    the students' tools it imports) shown read-only where it maps to, ``folders`` made empty (0755) for the
+    domains to mount on."""
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     for cap in TEMPLATE_CAPS:
@@ -44,7 +45,7 @@ def bwrap_argv(worker_package: Path, shown_at: str, folders: list[str]) -> list[
     if any(Path("/dev").glob("nvidia*")):
         argv += ["--ro-bind-try", "/sys", "/sys", "--ro-bind-try", "/proc/driver/nvidia", "/proc/driver/nvidia"]
     binds = [(p, p) for p in SYSTEM_DIRS] + [(p, p) for p in python_paths()]
-    binds.append((str(worker_package), shown_at))
+    binds += [(str(src), dest) for src, dest in shown.items()]
     made: set[str] = set()
     for _src, dest in binds:  # bubblewrap makes missing parents 0700: make them 0755 first
         for parent in reversed(Path(dest).parents):

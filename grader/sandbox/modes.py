@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
-from grader.rubric import REPO_ROOT
+from grader.rubric import EXERCISES_DIR, REPO_ROOT, WORKER_TOOLS
 from grader.sandbox.bubblewrap import bwrap_argv, bwrap_problem, python_paths
 from grader.sandbox.reaper import UID_BASE, processes_of
 
@@ -48,6 +48,7 @@ WORKER_PACKAGE = WORKER_LIB / "kata_worker"
 # working folder, HOME and TMPDIR; STAGING: where a domain with namespaces builds its fresh /tmp.
 SANDBOX_ROOT = "/kata"
 SANDBOX_LIB = f"{SANDBOX_ROOT}/lib"  # where bubblewrap shows the kata_worker package
+SANDBOX_TOOLS = f"{SANDBOX_LIB}/kata_tools"  # and the students' tools the worker imports (grader/rubric.py)
 COPY, SCRATCH, STAGING = "copy", "scratch", "tmp"
 SECRETS = ("solutions", "tests", ".git")  # what student code must not read (relative to the repository)
 NO_SANDBOX_WARNING = "graded without isolation: the student's code ran as a plain process of this user"
@@ -123,12 +124,13 @@ class Isolation:
     uid: int | None = None  # the student's uid, in a mode with one
 
     def template_command(self, fd: int) -> list[str]:
-        boot = [sys.executable, "-I", "-B", "-c", _boot(SANDBOX_LIB if self.mode.bubblewrap else str(WORKER_LIB)),
-                "--fd", str(fd)]
         if not self.mode.bubblewrap:
-            return boot
+            return [sys.executable, "-I", "-B", "-c", _boot(str(WORKER_LIB), str(EXERCISES_DIR)), "--fd", str(fd)]
+        boot = [sys.executable, "-I", "-B", "-c", _boot(SANDBOX_LIB, SANDBOX_TOOLS), "--fd", str(fd)]
         folders = [SANDBOX_ROOT, *domain_folders(SANDBOX_ROOT).values()]
-        return [*bwrap_argv(WORKER_PACKAGE, f"{SANDBOX_LIB}/kata_worker", folders), "--", *boot]
+        shown = {str(WORKER_PACKAGE): f"{SANDBOX_LIB}/kata_worker",
+                 **{str(EXERCISES_DIR / f"{name}.py"): f"{SANDBOX_TOOLS}/{name}.py" for name in WORKER_TOOLS}}
+        return [*bwrap_argv(shown, folders), "--", *boot]
 
     def domain_spec(self, root: Path | None) -> dict:
         """The mode's part of a spawn spec (kata_worker/domain.py): the flags the worker acts on, the
@@ -152,8 +154,11 @@ class Isolation:
                 "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
 
 
-def _boot(lib: str) -> str:
-    return f"import sys; sys.path.insert(0, {lib!r}); from kata_worker.main import main; main()"
+def _boot(lib: str, tools: str) -> str:
+    """The template's program: the worker package from ``lib``, the students' tools from the folder ``tools``
+    (loaded by their file names only: nothing else of that folder becomes importable), then its main."""
+    return (f"import sys; sys.path.insert(0, {lib!r}); from kata_worker import tools; "
+            f"tools.load({tools!r}, {WORKER_TOOLS!r}); from kata_worker.main import main; main()")
 
 
 @cache

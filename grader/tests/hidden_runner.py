@@ -58,7 +58,7 @@ class HiddenRunError(RuntimeError):
     """pytest did not produce a usable report (usage error, crash, nothing collected, tripwire, ...)."""
 
 
-def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[str, ...] = (), core: tuple[str, ...] = (),
+def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[str, ...] = (), kinds: dict[str, str] | None = None,
                record_dir: Path | None = None) -> dict[str, dict[str, Outcome] | HiddenRunError]:
     """``{job id: {nodeid: Outcome}}`` for ``{job id: (impl dir, exercises or None for all)}``, or the
     HiddenRunError of a run that did not end with pytest's 0 or 1 (or that reported no test at all).
@@ -67,12 +67,12 @@ def run_hidden(runs: dict[str, tuple[Path, list[str] | None]], standins: tuple[s
     ``--impl`` to its dir and runs the tests of its exercises. The runs named in ``standins`` are
     re-grades: their dirs hold the stand-ins of what their exercises build on (:func:`over_standins`),
     and their expected values are the reference's over the same stand-ins.
-    The runs named in ``core`` run their core tests alone. With ``record_dir``, every check records what it
+    The runs named in ``kinds`` run their tests of that kind alone (``{job id: "core"}``). With ``record_dir``, every check records what it
     was given in ``<job id>.jsonl`` there (exercises/kata_known.py; grader/authoring/known_results.py reads them).
     """
     jobs = [{"id": job_id, "options": {"impl": str(impl),
                                        **({"standins": ",".join(STANDIN_MODULES)} if job_id in standins else {})},
-             "select": known_results.hidden_select(exercises), **({"kind": "core"} if job_id in core else {}),
+             "select": known_results.hidden_select(exercises), **({"kind": kinds[job_id]} if job_id in (kinds or {}) else {}),
              **({"env": known_results.record_env(record_dir, job_id)} if record_dir else {})}
             for job_id, (impl, exercises) in runs.items()]
     modules = [ex.module for ex in load_rubric().exercises.values()]
@@ -159,13 +159,20 @@ BOOK_CONTROL = {"name": "control_no_scale", "exercise": "02_trainable_weights/sc
                 "source": "none", "differs": "a real mistake",
                 "replace": "attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)",
                 "with": "attn_weights = torch.softmax(attn_scores, dim=-1)"}
+# The documents' verbatim code that only the printed tests must accept, and a control: no exp is no softmax.
+PRINTED_VARIANTS = mutation.load_patches(TESTS_DIR / "mutants" / "book_variants.py", "PRINTED_VARIANTS")
+PRINTED_CONTROL = {"name": "control_printed_without_exp", "exercise": "01_simple_attention/normalization",
+                   "source": "none", "differs": "a real mistake",
+                   "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
+                   "with": "return scores / torch.sum(scores)"}
 
 
 @functools.cache
 def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[str, list[dict]]]:
     """``({run: {nodeid: Outcome} or the error}, {run: what its checks recorded})``: the solutions, the
     stubs, the stand-ins alone and under a correct dependent, each exercise alone, every mutant and
-    control, every book variant and its control (a patch that cannot be applied: its HiddenRunError)."""
+    control, every book variant and its control, the printed variants and theirs (their printed tests alone; a
+    patch that cannot be applied: its HiddenRunError)."""
     exercises = load_rubric().exercises
     with tempfile.TemporaryDirectory(prefix="hidden-proofs-") as tmp_name:
         tmp = Path(tmp_name)
@@ -177,13 +184,15 @@ def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[s
         for i, ex_id in enumerate(exercises):
             jobs[f"alone {ex_id}"] = (alone(ex_id, tmp / f"alone-{i}"), [ex_id])
         broken: dict[str, HiddenRunError] = {}
-        patches = [*MUTANTS, *(control for control, _ in CONTROLS.values()), *VARIANTS, BOOK_CONTROL]
+        printed_only = [*PRINTED_VARIANTS, PRINTED_CONTROL]
+        patches = [*MUTANTS, *(control for control, _ in CONTROLS.values()), *VARIANTS, BOOK_CONTROL, *printed_only]
         assert len({p["name"] for p in patches} | set(jobs)) == len(patches) + len(jobs), "two runs of one name"
         for patch in patches:
             try:
                 jobs[patch["name"]] = (overlay(patch, tmp / patch["name"]), load_rubric().affected_by(patch["exercise"]))
             except (mutation.PatchError, KeyError) as err:
                 broken[patch["name"]] = HiddenRunError(str(err))
-        results = run_hidden(jobs, standins=("over standins",), core=("standins alone",), record_dir=tmp / "records")
+        kinds = {"standins alone": "core", **{p["name"]: "printed" for p in printed_only}}
+        results = run_hidden(jobs, standins=("over standins",), kinds=kinds, record_dir=tmp / "records")
         records = known_results.read_records(tmp / "records", ["solutions", *(m["name"] for m in MUTANTS)])
     return {**results, **broken}, records

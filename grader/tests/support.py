@@ -4,6 +4,7 @@ from each other."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -12,15 +13,17 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pytest
 
+from grader.authoring.mutation import PatchError, apply, reference_file
 from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
-from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
+from grader.rubric import EXERCISES_DIR, GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from grader.sandbox.modes import MODES as ALL_MODES, SHARED_TOPS
 
 if TYPE_CHECKING:
@@ -47,6 +50,17 @@ SOLUTIONS = REPO / "solutions"
 
 
 SUBMISSIONS = Path(__file__).with_name("submissions")
+
+
+def students_tool(name: str) -> ModuleType:
+    """``exercises/<name>.py``, a students' tool the worker imports too (grader/rubric.py WORKER_TOOLS), loaded
+    under its own name as the worker loads it (grader/sandbox/kata_worker/tools.py)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, EXERCISES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def build_submission(name: str, root: Path) -> Path:
@@ -123,9 +137,9 @@ WHERE = {"attention_scores": "01_simple_attention/attention_scores",
 
 
 def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: bool = False, monkeypatch=None,
-              domains=None, works: dict[str, bool] | None = None):
-    """``works``: which modules pass their own exercise's core tests, as a grading tells the check
-    (default: all)."""
+              domains=None, fractions: Mapping[str, float] | None = None, builds_on=None):
+    """The GPU-run check's result, every module run. ``fractions``: the share of its exercise's core points
+    each module earned, as a grading tells the check (default: all of them); ``builds_on``: run_gpu_check's."""
     # Imported here: it imports torch (2 s), and the xdist controller, which loads this module through
     # conftest.py and runs no test, would start its workers that much later.
     from grader.grading.remote_impl import RemoteImpl
@@ -146,7 +160,9 @@ def run_check(sub: Path, mode: str = "auto", fake_cuda: bool = False, corrupt: b
             yield impl_of(worker)
 
     try:
-        return run_gpu_check(impl_of(client), mode, 10.0, over_standins, works)
+        rubric = load_rubric()
+        runs = run_gpu_check(impl_of(client), mode, rubric.gpu_points, over_standins, builds_on=builds_on)
+        return runs.scored({m.name: (fractions or {}).get(m.name, 1.0) for m in rubric.gpu_modules})
     finally:
         client.close()
 
@@ -404,3 +420,23 @@ def _may(st: os.stat_result, uid: int, group: int, other: int) -> bool:
     if st.st_uid == uid:
         return True
     return bool(st.st_mode & (group if st.st_gid == uid else other))
+
+
+# --- the patch suites (tests/mutants/): test_hidden_tests.py, test_book_variants.py -------------------
+
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION\n", re.S | re.M)
+
+
+def patch_problems(patch: dict) -> list[str]:
+    """What is wrong with a patch (grader/authoring/mutation.py) as a change to a solution: it does not
+    apply, changes nothing, or changes its module outside the ``### BEGIN/END SOLUTION`` regions (empty: none)."""
+    try:
+        source = reference_file(patch).read_text()
+        if apply(source, patch) == source:
+            return [f"{patch['name']}: changes nothing"]
+    except PatchError as err:
+        return [str(err)]
+    start = source.index(patch["replace"])
+    if not any(r.start() <= start and start + len(patch["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
+        return [f"{patch['name']}: changes solutions/{patch['exercise']}.py outside its ### BEGIN/END SOLUTION regions"]
+    return []

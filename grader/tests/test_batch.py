@@ -59,8 +59,7 @@ def graded(classroom: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[s
 
 
 def rows(csv_path: Path) -> dict[str, dict[str, str]]:
-    with open(csv_path, newline="") as f:
-        return {row["student"]: row for row in csv.DictReader(f)}
+    return read_grades(csv_path).rows
 
 
 def test_every_student_has_a_row_and_other_files_are_ignored(graded) -> None:
@@ -210,7 +209,9 @@ def test_changed_submissions_and_error_rows_are_graded_again(tmp_path: Path) -> 
     csv_path, json_dir = tmp_path / "grades.csv", tmp_path / "out" / "json"
     summary = score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
     assert graded_log(tmp_path) == ["ann", "ben", "cy"] and summary.errors == ["cy"]
-    assert rows(csv_path)["cy"]["message"] == "'=no score.txt"  # still escaped
+    with open(csv_path, newline="") as f:
+        assert {row["student"]: row for row in csv.DictReader(f)}["cy"]["message"] == "'=no score.txt"  # escaped
+    assert rows(csv_path)["cy"]["message"] == "=no score.txt"  # and read back as it was
     score_all(klass, csv_path, fake_options(tmp_path, json_dir=json_dir))
     assert graded_log(tmp_path) == ["cy"]  # the error row is tried again, the others stay
 

@@ -9,6 +9,11 @@ its causal masks. Each is applied to a copy of ``solutions/``, and every hidden 
 that can import the changed module (its own, and those built on it: hidden_runner.affected_by) must
 pass. A control, a real mistake judged by the same verdict, must be rejected.
 
+``PRINTED_VARIANTS`` hold the documents' code verbatim where it does not take what a stub asks (the
+notebook's ``softmax_naive`` sums over the whole tensor, whatever ``dim``): the other kinds charge that, but
+the printed tests compute only what the documents compute, so every printed test of its exercise passes
+on it (run alone); their control, softmax_naive without exp, fails them.
+
 All the runs share one warm process with test_hidden_tests.py's (hidden_runner.proof_runs,
 grader/authoring/forked_pytest.py).
 """
@@ -19,6 +24,7 @@ import pytest
 
 from grader.authoring import mutation
 from grader.rubric import REPO_ROOT
+from support import patch_problems
 
 try:
     from . import hidden_runner as hr
@@ -26,6 +32,7 @@ except ImportError:
     import hidden_runner as hr
 
 VARIANTS, CONTROL = hr.VARIANTS, hr.BOOK_CONTROL
+PRINTED_VARIANTS, PRINTED_CONTROL = hr.PRINTED_VARIANTS, hr.PRINTED_CONTROL
 VARIANT_KEYS = {*mutation.PATCH_KEYS, "source", "differs"}
 DOCUMENTS = REPO_ROOT / "exercises" / "documents"
 
@@ -47,11 +54,11 @@ def runs() -> dict:
 
 
 def test_book_variants_are_well_formed():
-    names = [v.get("name") for v in VARIANTS]
-    assert len(VARIANTS) >= 8 and len(names) == len(set(names)), names
+    names = [v.get("name") for v in [*VARIANTS, *PRINTED_VARIANTS]]
+    assert len(VARIANTS) >= 8 and PRINTED_VARIANTS and len(names) == len(set(names)), names
     documents = {p.name for p in DOCUMENTS.glob("*.txt")}
     problems = []
-    for v in VARIANTS:
+    for v in [*VARIANTS, *PRINTED_VARIANTS]:
         unknown = sorted(set(v) - VARIANT_KEYS)
         missing = sorted(k for k in VARIANT_KEYS if not str(v.get(k, "")).strip())
         if unknown or missing:
@@ -59,7 +66,7 @@ def test_book_variants_are_well_formed():
             continue
         if not any(doc in v["source"] for doc in documents):
             problems.append(f"{v['name']}: its source names none of exercises/documents/*.txt: {v['source']!r}")
-        problems += mutation.patch_problems(v)
+        problems += patch_problems(v)
     assert not problems, "\n".join(problems)
 
 
@@ -73,3 +80,16 @@ def test_every_hidden_test_passes_on_the_documents_own_code(runs):
 def test_the_verdict_rejects_a_real_mistake(runs):
     problems = variant_problems(CONTROL, runs[CONTROL["name"]])
     assert any("test_scaled_attention.py::" in p and " failed: " in p for p in problems), problems
+
+
+@pytest.mark.timeout(300)
+def test_every_printed_test_passes_on_the_documents_verbatim_code(runs):
+    report = [f"{v['name']} [{v['exercise']}, {v['source']}]: {p}" for v in PRINTED_VARIANTS
+              for p in variant_problems(v, runs[v["name"]])]
+    assert not report, f"{len(report)} printed test(s) reject the documents' verbatim code:\n" + "\n".join(report)
+
+
+@pytest.mark.timeout(300)
+def test_the_printed_verdict_rejects_a_real_mistake(runs):
+    problems = variant_problems(PRINTED_CONTROL, runs[PRINTED_CONTROL["name"]])
+    assert any("::test_softmax_naive_printed failed: " in p for p in problems), problems

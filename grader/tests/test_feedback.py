@@ -1,4 +1,4 @@
-"""grader.reports.feedback and the --visibility levels (grader.reports.visibility.redact), also in Gradescope's
+"""grader.reports.feedback and the --visibility levels (grader.visibility.redact), also in Gradescope's
 results.json; the documents by their names (grader.reports.sources), the stubs' one line per module, an error
 row's feedback, and ``python -m grader feedback`` (grader.reports.feedback_from_json)."""
 
@@ -18,7 +18,7 @@ from grader.grading.options import GradeOptions
 from grader.reports.feedback import feedback_filename, feedback_text, sections, write_feedback
 from grader.reports.gradescope import to_gradescope
 from grader.reports.sources import document_names, readable_sources
-from grader.reports.visibility import redact, wrap
+from grader.visibility import redact, wrap
 from grader.rubric import EXERCISES_DIR, TESTS_DIR, load_rubric
 from support import fake_class, fake_report
 
@@ -293,7 +293,7 @@ def score_all_here(monkeypatch, tmp_path: Path, answers: dict, **options) -> bat
     folder = fake_class(tmp_path / "class", {name: None for name in answers})
     monkeypatch.setattr(batch, "Job", _NoJob)
     monkeypatch.setattr(batch, "_run", lambda jobs, queue, opts, record: [record(n, answers[n](p)) for n, p in queue])
-    monkeypatch.setattr("grader.reports.class_summary.write_summary", lambda csv_path, reports: [])
+    monkeypatch.setattr("grader.classroom.class_outputs.CLASS_OUTPUTS", {})
     return batch.score_all(folder, tmp_path / "grades.csv",
                            batch.BatchOptions(jobs=1, grading=GradeOptions(gpu="skip"), **options))
 

@@ -2,6 +2,8 @@
 
 The submissions are the reference solutions with CausalAttention (or MultiHeadAttention) changed in one
 way each. What the simulated GPU itself does, op by op, against CUDA's behaviour: test_simulated_gpu.py.
+Each module's share of the check is the rubric's points over its modules (gpu_check.modules); the
+points are read from tests/rubric.json, never written here.
 """
 
 from __future__ import annotations
@@ -12,18 +14,29 @@ from pathlib import Path
 import pytest
 
 from grader.grading.engine import start_worker
-from grader.grading.gpu_check import MODULES_CHECKED, SIMULATED, GpuUnavailable, check_module, run_gpu_check
+from grader.grading.gpu_check import SIMULATED, GpuUnavailable, check_module, run_gpu_check
 from grader.grading.remote_impl import RemoteImpl
-from grader.rubric import load_rubric
+from grader.rubric import SOLUTIONS_DIR, load_rubric
 from support import build_submission, run_check
 
 pytestmark = pytest.mark.timeout(120)
+RUBRIC = load_rubric()
+POINTS = RUBRIC.gpu_points
+SHARE = POINTS / len(RUBRIC.gpu_modules)  # each module's fixed share
 CAUSAL = Path("03_causal") / "causal_attention.py"
+MASK = "self.mask.bool()[:num_tokens, :num_tokens]"
 REGISTERED = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
 
 MHA = Path("04_multihead") / "multihead_attention.py"
 WRAPPER = Path("04_multihead") / "multihead_wrapper.py"
+
+
+def _line(file: Path, text: str, inserted: int = 0) -> str:
+    """``name.py, line N``: the line of the solutions' ``file`` holding ``text``, with ``inserted`` lines
+    added above it (a message names the line of the student's file that made a tensor)."""
+    lines = (SOLUTIONS_DIR / file).read_text().splitlines()
+    return f"{file.name}, line {next(i for i, line in enumerate(lines, 1) if text in line) + inserted}"
 
 
 def submission(tmp_path: Path, old: str = "", new: str = "", file: Path = CAUSAL) -> Path:
@@ -35,11 +48,6 @@ def submission(tmp_path: Path, old: str = "", new: str = "", file: Path = CAUSAL
     return sub
 
 
-def _works(**which: bool) -> dict[str, bool]:
-    """What a grading tells the check: every module passes its own core tests but those named False."""
-    return {name: which.get(name, True) for name in ("CausalAttention", "MultiHeadAttentionWrapper", "MultiHeadAttention")}
-
-
 @pytest.fixture
 def check(shared_domains):
     """``check(submission, mode, ...)``: the GPU-run check's result, the worker forked from the session's
@@ -49,8 +57,11 @@ def check(shared_domains):
 
 def test_correct_modules_pass_the_simulation(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path))
-    assert (result.status, result.score, result.max_score) == ("simulated_passed", 10.0, 10.0)
+    assert (result.status, result.score, result.max_score) == ("simulated_passed", POINTS, POINTS)
     assert result.device == "cuda:0 (simulated: no CUDA here)"
+    lines = result.message.splitlines()  # one line per module, with the share it earned
+    assert lines == [f"{m.name}: runs on the GPU (simulated) [{round(SHARE, 2):g} of {round(SHARE, 2):g}]"
+                     for m in RUBRIC.gpu_modules]
 
 
 def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, isolating) -> None:
@@ -62,15 +73,30 @@ def test_plain_attribute_mask_fails_and_is_named(tmp_path: Path, isolating) -> N
     assert "'mask'" in result.message and "register_buffer" in result.message
     assert "from self.mask, a plain attribute" in result.message
     # CausalAttention fails; the wrapper is judged over the stand-in and passes (one mistake, one charge); MHA passes
-    assert result.score == pytest.approx(20 / 3, abs=0.01)
-    assert result.message.splitlines()[1] == OVER_STANDIN_PASSED
+    assert result.score == pytest.approx(POINTS - SHARE, abs=0.01)
+    assert result.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
+
+
+def test_a_module_is_judged_over_the_stand_ins_its_regrade_takes(tmp_path: Path, check) -> None:
+    """Which modules a checked one builds on is what its re-grade takes (grade.py passes scoring's
+    dependencies): with the rubric's edge, the wrapper on a CausalAttention that fails here is judged over
+    the stand-in; with none, over the student's own, which fails it too. Edges that loop end."""
+    sub = submission(tmp_path, REGISTERED, "self.mask = torch.triu(torch.ones(context_length, context_length), diagonal=1)")
+    by_id = {m.name: m.exercise for m in RUBRIC.gpu_modules}
+    wrapper, causal = by_id["MultiHeadAttentionWrapper"], by_id["CausalAttention"]
+    alone = check(sub, builds_on={})
+    assert alone.score == pytest.approx(POINTS - 2 * SHARE, abs=0.01), alone.message
+    assert alone.message.splitlines()[1].startswith("MultiHeadAttentionWrapper fails on the GPU (simulated)")
+    looped = check(sub, builds_on={wrapper: {causal}, causal: {wrapper}})
+    assert looped.score == pytest.approx(POINTS - SHARE, abs=0.01), looped.message
+    assert looped.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
 
 
 def test_tensor_created_on_the_cpu_in_forward_fails_naming_the_line(tmp_path: Path, check) -> None:
     result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]",
                               "torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"))
     assert result.status == "simulated_failed" and "device=x.device" in result.message
-    assert ("made at causal_attention.py, line 62: attn_scores = attn_scores.masked_fill(torch.triu(torch.ones("
+    assert (f"made at {_line(CAUSAL, MASK)}: attn_scores = attn_scores.masked_fill(torch.triu(torch.ones("
             "num_tokens, num_tokens), diagonal=1).bool(), -torch.inf)") in result.message, result.message
 
 
@@ -82,40 +108,42 @@ NAN_CHECK = "        if bool(torch.isnan(x).any()) or x.abs().max().item() > 1e6
 def test_data_dependent_ops_run_on_the_simulated_gpu(tmp_path: Path, check) -> None:
     """``.item()`` and a branch on a value run as on CUDA: no verdict is inconclusive."""
     result = check(submission(tmp_path, "        keys = self.W_key(x)\n", NAN_CHECK + "        keys = self.W_key(x)\n"))
-    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
+    assert (result.status, result.score) == ("simulated_passed", POINTS), result.message
 
 
 def test_a_data_dependent_check_does_not_hide_a_mask_left_on_the_cpu(tmp_path: Path, check) -> None:
     """The dodge that the meta device called inconclusive (10/10): a branch on a value before a mask made on
     the CPU, in both modules that mask. Both fail, as on a GPU; the wrapper, correct, is judged over the
-    stand-in and keeps its third: 3.33/10. In CausalAttention alone: 6.67/10 (the wrapper is not charged
-    for its heads' mistake: one mistake, one charge)."""
+    stand-in and keeps its share: one share in all. In CausalAttention alone: all but its share (the wrapper
+    is not charged for its heads' mistake: one mistake, one charge)."""
     dodge = submission(tmp_path, "        keys = self.W_key(x)\n",
                        NAN_CHECK + "        self.mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)\n"
                                    "        keys = self.W_key(x)\n")
     alone = check(dodge)
-    assert (alone.status, alone.score) == ("simulated_failed", pytest.approx(20 / 3, abs=0.01)), alone.message
+    assert (alone.status, alone.score) == ("simulated_failed", pytest.approx(POINTS - SHARE, abs=0.01)), alone.message
     assert alone.message.splitlines()[0].startswith("CausalAttention fails on the GPU (simulated): RuntimeError: "
                                                     "Expected all tensors to be on the same device")
-    assert "from the tensor made at causal_attention.py, line 60: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
-    assert alone.message.splitlines()[1:] == [OVER_STANDIN_PASSED]
+    made = _line(CAUSAL, "        keys = self.W_key(x)", inserted=NAN_CHECK.count("\n"))
+    assert f"from the tensor made at {made}: self.mask = torch.triu(torch.ones(num_tokens" in alone.message
+    assert alone.message.splitlines()[1].startswith(OVER_STANDIN_PASSED)
     source = (dodge / MHA).read_text()
     old = "        queries = self.W_query(x)"
     (dodge / MHA).write_text(source.replace(old, NAN_CHECK + "        mask = torch.triu(torch.ones(num_tokens, num_tokens), "
                                                              "diagonal=1).bool()\n" + old, 1).replace(
         "self.mask.bool()[:num_tokens, :num_tokens]", "mask"))
     both = check(dodge)
-    assert (both.status, both.score) == ("simulated_failed", pytest.approx(10 / 3, abs=0.01)), both.message
+    assert (both.status, both.score) == ("simulated_failed", pytest.approx(SHARE, abs=0.01)), both.message
     lines = both.message.splitlines()
     assert [line.split(":")[0] for line in lines] == ["CausalAttention fails on the GPU (simulated)",
                                                       "MultiHeadAttentionWrapper", "MultiHeadAttention fails on the GPU (simulated)"]
-    assert "made at multihead_attention.py, line 68: mask = torch.triu(" in lines[2], lines[2]
+    made = _line(MHA, "        queries = self.W_query(x)", inserted=NAN_CHECK.count("\n"))
+    assert f"made at {made}: mask = torch.triu(" in lines[2], lines[2]
     assert "inconclusive" not in both.message
 
 
 def test_cuda_branch_passes_and_names_the_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
     result = check(submission(tmp_path), fake_cuda=True, monkeypatch=monkeypatch)
-    assert (result.status, result.device, result.score) == ("passed", "cuda:0 (Fake GPU)", 10.0)
+    assert (result.status, result.device, result.score) == ("passed", "cuda:0 (Fake GPU)", POINTS)
 
 
 def test_cuda_branch_fails_when_the_device_output_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
@@ -133,59 +161,70 @@ def test_require_without_cuda_and_skip(tmp_path: Path, check) -> None:
 
 def test_simulate_runs_the_simulated_gpu_even_with_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check) -> None:
     result = check(submission(tmp_path), mode="simulate", fake_cuda=True, monkeypatch=monkeypatch)
-    assert (result.status, result.device, result.score) == ("simulated_passed", "cuda:0 (simulated: --gpu simulate)", 10.0)
+    assert (result.status, result.device, result.score) == ("simulated_passed", "cuda:0 (simulated: --gpu simulate)", POINTS)
 
 
-# ---- points lost once: a mistake unrelated to devices is its own exercise's, not this check's ----------
+# ---- a mistake costs only the module it is in: its exercise, and its own share here ----------------------
 
 def test_a_mask_not_cut_to_tokens_is_judged_at_context_length(tmp_path: Path, check) -> None:
-    """T = 5 < context_length fails on the CPU (its exercise charges that); T = context_length runs: full points."""
-    result = check(submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()"))
-    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
+    """T = 5 < context_length fails on the CPU (its exercise charges that); T = context_length runs on the
+    device. CausalAttention's share counts as its exercise's core points do: all of it when they are all
+    earned, 60% of it when 60% are, and the other modules' shares do not move."""
+    sub = submission(tmp_path, "self.mask.bool()[:num_tokens, :num_tokens]", "self.mask.bool()")
+    result = check(sub)
+    assert (result.status, result.score) == ("simulated_passed", POINTS), result.message
+    partial = check(sub, fractions={"CausalAttention": 0.6})
+    assert (partial.status, partial.score) == ("simulated_passed", pytest.approx(POINTS - 0.4 * SHARE, abs=0.01))
+    assert partial.message.splitlines()[0].endswith(f"[{round(0.6 * SHARE, 2):g} of {round(SHARE, 2):g}: 60% of "
+                                                    "its exercise's core points are earned, and its share counts as much]")
 
 
 def test_the_wrapper_on_an_identity_causal_attention_is_judged_over_the_stand_in(tmp_path: Path, check) -> None:
-    """CausalAttention returns its values (no attention): its exercise charges that; here it is left out
-    (a numeric mistake is not the check's to charge). The wrapper built on it is judged over the stand-in,
-    as its re-grade is; MultiHeadAttention on its own: full marks."""
+    """CausalAttention returns its values (no attention): it runs on the device, but its exercise earns no
+    core points, and so it earns nothing of its share here. The wrapper built on it is judged over the
+    stand-in, as its re-grade is; MultiHeadAttention on its own: its share."""
     sub = submission(tmp_path, "        return attn_weights @ values\n", "        return values\n")
-    result = check(sub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
-    assert result.score == pytest.approx(10.0), result.message
-    assert result.message.splitlines() == ["CausalAttention: left out here, it fails its own exercise's core tests on "
-                                           "the CPU (charged there, once); the check's points are split over the "
-                                           "modules that work on the CPU", OVER_STANDIN_PASSED]
-    unknown = check(sub)  # told nothing of its tests: the mismatch is found here, and charged
-    assert unknown.score == pytest.approx(20 / 3, abs=0.01), unknown.message
-
-
-def test_a_stub_is_left_out_as_a_missing_module_is(tmp_path: Path, check) -> None:
-    """A CausalAttention whose forward raises (a stub) is left out, as a deleted file is; the wrapper built
-    on either is judged over the stand-in. A stub and a deleted file score the same, and a wrapper that is
-    a stub too is left out over the stand-in as well."""
-    stub = submission(tmp_path / "stub", "        num_tokens = x.shape[-2]\n", "        raise NotImplementedError('not written yet')\n")
-    result = check(stub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
-    assert result.score == pytest.approx(10.0), result.message
+    result = check(sub, fractions={"CausalAttention": 0.0})
+    assert result.score == pytest.approx(POINTS - SHARE, abs=0.01), result.message
     lines = result.message.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("CausalAttention: left out here") and lines[1] == OVER_STANDIN_PASSED
+    assert lines[0] == (f"CausalAttention: runs on the GPU (simulated) [0 of {round(SHARE, 2):g}: its exercise earns "
+                        "none of its core points, so none of its share]")
+    assert lines[1].startswith(OVER_STANDIN_PASSED)
+    unknown = check(sub)  # told its tests all pass: it does not match the reference here, and earns nothing
+    assert unknown.score == pytest.approx(POINTS - SHARE, abs=0.01), unknown.message
+    assert unknown.message.startswith("CausalAttention does not match the reference on the CPU here"), unknown.message
+
+
+def test_a_stub_earns_nothing_as_a_missing_module_does(tmp_path: Path, check) -> None:
+    """A CausalAttention whose forward raises (a stub) earns nothing of its share, as a deleted file does;
+    the wrapper built on either is judged over the stand-in and keeps its share. A stub and a deleted file
+    score the same, and a wrapper that is a stub too earns nothing over the stand-in either."""
+    stub = submission(tmp_path / "stub", "        num_tokens = x.shape[-2]\n", "        raise NotImplementedError('not written yet')\n")
+    result = check(stub, fractions={"CausalAttention": 0.0})
+    assert result.score == pytest.approx(POINTS - SHARE, abs=0.01), result.message
+    lines = result.message.splitlines()
+    assert lines[0].startswith("CausalAttention does not run on the CPU (NotImplementedError") and lines[1].startswith(OVER_STANDIN_PASSED)
     deleted = submission(tmp_path / "deleted")
     (deleted / CAUSAL).unlink()
-    again = check(deleted, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
-    assert (again.score, again.message.splitlines()[1:]) == (result.score, [OVER_STANDIN_PASSED])
+    again = check(deleted, fractions={"CausalAttention": 0.0})
+    assert (again.score, again.message.splitlines()[1:]) == (result.score, lines[1:])
+    assert again.message.startswith("CausalAttention: not there (no causal_attention.py)")
     source = (stub / WRAPPER).read_text()
     (stub / WRAPPER).write_text(source.replace("        return torch.cat(", "        raise NotImplementedError\n        return torch.cat("))
-    both = check(stub, works=_works(CausalAttention=False, MultiHeadAttentionWrapper=False))
-    assert both.score == pytest.approx(10.0) and both.message.splitlines()[1].startswith(
-        "MultiHeadAttentionWrapper: left out here, it fails its own exercise's core tests"), both.message
+    both = check(stub, fractions={"CausalAttention": 0.0, "MultiHeadAttentionWrapper": 0.0})
+    assert both.score == pytest.approx(SHARE, abs=0.01) and both.message.splitlines()[1].startswith(
+        "MultiHeadAttentionWrapper does not run on the CPU (NotImplementedError"), both.message
 
 
-def test_a_module_not_there_is_left_out(tmp_path: Path, check) -> None:
-    """No multihead_attention.py: its exercise charges it; the check's points go to the two modules there."""
+def test_a_module_not_there_earns_nothing_and_moves_no_share(tmp_path: Path, check) -> None:
+    """No multihead_attention.py: its exercise charges it, and its share is not earned; the other two
+    modules keep their own shares, no more (no split over what is there)."""
     sub = submission(tmp_path)
     (sub / "04_multihead" / "multihead_attention.py").unlink()
     result = check(sub)
-    assert (result.status, result.score) == ("simulated_passed", 10.0), result.message
-    assert result.message == ("MultiHeadAttention: not there (no multihead_attention.py); left out here (the check's "
-                              "points are split over the modules that are), its own exercise counts it")
+    assert (result.status, result.score) == ("simulated_passed", pytest.approx(POINTS - SHARE, abs=0.01)), result.message
+    assert result.message.splitlines()[2] == (f"MultiHeadAttention: not there (no multihead_attention.py); its own "
+                                              f"exercise counts it [0 of {round(SHARE, 2):g}]")
 
 
 def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path, check) -> None:
@@ -195,20 +234,20 @@ def test_a_module_whose_import_fails_when_run_is_there_and_fails(tmp_path: Path,
     sub = submission(tmp_path)
     (sub / CAUSAL).write_text("raise ImportError('not in this worker')\n" + (sub / CAUSAL).read_text())
     result = check(sub)  # told nothing of its tests
-    assert (result.status, result.score) == ("simulated_failed", pytest.approx(20 / 3, abs=0.01)), result.message
+    assert (result.status, result.score) == ("simulated_failed", pytest.approx(POINTS - SHARE, abs=0.01)), result.message
     lines = result.message.splitlines()
-    assert [line.split(" (")[0] for line in lines] == ["CausalAttention cannot be imported", OVER_STANDIN_PASSED.split(" (")[0]]
+    assert [line.split(" (")[0] for line in lines[:2]] == ["CausalAttention cannot be imported", OVER_STANDIN_PASSED.split(" (")[0]]
 
 
 def test_with_nothing_there_the_check_earns_nothing(tmp_path: Path, check) -> None:
-    """No causal_attention.py, multihead_wrapper.py or multihead_attention.py: 0, not a free 10."""
+    """No causal_attention.py, multihead_wrapper.py or multihead_attention.py: 0, not a free full score."""
     sub = submission(tmp_path)
     for file in (CAUSAL, WRAPPER, MHA):
         (sub / file).unlink()
     result = check(sub)
     assert (result.status, result.score) == ("simulated_failed", 0.0), result.message
-    assert result.message.splitlines()[0] == "none of the three modules is there: nothing to run on the device"
-    assert len(result.message.splitlines()) == 4  # and one line per module
+    assert result.message.splitlines()[0] == "none of the modules is there: nothing to run on the device"
+    assert len(result.message.splitlines()) == 1 + len(RUBRIC.gpu_modules)  # and one line per module
 
 
 def test_the_simulation_imports_no_compiler(tmp_path: Path, shared_domains) -> None:
@@ -218,7 +257,8 @@ def test_the_simulation_imports_no_compiler(tmp_path: Path, shared_domains) -> N
     with (sub / "01_simple_attention" / "attention_scores.py").open("a") as f:
         f.write("\n\ndef dynamo_imported():\n    import sys\n    return 'torch._dynamo' in sys.modules\n")
     with start_worker(sub, domains=shared_domains) as client:
-        result = run_gpu_check(RemoteImpl(client, load_rubric().owner_of), "auto", 10.0, pytest.fail)
+        runs = run_gpu_check(RemoteImpl(client, load_rubric().owner_of), "auto", POINTS, pytest.fail)
+        result = runs.scored(dict.fromkeys((m.name for m in RUBRIC.gpu_modules), 1.0))
         assert result.status == "simulated_passed", result.message
         assert RemoteImpl(client, {"dynamo_imported": "01_simple_attention/attention_scores"}).dynamo_imported() is False
 
@@ -240,15 +280,15 @@ CORRECT = {
 }
 KEEPS_ON_CPU = {
     "made in forward without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
-                                        "causal_attention.py, line 62"),
+                                        _line(CAUSAL, MASK)),
     "tril form without device=": (CAUSAL, "self.mask.bool()[:num_tokens, :num_tokens]",
-                                  "torch.tril(torch.ones(num_tokens, num_tokens)) == 0", "causal_attention.py, line 62"),
+                                  "torch.tril(torch.ones(num_tokens, num_tokens)) == 0", _line(CAUSAL, MASK)),
     "an additive -inf mask on the CPU": (CAUSAL, "attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
                                          "attn_scores + torch.full((num_tokens, num_tokens), -torch.inf).triu(1)",
-                                         "causal_attention.py, line 62"),
+                                         _line(CAUSAL, MASK)),
     "MHA plain attribute": (MHA, 'self.register_buffer("mask", ', "self.mask = (", "from self.mask, a plain attribute"),
     "MHA mask made without device=": (MHA, "self.mask.bool()[:num_tokens, :num_tokens]", TRIU_T.format(""),
-                                      "multihead_attention.py, line 70"),
+                                      _line(MHA, MASK)),
     "output moved to the CPU": (MHA, "return self.out_proj(context)", "return self.out_proj(context).cpu()",
                                 "is on cpu, expected cuda:0"),
 }
@@ -262,9 +302,9 @@ def _verdicts(tmp_path: Path, domains, variants: dict, plain_moved: bool = False
         if new == "self.mask = (" and variant in CORRECT:  # moved in forward: self.mask.to(x.device)
             source = (sub / file).read_text().replace("self.mask.bool()", "self.mask.to(x.device).bool()")
             (sub / file).write_text(source)
-        name, module, args, kwargs = next(m for m in MODULES_CHECKED if m[1] == file.stem)
+        checked = next(m for m in RUBRIC.gpu_modules if m.module == file.stem)
         with start_worker(sub, domains=domains) as client:
-            part = check_module(RemoteImpl(client, load_rubric().owner_of), name, module, args, kwargs, SIMULATED)
+            part = check_module(RemoteImpl(client, load_rubric().owner_of), checked, SIMULATED)
         found[variant] = (part.verdict, part.message)
     return found
 

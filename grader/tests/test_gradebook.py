@@ -15,12 +15,19 @@ import pytest
 
 from grader.authoring.nbgrader_release import build_nbgrader_course
 from grader.classroom.gradebook import (COMMENT_CELL, GPU_CELL, NOTEBOOK, ClassGradebook, GradebookError, cell_name,
-                                        nbgrader_schema_head, record_in_gradebook, stamp_new_gradebook)
+                                        nbgrader_schema_head, stamp_new_gradebook)
 from grader.classroom.grades_sheet import csv_row
 from grader.rubric import GROUPS, load_rubric
 from support import fake_report
 
 ASSIGNMENT = "attention-kata"
+
+
+def record_in_gradebook(db_path: Path, assignment: str, reports: dict[str, dict]) -> None:
+    """Record each student's JSON report in ``assignment``, as score-all records their CSV row."""
+    with ClassGradebook(db_path, assignment) as gb:
+        for student, report in reports.items():
+            gb.record(csv_row(student, {"report": report}))
 
 
 def export(course: Path, db: Path) -> dict[str, dict[str, str]]:
@@ -69,7 +76,7 @@ def test_recorded_reports_are_exported_and_updated_not_duplicated(tmp_path: Path
     assert set(rows) == {"alice", "bob", "carol"}
     assert float(rows["bob"]["score"]) == pytest.approx(fake_report(fraction=0.75)["score"])
     assert float(rows["alice"]["score"]) == pytest.approx(reports["alice"]["score"])
-    assert float(rows["carol"]["score"]) == pytest.approx(10.0)
+    assert float(rows["carol"]["score"]) == pytest.approx(load_rubric().gpu_points)  # the GPU-run check's only
 
 
 @pytest.mark.timeout(60)
@@ -85,7 +92,8 @@ def test_one_grade_cell_per_exercise_plus_gpu_check(tmp_path: Path):
         assert names == sorted([cell_name(ex_id) for ex_id in load_rubric().exercises] + [GPU_CELL])
         assert len(gb.students) == 1 and len(gb.find_assignment(ASSIGNMENT).submissions) == 1
         grade = gb.find_grade(cell_name("03_causal/causal_attention"), NOTEBOOK, ASSIGNMENT, "dave")
-        assert grade.auto_score == 5.0 and grade.max_score == 10.0
+        points = load_rubric().exercises["03_causal/causal_attention"].points
+        assert grade.auto_score == pytest.approx(0.5 * points) and grade.max_score == points
 
 
 @pytest.fixture(scope="module")
@@ -169,8 +177,10 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
     assert float(rows["03_causal", "carol"]["score"]) == 0.0
     with Gradebook(f"sqlite:///{db}") as gb:
         grade = gb.find_grade("causal_attention_tests", "03_causal", "03_causal", "bob")
-        assert grade.auto_score == pytest.approx(5.0) and grade.max_score == 10.0 and not grade.needs_manual_grade
-        assert gb.find_grade("gpu_check", "04_multihead", "04_multihead", "erin").auto_score == pytest.approx(2.5)
+        points = rubric.exercises["03_causal/causal_attention"].points
+        assert grade.auto_score == pytest.approx(0.5 * points) and grade.max_score == points and not grade.needs_manual_grade
+        erin_gpu = gb.find_grade("gpu_check", "04_multihead", "04_multihead", "erin").auto_score
+        assert erin_gpu == pytest.approx(0.25 * rubric.gpu_points)
         comment = gb.find_comment("causal_mask", "03_causal", "03_causal", "carol")
         assert comment.auto_comment.endswith("-nothing to grade")  # the reason, unescaped
     # carol's submission is graded at last: the reason goes, the scores come

@@ -101,10 +101,10 @@ def test_the_image_installs_only_what_grading_needs(bundle: Path):
 
 
 def test_the_visibility_is_baked_into_run_autograder(tmp_path: Path):
-    build_bundle(tmp_path / "m.zip", visibility="messages")
+    build_bundle(tmp_path / "m.zip", visibility="full")
     with zipfile.ZipFile(tmp_path / "m.zip") as zf:
         run = zf.read("run_autograder").decode()
-    assert "\nDEFAULT_VISIBILITY=messages\n" in run and '--visibility "$VISIBILITY"' in run
+    assert "\nDEFAULT_VISIBILITY=full\n" in run and '--visibility "$VISIBILITY"' in run
     with pytest.raises(ValueError):
         build_bundle(tmp_path / "x.zip", visibility="everything")
 
@@ -214,3 +214,14 @@ def test_the_local_recipe_runs_as_written(tmp_path: Path):
     results = check_results(ag)
     assert json.loads(proc.stdout[proc.stdout.index("{"):]) == results
     assert results["tests"] and results["score"] == 0  # the stubs: graded, nothing passes
+
+
+def test_students_see_messages_unless_the_instructor_says_otherwise(tmp_path: Path):
+    """Gradescope lets students resubmit: with the hidden tests' inputs and expected values in view (full)
+    they could resubmit until they match. The bundle and its command default to messages."""
+    build_bundle(tmp_path / "d.zip")
+    with zipfile.ZipFile(tmp_path / "d.zip") as zf:
+        assert "\nDEFAULT_VISIBILITY=messages\n" in zf.read("run_autograder").decode()
+    from grader.cli import build_parser
+
+    assert build_parser().parse_args(["gradescope-bundle", str(tmp_path / "e.zip")]).visibility == "messages"

@@ -28,6 +28,7 @@ import pytest
 
 from grader.authoring import known_results, mutation
 from grader.rubric import load_rubric
+from support import patch_problems
 
 try:
     from . import hidden_runner as hr
@@ -134,7 +135,7 @@ def test_mutant_suite_is_well_formed():
             problems.append(f"{m.get('name')}: unknown keys {unknown_keys}")
         if not str(m.get("mistake", "")).strip():
             problems.append(f"{m.get('name')}: no mistake described")
-        problems += mutation.patch_problems(m)
+        problems += patch_problems(m)
         for other in m.get("collateral", ()):
             if other == m["exercise"] or other not in load_rubric().affected_by(m["exercise"]):
                 problems.append(f"{m['name']}: collateral {other!r} does not depend on {m['exercise']!r} in rubric.json")

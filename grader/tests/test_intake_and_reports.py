@@ -304,7 +304,7 @@ def test_a_flat_submission_is_regrouped_by_module_name(tmp_path: Path) -> None:
 
 def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_client() -> None:
     """grader/grading/results.py keeps the result types apart from the code that runs the tests."""
-    code = ("import sys, grader.reports.formats, grader.reports.feedback, grader.reports.class_summary, grader.grading.results; "
+    code = ("import sys, grader.reports.formats, grader.reports.feedback, grader.classroom.class_summary, grader.grading.results; "
             "print(sorted(m for m in ('torch', 'grader.sandbox.client', 'grader.grading.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert out.stdout.strip() == "[]"

@@ -311,8 +311,8 @@ def test_reference_on_disk_is_unreadable(domains: Domains, tmp_path: Path) -> No
 def test_identity_modules_earn_no_gpu_points(domains: Domains, tmp_path: Path) -> None:
     """The GPU-run check alone (grade() runs the same check in the same kind of domain: test_gpu_check.py)."""
     result = run_check(build_submission("gpu_identity", tmp_path), domains=domains)
-    assert result.max_score == 10
-    assert result.score <= 10 * 2 / 3 + 0.01, result.message  # CausalAttention's third is lost
+    points, share = load_rubric().gpu_points, load_rubric().gpu_points / len(load_rubric().gpu_modules)
+    assert result.max_score == points and result.score <= points - share + 0.01, result.message  # CA's share lost
     assert "CausalAttention does not match the reference on the CPU" in result.message
 
 

@@ -27,7 +27,7 @@ import pytest
 from grader.authoring.nbgrader_release import GPU_CELL, gpu_group, notebook_modules
 from grader.authoring.release import build_release
 from grader.classroom.gradebook import ensure_alembic_on_path, stamp_new_gradebook
-from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course
+from grader.classroom.nbgrader_course import CourseError, assignment_options, check_gradebook, find_course
 from grader.classroom.notebook_intake import JOURNEY
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
@@ -229,11 +229,16 @@ def course(tmp_path_factory: pytest.TempPathFactory, shared_domains) -> dict:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=venv_env(), cwd=course)
     reports = {student: to_json(grade(pyclass / student, GradeOptions(sandbox="isolated"), shared_domains))
                for student in ("correct", "mistaken", "stubs")}
+    # the GPU-run check as the assignment holding its cell counts it: its own modules, a fixed share each
+    in_gpu_group = assignment_options(GradeOptions(sandbox="isolated"), gpu_group())
+    gpu_checks = {student: to_json(grade(pyclass / student, in_gpu_group, shared_domains))["gpu_check"]
+                  for student in ("correct", "mistaken", "stubs")}
     nb_stdout, nb_stderr = nb_run.communicate(timeout=600)
     assert nb_run.returncode == 0, nb_stderr[-3000:]
     cells_stdout, cells_stderr = cells_run.communicate(timeout=600)
     cells = subprocess.CompletedProcess(cells_run.args, cells_run.returncode, cells_stdout, cells_stderr)
-    return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "submitted_before": before,
+    return {"course": course, "out": out, "stderr": nb_stderr, "py": reports, "py_gpu": gpu_checks,
+            "submitted_before": before,
             "cells_run": cells}
 
 
@@ -316,7 +321,7 @@ def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
             for ex in load_rubric().in_group(group):
                 assert cells[f"{ex.module}_tests"] == pytest.approx(report["exercises"][ex.id]["score"]), (student, ex.id)
             if group == gpu_group():
-                assert cells[GPU_CELL] == pytest.approx(report["gpu_check"]["score"]), student
+                assert cells[GPU_CELL] == pytest.approx(course["py_gpu"][student]["score"]), student
     # the mistaken CausalAttention (pasted into 04 as well) costs its points once, in 03_causal: the
     # wrapper built on it is re-graded over a stand-in (never 03's answer: tests/standins/)
     mistaken = _cell_scores(root, "04_multihead", "mistaken")

@@ -165,3 +165,19 @@ def test_the_documented_shard_workflow_and_scripts_create_every_folder_they_writ
         root.mkdir()
         problems += [f"{name}: {problem}" for problem in _run_folder_steps(lines, root)]
     assert problems == [], "\n".join(problems)
+
+
+def test_every_documented_install_pins_the_readmes_torch():
+    """The hidden tests hold RNG-dependent printed values: a workflow that installs another torch can move
+    grades between two runs. Every install line of torch in the docs, the top README and the release's
+    templates names the README's own version."""
+    pin = next(w for line in readme_commands()["install"] for w in _words(line) if w.startswith("torch=="))
+    files = [README, *(REPO_ROOT / "docs").glob("*.md"), *(REPO_ROOT / "grader" / "authoring" / "templates").rglob("*")]
+    unpinned = []
+    for path in (f for f in files if f.is_file() and f.suffix != ".pyc"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            command = re.search(r"\bpip3? install\b([^`#]*)", line)  # a pip command, up to a code span's end
+            words = command.group(1).split() if command else []
+            if any(re.fullmatch(r"torch([=<>~!].*)?", w) for w in words) and pin not in words:
+                unpinned.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")
+    assert not unpinned, f"install {pin}, as the README does:\n" + "\n".join(unpinned)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,4 +44,23 @@ def test_a_rubric_with_a_stray_exercise_or_no_core_kind_is_refused(tmp_path: Pat
     del raw["kinds"]["core"]
     (tmp_path / "rubric.json").write_text(json.dumps(raw))
     with pytest.raises(RubricError, match="must include 'core'"):
+        load_rubric(tmp_path)
+
+
+def test_the_gpu_run_checks_modules_are_read_from_the_rubric(tmp_path: Path) -> None:
+    """gpu_check.modules: public names the exercises define, each with its constructor's arguments; the check,
+    the nbgrader release and the docs read them there, and a rubric naming what no exercise defines is refused."""
+    raw = json.loads((REPO_ROOT / "tests" / "rubric.json").read_text())
+    rubric = load_rubric()
+    assert [m.name for m in rubric.gpu_modules] == list(raw["gpu_check"]["modules"])
+    assert all(m.name in rubric.exercises[m.exercise].names and m.module == rubric.exercises[m.exercise].module
+               for m in rubric.gpu_modules)
+    shutil.copytree(REPO_ROOT / "tests" / "standins", tmp_path / "standins")  # the rubric's other checks pass
+    raw["gpu_check"]["modules"]["CausalAttentionV9"] = {"args": []}
+    (tmp_path / "rubric.json").write_text(json.dumps(raw))
+    with pytest.raises(RubricError, match="gpu_check.modules names what no exercise defines: CausalAttentionV9"):
+        load_rubric(tmp_path)
+    raw["gpu_check"]["modules"] = {"CausalAttention": {"args": 3}}
+    (tmp_path / "rubric.json").write_text(json.dumps(raw))
+    with pytest.raises(RubricError, match="give args as a list and kwargs as an object for CausalAttention"):
         load_rubric(tmp_path)

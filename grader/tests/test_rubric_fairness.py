@@ -9,9 +9,11 @@ module) and its score is checked against what the rubric promises:
 * ``lazy_documents_only``: the reference code, answering only for inputs that look like the
   documents' (at most 4 decimals) and zeros otherwise (``gate.py.append``): at most 10 points;
 * the reference solutions: 100;
-* one mistake each, which must cost points in one place only (its own exercise), never in the
-  GPU-run check or in the exercises built on it: a mask not cut to T x T (mutant 20), a missing
-  ``multihead_attention.py``, a syntax error in ``causal_attention.py``.
+* one mistake each, which must cost points in its own module only: its own exercise and, for a module
+  the GPU-run check runs, that module's own share of the check (in proportion to the exercise's core
+  points lost), never another module's points or the exercises built on it: a mask not cut to T x T
+  (mutant 20), a missing ``multihead_attention.py``, a syntax error in ``causal_attention.py``, a
+  numeric mistake, a mask kept in a plain attribute (the same share whatever else is finished).
 
 The lazy submissions live in ``grader/tests/submissions/lazy_*`` (``X.hostile`` replaces the reference
 module ``X``; ``gate.py.append`` is appended to every reference module).
@@ -27,24 +29,27 @@ import pytest
 
 from grader.authoring import mutation
 from grader.grading.results import TestOutcome
-from grader.grading.gpu_check import MODULES_CHECKED
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
-from grader.grading.scoring import summarize
+from grader.grading.scoring import core_fraction, summarize
 from support import build_submission
 
 pytestmark = pytest.mark.timeout(300)
 RUBRIC = load_rubric()
 TOTAL = RUBRIC.max_score
+SHARE = RUBRIC.gpu_points / len(RUBRIC.gpu_modules)  # each module's fixed share of the GPU-run check
+CHECKED = {m.module for m in RUBRIC.gpu_modules}
+CHECKED_EXERCISES = tuple(m.exercise for m in RUBRIC.gpu_modules)
 
 
 @pytest.fixture(scope="module")
 def graded(shared_domains):
-    """``graded(path)``: the grader's report of the submission at ``path`` (the GPU-run check included)."""
+    """``graded(path, **options)``: the grader's report of the submission at ``path`` (the GPU-run check
+    included), graded with ``GradeOptions(**options)``."""
 
-    def run(path: Path):
-        return grade(path, GradeOptions(), shared_domains)
+    def run(path: Path, **options):
+        return grade(path, GradeOptions(**options), shared_domains)
 
     return run
 
@@ -160,13 +165,22 @@ def test_lazy_submissions_earn_almost_nothing(graded, tmp_path, name, most):
         assert sum(o.points for o in edge) <= share * sum(o.max_points for o in edge) + 1e-9, result.id
 
 
+def _share_lost(report, ex_id: str) -> float:
+    """What the GPU-run check takes for ``ex_id``'s module: its share, in proportion to the core points lost."""
+    return SHARE * (1 - (core_fraction(report.exercises[ex_id].outcomes) or 0.0))
+
+
 def test_mask_not_cut_to_tokens_costs_points_in_causal_attention_only(graded, tmp_path):
+    """Some of CausalAttention's core tests fail (T < context_length): its exercise loses those points, and
+    its share of the GPU-run check the same proportion, no more (no cliff); no other module loses any."""
     sub = build_submission("mask_not_cut", tmp_path)
     mutation.write_patched(mutation.mutant("20_causal_mask_not_cut_to_tokens"), sub)
     report = graded(sub)
     lost = _lost(report)
-    assert set(lost) == {"03_causal/causal_attention"}, (lost, report.gpu_check.message)
-    assert 0 < lost["03_causal/causal_attention"] < RUBRIC.exercises["03_causal/causal_attention"].points
+    ca = "03_causal/causal_attention"
+    assert set(lost) == {ca, "gpu_check"}, (lost, report.gpu_check.message)
+    assert 0 < lost[ca] < RUBRIC.exercises[ca].points
+    assert 0 < lost["gpu_check"] < SHARE and lost["gpu_check"] == pytest.approx(_share_lost(report, ca), abs=0.01)
     assert report.gpu_check.status == "simulated_passed" or report.gpu_check.status == "passed"
 
 
@@ -174,8 +188,10 @@ def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
     sub = build_submission("missing_mha", tmp_path)
     (sub / "04_multihead" / "multihead_attention.py").unlink()
     report = graded(sub)
-    assert _lost(report) == {"04_multihead/multihead_attention": 8.0}, report.gpu_check.message
-    assert report.gpu_check.message.startswith("MultiHeadAttention: not there (no multihead_attention.py)")
+    mha = "04_multihead/multihead_attention"
+    assert _lost(report) == pytest.approx({mha: RUBRIC.exercises[mha].points, "gpu_check": SHARE}, abs=0.01), \
+        report.gpu_check.message
+    assert "MultiHeadAttention: not there (no multihead_attention.py)" in report.gpu_check.message
 
 
 def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_path):
@@ -183,9 +199,11 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
     path = sub / "03_causal" / "causal_attention.py"
     path.write_text(path.read_text().replace("def forward(self, x", "def forward(self x", 1))
     report = graded(sub)
-    assert _lost(report) == {"03_causal/causal_attention": 10.0}, report.gpu_check.message
-    wrapper = report.exercises["04_multihead/multihead_wrapper"]
-    assert wrapper.regraded_with == ("03_causal/causal_attention",) and wrapper.score == 6
+    ca, wrapper_id = "03_causal/causal_attention", "04_multihead/multihead_wrapper"
+    assert _lost(report) == pytest.approx({ca: RUBRIC.exercises[ca].points, "gpu_check": SHARE}, abs=0.01), \
+        report.gpu_check.message
+    wrapper = report.exercises[wrapper_id]
+    assert wrapper.regraded_with == (ca,) and wrapper.score == RUBRIC.exercises[wrapper_id].points
     lines = report.gpu_check.message.splitlines()
     assert lines[0].startswith("CausalAttention: not there (causal_attention.py does not parse: SyntaxError")
     # The wrapper is judged over the stand-in in the GPU-run check too, as in its re-grade.
@@ -197,7 +215,7 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
 # The modules whose absence could cost points outside their own exercise: those others build on, those
 # built on another, those the GPU-run check runs. Every other module is covered by "all" (every module
 # stubbed against every one deleted): nothing builds on it, so its exercise is scored on its own.
-AT_STAKE = sorted({m for _, m, _, _ in MODULES_CHECKED} | {ex.module for ex in RUBRIC.exercises.values() if ex.depends_on}
+AT_STAKE = sorted(CHECKED | {ex.module for ex in RUBRIC.exercises.values() if ex.depends_on}
                   | {RUBRIC.exercises[d].module for ex in RUBRIC.exercises.values() for d in ex.depends_on})
 
 
@@ -218,30 +236,60 @@ def _without(tmp_path: Path, modules: list[str], how: str) -> Path:
                          ids=[*AT_STAKE, "all"])
 def test_a_stub_and_a_deleted_file_score_the_same(shared_domains, tmp_path, modules):
     """Whatever is left unwritten costs the same as what is not handed in, in its own exercise, in the
-    exercises built on it (re-graded over stand-ins) and in the GPU-run check (left out, not charged)."""
-    checked = {module for _, module, _, _ in MODULES_CHECKED}  # the GPU-run check's, whose share is at stake too
+    exercises built on it (re-graded over stand-ins: nothing) and in the GPU-run check (its own module's
+    share, when the check runs it; nothing of another module's)."""
     scope = None if len(modules) > 1 else tuple(  # the module's exercise, those built on it, the GPU-run check's
         ex.id for ex in RUBRIC.exercises.values()
-        if ex.module in modules or ex.module in checked or RUBRIC.by_module[modules[0]].id in ex.depends_on)
+        if ex.module in modules or ex.module in CHECKED or RUBRIC.by_module[modules[0]].id in ex.depends_on)
     stub, deleted = (grade(_without(tmp_path, modules, how), GradeOptions(exercises=scope), shared_domains)
                      for how in ("stub", "deleted"))
     assert _scores(stub) == _scores(deleted), (_lost(stub), _lost(deleted))
-    nothing_to_check = len(modules) == len(RUBRIC.exercises)  # then the GPU-run check earns nothing either
-    assert set(_lost(stub)) == {RUBRIC.by_module[m].id for m in modules} | ({"gpu_check"} if nothing_to_check else set()), \
+    unwritten = CHECKED & set(modules)  # their shares of the GPU-run check, and no other
+    assert set(_lost(stub)) == {RUBRIC.by_module[m].id for m in modules} | ({"gpu_check"} if unwritten else set()), \
         (_lost(stub), stub.gpu_check.message)
+    assert _lost(stub).get("gpu_check", 0) == pytest.approx(SHARE * len(unwritten), abs=0.01), stub.gpu_check.message
 
 
-def test_a_numeric_mistake_costs_nothing_in_the_gpu_run_check(graded, tmp_path):
+def test_a_numeric_mistake_costs_its_module_only(graded, tmp_path):
     """MultiHeadAttention scaled by sqrt(d_out) instead of sqrt(head_dim): wrong on the CPU, fine on any
-    device. Its exercise charges it; the GPU-run check leaves it out of its share."""
+    device. Its exercise charges it, and its share of the GPU-run check goes as its core points do."""
     sub = build_submission("mha_scale", tmp_path)
     path = sub / "04_multihead" / "multihead_attention.py"
     text = path.read_text()
     assert "attn_scores / self.head_dim**0.5" in text
     path.write_text(text.replace("attn_scores / self.head_dim**0.5", "attn_scores / self.d_out**0.5"))
     report = graded(sub)
-    assert set(_lost(report)) == {"04_multihead/multihead_attention"}, (_lost(report), report.gpu_check.message)
-    assert "MultiHeadAttention: left out here" in report.gpu_check.message
+    mha = "04_multihead/multihead_attention"
+    assert set(_lost(report)) == {mha, "gpu_check"}, (_lost(report), report.gpu_check.message)
+    assert _lost(report)["gpu_check"] == pytest.approx(_share_lost(report, mha), abs=0.01), report.gpu_check.message
+    line = report.gpu_check.message.splitlines()[-1]
+    assert line.startswith("MultiHeadAttention: runs on the GPU (simulated) [") and line.endswith(
+        "% of its exercise's core points are earned, and its share counts as much]"), report.gpu_check.message
+
+
+def test_a_numeric_mistake_in_causal_attention_costs_its_exercise_and_its_share_only(graded, tmp_path):
+    """CausalAttention scaled by d_k instead of sqrt(d_k): its exercise and its own share of the GPU-run
+    check pay, in proportion to its core points lost; the wrapper built on it (re-graded, and judged over
+    the stand-in in the check) and MultiHeadAttention lose nothing."""
+    sub = build_submission("ca_scale", tmp_path)
+    path = sub / "03_causal" / "causal_attention.py"
+    text = path.read_text()
+    assert "attn_scores / keys.shape[-1] ** 0.5" in text
+    path.write_text(text.replace("attn_scores / keys.shape[-1] ** 0.5", "attn_scores / keys.shape[-1]"))
+    report = graded(sub, exercises=CHECKED_EXERCISES)
+    ca = "03_causal/causal_attention"
+    assert set(_lost(report)) == {ca, "gpu_check"}, (_lost(report), report.gpu_check.message)
+    assert _lost(report)["gpu_check"] == pytest.approx(_share_lost(report, ca), abs=0.01), report.gpu_check.message
+    assert "MultiHeadAttentionWrapper: runs on the device, judged over a stand-in" in report.gpu_check.message
+
+
+def test_only_multihead_attention_done_earns_its_share_only(graded, tmp_path):
+    """CausalAttention and the wrapper left as the stubs, MultiHeadAttention right: the check gives
+    MultiHeadAttention's share, not the whole check (the points are never split over what is finished)."""
+    sub = _without(tmp_path, ["causal_attention", "multihead_wrapper"], "stub")
+    report = graded(sub, exercises=CHECKED_EXERCISES)
+    assert report.gpu_check.score == pytest.approx(SHARE, abs=0.01), report.gpu_check.message
+    assert report.exercises["04_multihead/multihead_attention"].status == "passed"
 
 
 # ---- library shortcuts: the work the exercise asks for, done by a library call --------------------
@@ -266,7 +314,9 @@ def test_a_library_shortcut_earns_nothing_where_it_does_the_work(graded, tmp_pat
                                 "torch.nn.functional.dropout(x, p, training)\n", 1))
     report = graded(sub)
     lost = _lost(report)
-    assert set(lost) == {"03_causal/causal_attention", "03_causal/attention_dropout"}, lost
+    # CausalAttention's core tests count nothing: nor does its share of the GPU-run check (its own module's)
+    assert set(lost) == {"03_causal/causal_attention", "03_causal/attention_dropout", "gpu_check"}, lost
+    assert lost["gpu_check"] == pytest.approx(SHARE, abs=0.01), report.gpu_check.message
     messages = [o.message for r in report.exercises.values() for o in r.outcomes]
     assert any("CausalAttention calls torch.nn.functional.scaled_dot_product_attention" in m for m in messages)
     assert any("dropout calls torch.nn.Dropout, torch.nn.functional.dropout" in m for m in messages)
@@ -284,20 +334,53 @@ def test_the_solutions_and_stand_ins_take_no_shortcut():
     assert RUBRIC.shortcut_table == json.loads((SOLUTIONS_DIR.parent / "exercises" / "shortcuts.json").read_text())
 
 
+PLAIN_MASK = ('self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
+              "self.mask = (torch.triu(torch.ones(context_length, context_length), diagonal=1))")
+
+
 def test_a_mask_kept_as_a_plain_attribute_is_charged_once(shared_domains, tmp_path):
     """CausalAttention's mask in a plain attribute: right on the CPU, stays behind on a GPU. Both its
-    buffer test and the GPU-run check see it: the check charges it (and not again for the wrapper built
-    on it); under --gpu skip the buffer test does."""
+    buffer test and the GPU-run check see it: the check charges it, CausalAttention's share (and not again
+    for the wrapper built on it); under --gpu skip the buffer test does."""
     sub = build_submission("plain_mask", tmp_path)
     path = sub / "03_causal" / "causal_attention.py"
-    registered = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
-    assert registered in path.read_text()
-    path.write_text(path.read_text().replace(registered, registered.replace('register_buffer("mask", ', "mask = (")))
-    scope = ("03_causal/causal_attention", "04_multihead/multihead_wrapper", "04_multihead/multihead_attention")
-    report = grade(sub, GradeOptions(exercises=scope), shared_domains)
-    assert set(_lost(report)) == {"gpu_check"}, (_lost(report), report.gpu_check.message)
+    assert PLAIN_MASK[0] in path.read_text()
+    path.write_text(path.read_text().replace(*PLAIN_MASK))
+    report = grade(sub, GradeOptions(exercises=CHECKED_EXERCISES), shared_domains)
+    assert _lost(report) == pytest.approx({"gpu_check": SHARE}, abs=0.01), (_lost(report), report.gpu_check.message)
     buffer_test = next(o for o in report.exercises["03_causal/causal_attention"].outcomes
                        if o.nodeid.endswith("test_mask_is_a_registered_buffer"))
     assert buffer_test.passed and "the GPU-run check charges it" in buffer_test.message
-    skipped = grade(sub, GradeOptions(gpu="skip", exercises=scope), shared_domains)  # no check: no points at stake
+    skipped = grade(sub, GradeOptions(gpu="skip", exercises=CHECKED_EXERCISES), shared_domains)  # no check: no points at stake
     assert set(_lost(skipped)) - {"gpu_check"} == {"03_causal/causal_attention"}, _lost(skipped)
+
+
+def test_a_device_bug_costs_the_same_share_whatever_else_is_finished(shared_domains, tmp_path):
+    """The plain-attribute mask with only CausalAttention done (the wrapper and MultiHeadAttention the
+    stubs) costs what it costs with everything done (the test above): CausalAttention's share, not the
+    whole check. Finished alone and right, CausalAttention earns its share only."""
+    only = _without(tmp_path / "right", ["multihead_wrapper", "multihead_attention"], "stub")
+    right = grade(only, GradeOptions(exercises=CHECKED_EXERCISES), shared_domains)
+    assert right.gpu_check.score == pytest.approx(SHARE, abs=0.01), right.gpu_check.message
+    path = only / "03_causal" / "causal_attention.py"
+    path.write_text(path.read_text().replace(*PLAIN_MASK))
+    plain = grade(only, GradeOptions(exercises=CHECKED_EXERCISES), shared_domains)
+    assert right.gpu_check.score - plain.gpu_check.score == pytest.approx(SHARE, abs=0.01), plain.gpu_check.message
+    assert {k: v for k, v in _scores(plain).items() if k != "gpu_check"} == \
+        {k: v for k, v in _scores(right).items() if k != "gpu_check"}
+
+
+def test_in_an_nbgrader_assignment_its_own_modules_share_the_check(shared_domains, tmp_path):
+    """04_multihead as an nbgrader assignment: only its own modules count, each with a fixed share of the
+    check's points among them. The CausalAttention pasted into it left as the stub costs nothing here (the
+    wrapper is judged over the stand-in); a plain-attribute mask in MultiHeadAttention costs its share."""
+    group = RUBRIC.gpu_modules[-1].exercise.split("/")[0]
+    own = [m for m in RUBRIC.gpu_modules if m.exercise.startswith(group + "/")]
+    sub = _without(tmp_path, ["causal_attention"], "stub")
+    path = sub / group / "multihead_attention.py"
+    assert PLAIN_MASK[0] in path.read_text()
+    path.write_text(path.read_text().replace(*PLAIN_MASK))
+    report = grade(sub, GradeOptions(exercises=tuple(ex.id for ex in RUBRIC.in_group(group))), shared_domains)
+    assert report.gpu_check.max_score == RUBRIC.gpu_points
+    assert _lost(report) == pytest.approx({"gpu_check": RUBRIC.gpu_points / len(own)}, abs=0.01), report.gpu_check.message
+    assert [line.split(":")[0].split(" ")[0] for line in report.gpu_check.message.splitlines()] == [m.name for m in own]

@@ -1,4 +1,4 @@
-"""The simulated GPU (grader/sandbox/kata_worker/simulated_gpu.py) against CUDA's behaviour, op by op.
+"""The simulated GPU (exercises/kata_gpu.py, which the grader's worker imports too) against CUDA's behaviour, op by op.
 
 Each row is one operation written for a device ``dev``, and what CUDA does with it, as PyTorch's
 documentation ("CUDA semantics": operations need their tensors on one device, factories create on the
@@ -22,9 +22,10 @@ import contextlib
 import pytest
 import torch
 
-from grader.rubric import REPO_ROOT
-from grader.sandbox.kata_worker.simulated_gpu import DEVICE, plain, simulated_gpu
-from grader.sandbox.modes import WORKER_PACKAGE
+from support import students_tool
+
+kata_gpu = students_tool("kata_gpu")
+DEVICE, plain, simulated_gpu = kata_gpu.DEVICE, kata_gpu.plain, kata_gpu.simulated_gpu
 
 DEVICE_, CPU, RANDOM, MIXES = "cuda", "cpu", "random", "mixes"
 SCORES = torch.rand(5, 5, generator=torch.Generator().manual_seed(3))
@@ -152,10 +153,3 @@ def test_the_error_names_where_the_cpu_tensor_came_from() -> None:
     assert "from self.plain, a plain attribute" in str(error.value), error.value
     assert "made at test_simulated_gpu.py, line" in str(error.value)
     assert "from the tensor made at test_simulated_gpu.py" in str(error2.value) and "made = torch.ones(5, 5)" in str(error2.value)
-
-
-def test_the_students_copy_is_the_workers():
-    """exercises/kata_gpu.py (the public tests') and the worker's simulated_gpu.py are one file, twice."""
-    students = REPO_ROOT / "exercises" / "kata_gpu.py"
-    assert not students.is_symlink() and students.read_bytes() == (WORKER_PACKAGE / "simulated_gpu.py").read_bytes(), (
-        "copy it: cp grader/sandbox/kata_worker/simulated_gpu.py exercises/kata_gpu.py")

@@ -1,6 +1,7 @@
-"""grader.reports.class_summary and class_numbers: the class summary beside the CSV (full, partial, wrong and
+"""grader.classroom.class_summary and class_numbers: the class summary beside the CSV (full, partial, wrong and
 not started per exercise; the tests failed most among those who attempted them; the whole CSV after a
-resume, with the reports of --json-dir; no absolute path; no matplotlib)."""
+resume, with the reports of --json-dir; no absolute path; no matplotlib); and grader.classroom.class_outputs,
+the extension point every class-level output is written through."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.stubs import CODE_STUB
-from grader.classroom.grades_sheet import csv_columns, csv_row, json_path
-from grader.grading.gpu_check import run_gpu_check
-from grader.reports.class_numbers import (NOTHING_TO_RUN, not_started, summarize_class,
+from grader.classroom import class_outputs
+from grader.classroom.grades_sheet import ClassSheet, csv_row, json_path, read_class, spreadsheet_text, write_grades
+from grader.grading.gpu_check import DeviceRuns
+from grader.classroom.class_numbers import (NOTHING_TO_RUN, not_started, summarize_class,
                                           without_absolute_paths)
-from grader.reports.class_summary import NO_MATPLOTLIB, write_summary
+from grader.classroom.class_summary import NO_MATPLOTLIB, write_summary
 from grader.rubric import load_rubric
 from support import fake_report
 
@@ -26,7 +28,7 @@ MASK, DROP = "03_causal/causal_mask", "03_causal/attention_dropout"
 STUB_SAYS = "not written yet"  # what a stub says (grader/authoring/stubs.py: CODE_STUB)
 STUB = f"NotImplementedError: causal_mask: {STUB_SAYS} -- see exercises/03_causal/README.md\n  (raised at x.py:3)"
 NOT_COUNTED = "passed, but not counted: edge-case tests count in proportion to the core tests' points earned"
-NO_GPU_RUN = f"no module can be judged on the device here (none that is there works on the CPU): {NOTHING_TO_RUN}"
+NO_GPU_RUN = f"no module can earn on the device here (each is not there or fails all its core tests): {NOTHING_TO_RUN}"
 
 
 def report_of(scores: dict[str, float], tests: list[tuple[str, float, float, str, str]], gpu: float = 1.0,
@@ -43,10 +45,7 @@ def report_of(scores: dict[str, float], tests: list[tuple[str, float, float, str
 
 def write_csv(path: Path, rows: dict[str, dict]) -> Path:
     """A grades CSV of ``{student: job result}`` (a ``{"report": ...}`` or an ``{"error": ...}``)."""
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=csv_columns())
-        writer.writeheader()
-        writer.writerows(csv_row(student, copy.deepcopy(result)) for student, result in rows.items())
+    write_grades(path, [csv_row(student, copy.deepcopy(result), "0" * 64) for student, result in rows.items()])
     return path
 
 
@@ -88,7 +87,7 @@ def graded(tmp_path: Path) -> tuple[Path, dict, Path]:
 
 def test_counts_cover_the_whole_csv_and_tell_wrong_from_not_started(graded):
     path, reports, json_dir = graded
-    s = summarize_class(path, reports, json_dir)
+    s = summarize_class(read_class(path, reports, json_dir))
     assert len(s.totals) == 8 and "=cmd|' /C calc'!A0" in s.totals  # the apostrophe undone
     assert s.errors == {"<script>eve</script>": "-nothing that looks like a submission in subs/eve, nor in eve.zip"}
     fields = ("full", "partial", "wrong", "not_started", "unreported")
@@ -124,7 +123,7 @@ def test_not_started_is_a_stub_or_a_missing_module_and_nothing_earned():
 def test_the_marks_read_are_what_the_stubs_and_the_gpu_check_say():
     """The stub's words and NOTHING_TO_RUN are other modules': a change there must show here."""
     assert STUB_SAYS in CODE_STUB
-    assert f"): {NOTHING_TO_RUN}" in inspect.getsource(run_gpu_check)
+    assert f"): {NOTHING_TO_RUN}" in inspect.getsource(DeviceRuns.scored)
 
 
 def test_messages_lose_absolute_paths_and_keep_the_rest(tmp_path: Path):
@@ -137,7 +136,7 @@ def test_messages_lose_absolute_paths_and_keep_the_rest(tmp_path: Path):
 
 def test_both_files_beside_the_csv_escape_names_and_name_no_path(graded):
     path, reports, json_dir = graded
-    html_path, md_path = write_summary(path, reports, json_dir)
+    html_path, md_path = write_summary(read_class(path, reports, json_dir))
     assert html_path == path.with_name("grades-summary.html") and md_path == path.with_name("grades-summary.md")
     page, md = html_path.read_text(), md_path.read_text()
     assert "<script>eve" not in page and "&lt;script&gt;eve" in page
@@ -151,7 +150,7 @@ def test_both_files_beside_the_csv_escape_names_and_name_no_path(graded):
 
 def test_without_a_json_dir_earlier_students_are_counted_from_the_csv(graded):
     path, reports, _ = graded
-    s = summarize_class(path, reports)
+    s = summarize_class(read_class(path, reports))
     assert s.reports_read == 4 and s.failed_tests[0] == (f"{MASK}: test_values", 2, 3)  # carol's is not read
     assert "without --json-dir" in s.notes[0] and "carol, dave, erin, frank." in s.notes[0]
 
@@ -161,7 +160,7 @@ def test_without_matplotlib_both_files_say_so(graded, monkeypatch):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    html_path, md_path = write_summary(path, reports, json_dir)
+    html_path, md_path = write_summary(read_class(path, reports, json_dir))
     assert "data:image/png" not in html_path.read_text() and NO_MATPLOTLIB in html_path.read_text()
     assert NO_MATPLOTLIB in md_path.read_text() and "## Exercises" in md_path.read_text()
 
@@ -169,8 +168,37 @@ def test_without_matplotlib_both_files_say_so(graded, monkeypatch):
 def test_a_skipped_gpu_check_is_counted_as_skipped(tmp_path: Path):
     report = fake_report(gpu=None)
     path = write_csv(tmp_path / "g.csv", {"dan": {"report": report}})
-    summary = summarize_class(path, {"dan": report})
+    summary = summarize_class(read_class(path, {"dan": report}))
     gpu = summary.exercises["gpu_check"]
     assert (gpu.skipped, gpu.wrong, gpu.not_started, gpu.full) == (1, 0, 0, 0) and not summary.notes
     rubric = load_rubric()
     assert summary.max_score == rubric.max_score - rubric.gpu_points and summary.bins[-1][1] == summary.max_score
+
+
+def test_a_class_level_output_gets_plain_rows_and_writes_escaped_cells(tmp_path: Path, monkeypatch) -> None:
+    """The extension point of docs/maintainers.md, "Add a class-level output", performed: a grade-upload
+    output keyed by name gets each student's name and message as they are, and the spreadsheet it
+    writes escapes each once (a name that is a formula stays text); one that fails is a warning, and
+    the others are written all the same."""
+    formula = '=HYPERLINK("http://evil","x")'
+    path = write_csv(tmp_path / "grades.csv", {formula: {"error": "-1+2"}, "bob": {"report": fake_report()}})
+
+    def upload(sheet: ClassSheet) -> list[Path]:
+        out = sheet.csv_path.with_name("upload.csv")
+        rows = [{"name": name, "points": row["score"], "note": row["message"]} for name, row in sheet.rows.items()]
+        out.write_text(spreadsheet_text(["name", "points", "note"], rows))
+        return [out]
+
+    def broken(sheet: ClassSheet) -> list[Path]:
+        raise RuntimeError("no network")
+
+    monkeypatch.setattr(class_outputs, "CLASS_OUTPUTS", {"the broken output": broken, "the upload file": upload})
+    warnings: list[str] = []
+    written = class_outputs.write_class_outputs(path, {}, warnings)
+    assert written == [tmp_path / "upload.csv"]
+    assert warnings == ["the broken output failed: RuntimeError: no network"]
+    with open(tmp_path / "upload.csv", newline="") as f:
+        cells = {row["name"]: row for row in csv.DictReader(f)}
+    assert cells["'" + formula] == {"name": "'" + formula, "points": "0", "note": "'-1+2"}  # escaped once
+    assert cells["bob"]["note"] == "" and float(cells["bob"]["points"]) == fake_report()["score"]
+    assert read_class(path).rows[formula]["message"] == "-1+2"  # the sheet's own cells read back plain

@@ -26,18 +26,18 @@ from pathlib import Path
 import pytest
 
 import grader.sandbox.bundle as bundle
-from grader.classroom.grades_sheet import csv_cell, csv_columns, csv_row
+from grader.classroom.grades_sheet import csv_cell, csv_row, read_class, spreadsheet_text, write_grades
 from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.grading.intake import SubmissionError, locate_submission
 from grader.grading.remote_impl import RemoteImpl
 from grader.grading.results import ExerciseResult, GpuCheckResult, GradeReport, TestOutcome
-from grader.reports.class_summary import summarize_class, to_html, to_markdown
+from grader.classroom.class_summary import summarize_class, to_html, to_markdown
 from grader.reports.feedback import feedback_text
 from grader.reports.gradescope import to_gradescope
 from grader.reports.json_report import to_json
 from grader.reports.text import to_text
-from grader.reports.visibility import VISIBILITIES
+from grader.visibility import VISIBILITIES
 from grader.rubric import GROUPS, REPO_ROOT, SOLUTIONS_DIR, load_rubric
 from grader.safe_text import escape_controls, escape_line
 from grader.sandbox.bundle import MODULE_FILE, bundle_fd, read_module_files
@@ -294,12 +294,9 @@ def test_every_renderer_escapes_what_it_is_given(tmp_path: Path):
         assert_safe(feedback_text("eve", raw, visibility), "feedback of a raw report")
 
     path = tmp_path / "grades.csv"
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=csv_columns())
-        writer.writeheader()
-        writer.writerow(csv_row(f"eve{FAKE_TOTAL}", {"error": f"unreadable zip {FAKE_TOTAL}"}))
-        writer.writerow(csv_row("bob", {"report": data}))
-    summary = summarize_class(path, {"bob": {**data, "tests": [{**data["tests"][0], "name": f"t {FAKE_TOTAL}"}]}})
+    write_grades(path, [csv_row(f"eve{FAKE_TOTAL}", {"error": f"unreadable zip {FAKE_TOTAL}"}, "0" * 64),
+                        csv_row("bob", {"report": data}, "0" * 64)])
+    summary = summarize_class(read_class(path, {"bob": {**data, "tests": [{**data["tests"][0], "name": f"t {FAKE_TOTAL}"}]}}))
     assert_safe(to_markdown(summary), "summary markdown")
     assert_safe(to_html(summary, None), "summary html")
     assert "\\x1b[2J" in to_markdown(summary)
@@ -367,7 +364,20 @@ def test_an_answer_too_large_to_decode_fails_that_call(tmp_path: Path, shared_do
         assert impl.attention_scores("small") == "small" and client.generation == started + 1
 
 
-def test_csv_cells_cannot_be_formulas() -> None:
+def test_csv_cells_cannot_be_formulas(tmp_path: Path) -> None:
+    """Every cell is escaped once, as the file is written, and read back as it was: a reader keys and
+    reads the same plain text, and whatever it writes again (a resume, a merge, a class-level output's
+    spreadsheet) is escaped again, once."""
     assert csv_cell("=2+5") == "'=2+5" and csv_cell("@SUM(A1)") == "'@SUM(A1)" and csv_cell("alice") == "alice"
-    row = csv_row("=HYPERLINK(\"http://x\")", {"error": "-1+2"})
-    assert row["student"].startswith("'=") and row["message"].startswith("'-")
+    name, quoted = "=HYPERLINK(\"http://x\")", "'=not a formula"
+    rows = [csv_row(name, {"error": "-1+2"}, "0" * 64), csv_row(quoted, {"error": "+3"}, "0" * 64)]
+    path = tmp_path / "grades.csv"
+    write_grades(path, rows)
+    with open(path, newline="") as f:
+        on_disk = {row["student"]: row for row in csv.DictReader(f)}
+    assert on_disk["'" + name]["message"] == "'-1+2" and on_disk["'" + quoted]["message"] == "'+3"
+    sheet = read_class(path)
+    assert sheet.rows[name] == rows[0] and sheet.rows[quoted] == rows[1]  # plain text, cells and keys alike
+    write_grades(path, sheet.rows.values())  # written again: escaped once, not twice
+    assert read_class(path).rows == sheet.rows
+    assert spreadsheet_text(["student"], [{"student": name}]).splitlines()[1] == '"\'=HYPERLINK(""http://x"")"'

@@ -51,6 +51,7 @@ def same(a, b) -> bool:
     return a == b
 
 
+@pytest.mark.timeout(120)  # 150 examples: about 5 s on an idle machine, past the default 10 s on a busy one
 @settings(max_examples=150, deadline=None)
 @given(plain)
 def test_round_trip(value):

@@ -15,10 +15,11 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     Args:
         x: any shape.
         p: drop probability in [0, 1].
-        training: when False, return ``x`` unchanged.
+        training: when False, return ``x`` unchanged, whatever p (p == 1 included).
 
     Returns:
-        Same shape as ``x``. Identity when not training or p == 0; all zeros when p == 1.
+        Same shape as ``x``. Identity when not training (any p) or when p == 0; all zeros when
+        training with p == 1.
 
     Raises:
         ValueError: if p is outside [0, 1].

@@ -29,7 +29,9 @@ class CausalAttention(nn.Module):
             saved in ``state_dict`` and follows ``.to(device)``; a plain attribute does not.
 
     forward: x (b, T, d_in) -> (b, T, d_out) for any T <= context_length (cut the mask to T x T);
-    T > context_length raises ValueError naming both numbers.
+    T > context_length raises ValueError naming both numbers. The forward reads the mask and never
+    changes it: cut a view for each call (``self.mask.bool()[:T, :T]``); ``self.mask = self.mask[:T, :T]``
+    or an in-place change of the buffer would break the next, longer input.
 
     Example (exercises/documents/notebook_causal_self_attention.txt, CausalAttentionV1, d_in=3, d_out=2, dropout 0.0; exercises/documents/chapter_notes_3.1-3.6.txt, section 3.5.3 builds the same class)::
 

@@ -4,7 +4,7 @@ COVERS: dropout(x, p, training) under torch.manual_seed(123) on 001's seed-789 c
 (the value the docs README gives, on PyTorch >= 2.7 x86-64 CPU: test id ``printed-x86``;
 elsewhere the expected value is nn.Dropout under the same seed: id ``nn-dropout-same-seed``);
 same mask as nn.Dropout under the same seed on random float32/float64 tensors; eval
-(training=False) and p == 0 are the identity; p == 1 gives zeros; survivors are x / (1 - p)
+(training=False, any p, 1 included) and p == 0 are the identity; p == 1 gives zeros; survivors are x / (1 - p)
 (rtol 1e-6: nn.Dropout multiplies by a rounded 1/(1-p)); the kept fraction is near 1 - p on a
 large tensor; p outside [0, 1] raises ValueError; the input is never modified.
 (000's own printed dropout and 001's unseeded dropouts are not reproducible: see the fixtures.)
@@ -15,8 +15,8 @@ import platform
 import pytest
 import torch
 
-from diagnose import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P_NOT_CHECKED, assert_close, assert_raises, assert_unchanged,
-                      check_tensor, fail)
+from diagnose import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED, assert_close,
+                      assert_raises, assert_unchanged, check_tensor, fail)
 from reference import printed, seed_reference
 
 P = printed()
@@ -98,13 +98,15 @@ def test_same_seed_drops_the_same_elements_as_nn_dropout(impl):
 
 @pytest.mark.edge
 def test_eval_and_p0_are_identity(impl):
-    """training=False (any p) and p == 0 return x unchanged (exact)."""
+    """training=False (any p, 1 included) and p == 0 return x unchanged (exact)."""
     x = torch.rand(3, 4, 5, generator=torch.Generator().manual_seed(82))
     for args, call in [((x, 0.5, False), "dropout(x, p=0.5, training=False)"),
                        ((x, 0.9, False), "dropout(x, p=0.9, training=False)"),
+                       ((x, 1.0, False), "dropout(x, p=1.0, training=False)"),
                        ((x, 0.0), "dropout(x, p=0.0)")]:
-        assert_close(impl.dropout(*args), x, atol=0, call=call,
-                     note="no dropout when not training or when p == 0: return x as it is")
+        zeros = [(torch.zeros_like(x), P1_WHEN_NOT_TRAINING)] if args[1:] == (1.0, False) else []
+        assert_close(impl.dropout(*args), x, atol=0, call=call, diagnoses=zeros,
+                     note="no dropout when not training (whatever p) or when p == 0: return x as it is")
 
 
 @pytest.mark.edge

@@ -6,7 +6,8 @@ student's, the mask is judged by its own test) on random (b, T, d_in) inputs, d_
 > 1, T < context_length, T = context_length and T = 1, float32 and float64; qkv_bias=True in a test of its
 own (biases exist, output matches); the mask
 is a registered buffer (in state_dict, triu(ones, 1), follows .to(torch.float64)); T >
-context_length raises ValueError; gradients reach every parameter and match the reference's;
+context_length raises ValueError; one module given 3 tokens, then 6 (= context_length), matches the reference
+each time and its forward leaves the mask as built; gradients reach every parameter and match the reference's;
 dropout acts on the attention weights in training mode (same seed, same result as the
 reference) and not in eval mode; the input is never modified.
 Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / atol 1e-7 + rtol 1e-7 (float64: float32
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from against_reference import (MASK_NOT_CUT_ERRORS, assert_dropout_as_reference, assert_forward_matches,
-                               assert_gradients_match, assert_printed_seed123, pair)
+                               assert_forwards_leave_the_mask, assert_gradients_match, assert_printed_seed123, pair)
 from diagnose import (TOO_MANY_TOKENS, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
                       call_checked, scale_diagnoses)
 from reference import ref
@@ -102,6 +103,16 @@ def test_too_many_tokens_raises(impl):
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(103))
     assert_raises(ValueError, m, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
                   why=TOO_MANY_TOKENS)
+
+
+@pytest.mark.edge
+def test_a_longer_input_after_a_shorter_one(impl):
+    """One module, x[:, :3] then x[:, :6] (context_length 6): each output is the reference's, and each forward
+    leaves the mask as built (a forward that assigns self.mask = self.mask[:T, :T] fails the longer input)."""
+    student, reference = _pair(impl, 4, 3, 6, 0.0, seed=114)
+    x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(115))
+    assert_forwards_leave_the_mask(student, reference, x, (3, 6), "CausalAttention(4, 3, context_length=6, dropout=0.0)",
+                                   _diagnoses)
 
 
 @pytest.mark.core

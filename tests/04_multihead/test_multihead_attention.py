@@ -4,8 +4,10 @@ COVERS: MultiHeadAttention seeded output (seed 123, d_in=3, d_out=2, 2 heads; th
 value, full tensor computed with the reference); against the reference with its parameters
 loaded (forward only) where head_dim > 1 (the documents' example has head_dim 1, so a wrong
 1/√head_dim passes it), d_in != d_out, distinct batch rows, T < context_length and T = 1, float32
-and float64; qkv_bias=True in a test of its own (biases exist, output matches); gpt2_attention() has 2,360,064 parameters; d_out not divisible by num_heads raises
-ValueError; the mask is a registered buffer and T > context_length raises ValueError; gradients
+and float64; qkv_bias=True in a test of its own (biases exist, output matches); gpt2_attention() has 2,360,064 parameters
+and no dropout (its training-mode output is its eval-mode output); d_out not divisible by num_heads raises
+ValueError; the mask is a registered buffer and T > context_length raises ValueError; one module given 3 tokens,
+then 6, matches the reference each time and its forward leaves the mask as built; gradients
 reach every parameter and match the reference's.
 Tolerances: printed atol 1e-4; vs reference atol 1e-5 (float32) / atol 1e-7 + rtol 1e-7 (float64: float32
 precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to float32; the dtype must be float64);
@@ -15,10 +17,10 @@ grads atol 1e-5.
 import pytest
 import torch
 
-from against_reference import (assert_dropout_as_reference, assert_forward_matches, assert_gradients_match,
-                               assert_printed_seed123, pair)
-from diagnose import (MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED,
-                      assert_close, assert_mask_buffer, assert_raises, fail, no_scale, scaled_by_d_out)
+from against_reference import (assert_dropout_as_reference, assert_forward_matches, assert_forwards_leave_the_mask,
+                               assert_gradients_match, assert_printed_seed123, pair)
+from diagnose import (GPT2_WITH_DROPOUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, SPLIT_BARE_VIEW, TOO_MANY_TOKENS,
+                      UNMASKED, assert_close, assert_mask_buffer, assert_raises, fail, no_scale, scaled_by_d_out)
 from reference import printed, ref
 
 P = printed()
@@ -111,6 +113,18 @@ def test_gpt2_attention_parameter_count(impl):
 
 
 @pytest.mark.edge
+def test_gpt2_attention_has_no_dropout(impl):
+    """gpt2_attention() in training mode (a new module's mode) gives its eval-mode output: dropout 0.0, as the stub
+    states, on x of shape (1, 8, 768); atol 1e-6."""
+    m = impl.gpt2_attention()
+    x = torch.randn(1, 8, 768, generator=torch.Generator().manual_seed(151))
+    impl.manual_seed(152)
+    in_training = m(x)
+    assert_close(in_training, m.eval()(x), atol=1e-6, call="gpt2_attention()(x of shape (1, 8, 768)) in training mode, "
+                 "vs the same module after .eval()", note=f"likely cause: {GPT2_WITH_DROPOUT}")
+
+
+@pytest.mark.edge
 def test_not_divisible_raises(impl):
     """MultiHeadAttention(3, 6, 4, 0.0, num_heads=4) and (3, 5, 4, 0.0, num_heads=2): ValueError."""
     for d_out, h in [(6, 4), (5, 2)]:
@@ -121,11 +135,12 @@ def test_not_divisible_raises(impl):
 
 @pytest.mark.edge
 def test_mask_values_and_context_length(impl):
-    """self.mask equals triu(ones(cl, cl), 1); T > context_length raises ValueError."""
+    """self.mask equals triu(ones(cl, cl), 1); T > context_length raises ValueError (the input is float32, the
+    module's dtype: a module that checks T after its projections raises its own ValueError, not a dtype clash)."""
     m = impl.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
     call = "MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
     assert_close(m.mask, torch.triu(torch.ones(5, 5), 1), atol=0, check_dtype=False, call=call + ".mask")
-    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(143), dtype=torch.float64)
+    x = torch.rand(2, 6, 3, generator=torch.Generator().manual_seed(143))
     assert_raises(ValueError, m, x, call=call + "(x with 6 tokens)", why=TOO_MANY_TOKENS)
 
 
@@ -136,6 +151,16 @@ def test_mask_is_a_registered_buffer(impl):
     it when it runs (this test only when the check is skipped)."""
     m = impl.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
     assert_mask_buffer(m, None, call="MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)")
+
+
+@pytest.mark.edge
+def test_a_longer_input_after_a_shorter_one(impl):
+    """One module, x[:, :3] then x[:, :6] (context_length 6): each output is the reference's, and each forward
+    leaves the mask as built (a forward that assigns self.mask = self.mask[:T, :T] fails the longer input)."""
+    student, reference = _pair(impl, 4, 6, 6, 0.0, num_heads=2, seed=153)
+    x = torch.randn(2, 6, 4, generator=torch.Generator().manual_seed(154))
+    assert_forwards_leave_the_mask(student, reference, x, (3, 6),
+                                   "MultiHeadAttention(4, 6, context_length=6, dropout=0.0, num_heads=2)", _diagnoses)
 
 
 @pytest.mark.core

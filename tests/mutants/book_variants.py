@@ -182,11 +182,55 @@ VARIANTS: list[dict] = [
                 "        return context_vec",
     },
     {
+        "name": "multihead_attention_checks_the_length_where_it_cuts_the_mask",
+        "exercise": "04_multihead/multihead_attention",
+        "source": "chapter_notes_3.1-3.6.txt, section 3.6.2, MultiHeadAttention.forward",
+        "differs": "the stub's ValueError for T > context_length is raised where the chapter cuts the mask "
+                   "(mask_bool), after the projections: a too-long input of the module's own dtype must reach it",
+        "replace": "        if num_tokens > self.context_length:\n"
+                   "            raise ValueError(f\"the input has {num_tokens} tokens, more than context_length={self.context_length}\")\n"
+                   "        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                   "        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                   "        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                   "        attn_scores = queries @ keys.transpose(2, 3)\n",
+        "with": "        queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                "        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                "        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+                "        attn_scores = queries @ keys.transpose(2, 3)\n"
+                "        if num_tokens > self.mask.shape[0]:\n"
+                "            raise ValueError(f\"{num_tokens} tokens, but context_length is {self.mask.shape[0]}\")\n",
+    },
+    {
         "name": "multihead_attention_scaled_by_torch_sqrt",
         "exercise": "04_multihead/multihead_attention",
         "source": "notebook_causal_self_attention.txt (its CausalAttentionV1's scale, written in MultiHeadAttention)",
         "differs": "torch.sqrt(torch.tensor(keys.shape[-1])) is √head_dim rounded to float32",
         "replace": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
         "with": "attn_weights = torch.softmax(attn_scores / torch.sqrt(torch.tensor(keys.shape[-1])), dim=-1)",
+    },
+]
+
+# The documents' own softmax_naive, verbatim but for the stub's names: it does not take the stub's ``dim``
+# (the core tests charge that), yet every PRINTED test of its exercise must pass on it, as the printed tests
+# compute only what the documents compute (grader/tests/test_book_variants.py runs their printed tests alone).
+PRINTED_VARIANTS: list[dict] = [
+    {
+        "name": "softmax_naive_of_the_notebook",
+        "exercise": "01_simple_attention/normalization",
+        "source": "notebook_second_input_set.txt, In[6] (softmax_naive)",
+        "differs": "sums over the whole tensor and ignores dim: right on the one-query score vectors the documents "
+                   "apply it to",
+        "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
+        "with": "return torch.exp(scores)/torch.sum(torch.exp(scores))",
+    },
+    {
+        "name": "softmax_naive_summed_over_dim_0",
+        "exercise": "01_simple_attention/normalization",
+        "source": "chapter_notes_3.1-3.6.txt, section 3.3.1 (Softmax = exp(tensor_i) / sum(exp(tensor)), "
+                  "written as the book does: .sum(dim=0))",
+        "differs": "sums along dim 0 without keepdim and ignores dim: right on the one-query score vectors the "
+                   "documents apply it to",
+        "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
+        "with": "return torch.exp(scores) / torch.exp(scores).sum(dim=0)",
     },
 ]

@@ -421,6 +421,21 @@ MUTANTS: list[dict] = [
         "replace": "return masked / masked.sum(dim=-1, keepdim=True)",
         "with": "return masked / masked.sum(dim=-1)",
     },
+    {
+        "name": "62_causal_mask_overwritten_in_forward",
+        "exercise": "03_causal/causal_attention",
+        "collateral": ["04_multihead/multihead_wrapper"],
+        "mistake": "CausalAttention's forward cuts the buffer itself (self.mask = self.mask[:T, :T]): a longer input after a shorter one fails.",
+        "replace": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+        "with": "self.mask = self.mask[:num_tokens, :num_tokens]\n        attn_scores = attn_scores.masked_fill(self.mask.bool(), -torch.inf)",
+    },
+    {
+        "name": "63_dropout_zeros_when_not_training_at_p_1",
+        "exercise": "03_causal/attention_dropout",
+        "mistake": "dropout checks p == 1 before training: dropout(x, 1.0, training=False) returns zeros instead of x.",
+        "replace": "    if not training or p == 0.0:\n        return x\n    if p == 1.0:\n        return torch.zeros_like(x)\n",
+        "with": "    if p == 1.0:\n        return torch.zeros_like(x)\n    if not training or p == 0.0:\n        return x\n",
+    },
 ]
 
 # The multi-head group's mutants live beside this file (a module over 450 lines is too long to read).

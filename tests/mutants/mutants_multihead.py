@@ -183,4 +183,20 @@ MUTANTS: list[dict] = [
         "replace": "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n        attn_weights = self.dropout(attn_weights)",
         "with": "attn_weights = torch.softmax(self.dropout(attn_scores) / self.head_dim**0.5, dim=-1)",
     },
+    {
+        "name": "64_mha_mask_changed_in_place",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "MultiHeadAttention writes -inf into a view of its mask buffer and adds it to the scores: the "
+                   "output is right, but every forward changes the module's mask (and what state_dict saves).",
+        "replace": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+        "with": "mask = self.mask[:num_tokens, :num_tokens]\n        mask[mask.bool()] = -torch.inf\n"
+                "        attn_scores = attn_scores + mask",
+    },
+    {
+        "name": "65_gpt2_attention_with_dropout",
+        "exercise": "04_multihead/multihead_attention",
+        "mistake": "gpt2_attention uses GPT-2's training dropout 0.1 instead of the 0.0 its docstring states.",
+        "replace": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)",
+        "with": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.1, num_heads=12)",
+    },
 ]

@@ -1,8 +1,9 @@
 """The worker side of the grader: the only code that shares a process with a student's code.
 
-Self-contained on purpose (the standard library and torch, nothing else of ``grader/``): the grader
-starts ``python -I -B -c "...; from kata_worker.main import main; main()"`` with only this folder's
-parent on ``sys.path`` (under bubblewrap, only this folder is visible at all). Before any student's
+Self-contained on purpose (the standard library, torch and the students' tools that tools.py loads;
+nothing else of ``grader/``): the grader starts ``python -I -B -c "...; from kata_worker.main import
+main; main()"`` with only this folder's parent on ``sys.path`` (under bubblewrap, only this folder and
+those tools are visible at all). Before any student's
 code runs, every module here is imported, so a student's ``channel.py`` cannot take their place.
 
     main.py      entry point: process-wide limits, ``import torch``, warm-up, then the template
@@ -12,6 +13,6 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
     imports.py   which of the student's modules imported which, as they ran (plain data for the grader)
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
-    simulated_gpu.py  a GPU with real values for the GPU-run check (the public tests use the same
-                 file as exercises/kata_gpu.py, kept equal by grader/tests/test_simulated_gpu.py)
+    tools.py     loads the students' tools the worker uses too: exercises/kata_gpu.py, the simulated
+                 GPU of the GPU-run check (one file for the public tests and the worker)
 """

@@ -17,7 +17,9 @@ import warnings
 
 import torch
 
-from kata_worker import channel, codec, domain, probes, simulated_gpu, template
+import kata_gpu
+
+from kata_worker import channel, codec, domain, probes, template
 
 FSIZE_LIMIT = 64 * 2**20
 
@@ -54,8 +56,8 @@ def _warm_up(torch) -> None:
     linear.load_state_dict(linear.state_dict())
     str(weights)  # tensor printing imports modules lazily
     codec.decode(codec.encode({"x": x.detach(), "n": [1, "a", None]}))
-    with torch.no_grad(), simulated_gpu.simulated_gpu():
-        str(linear.to(simulated_gpu.DEVICE)(x.detach().to(simulated_gpu.DEVICE)).sum().item())
+    with torch.no_grad(), kata_gpu.simulated_gpu():
+        str(linear.to(kata_gpu.DEVICE)(x.detach().to(kata_gpu.DEVICE)).sum().item())
     gc.freeze()  # torch's objects live as long as we do: full collections need not walk them
 
 

@@ -24,7 +24,7 @@ import time
 import traceback
 import types
 
-from kata_worker import simulated_gpu
+import kata_gpu
 from kata_worker.imports import ImportRecorder
 
 MAX_DEPTH = 50
@@ -32,13 +32,15 @@ _torch = None  # set by init() once torch is imported
 _SCALARS = ()
 
 
-_NOT_STUDENT = ()  # the folders of torch and of this package
+_NOT_STUDENT = ()  # the folders of torch and of this package, and the simulated GPU's file
 
 
 def init(torch) -> None:
     global _torch, _SCALARS, _NOT_STUDENT
     _torch = torch
-    _NOT_STUDENT = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)))
+    _NOT_STUDENT = (os.path.dirname(torch.__file__), os.path.dirname(os.path.abspath(__file__)),
+                    os.path.abspath(kata_gpu.__file__))
+    kata_gpu.TOOL_FOLDERS.add(os.path.dirname(os.path.abspath(__file__)))  # where a tensor was made: never here
     _SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
 
 
@@ -384,7 +386,7 @@ def _plain_tensor_attributes(module):
 
 def _device_run(module, x, device):
     """The GPU-run check's probe: move ``module`` and ``x`` to ``device`` ("cuda", or "simulated": the
-    simulated GPU of simulated_gpu.py), run forward without gradients, and report what happened as plain
+    simulated GPU of the students' kata_gpu.py, see tools.py), run forward without gradients, and report what happened as plain
     data: the output (a CPU copy) and its device, or the error and the line of student code it came
     from; the tensors that stayed behind. The grader compares the output with the CPU's."""
     torch = _torch
@@ -392,9 +394,9 @@ def _device_run(module, x, device):
     report = {"plain_tensor_attributes": sorted(plain_attributes), "stray_tensors": [], "output_device": None,
               "output": None, "error": None}
     simulated = device == "simulated"
-    target = simulated_gpu.DEVICE if simulated else torch.device(device)
+    target = kata_gpu.DEVICE if simulated else torch.device(device)
     try:
-        with torch.no_grad(), (simulated_gpu.simulated_gpu() if simulated else contextlib.nullcontext()) as gpu:
+        with torch.no_grad(), (kata_gpu.simulated_gpu() if simulated else contextlib.nullcontext()) as gpu:
             for name, tensor in plain_attributes.items():
                 if gpu is not None:
                     gpu.name(tensor, f"self.{name}, a plain attribute (not a registered buffer)")
@@ -403,7 +405,7 @@ def _device_run(module, x, device):
                 name for name, t in [*moved.named_parameters(), *moved.named_buffers()] if t.device != target]
             out = moved(x.to(target))
             report["output_device"] = str(out.device)
-            report["output"] = simulated_gpu.plain(out.detach()).to("cpu")
+            report["output"] = kata_gpu.plain(out.detach()).to("cpu")
     except Exception as exc:
         report["error"] = {"type": type(exc).__name__, "message": str(exc)[:1000], "where": _student_line(exc)}
     return report

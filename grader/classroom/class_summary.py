@@ -1,9 +1,11 @@
 """The class summary an instructor reads after ``score-all``, to tell what to teach next: beside
 ``grades.csv``, ``grades-summary.md`` and ``grades-summary.html``.
 
-    write_summary(Path("grades.csv"), reports, json_dir)   # reports: {student: JSON report} of this run
+    write_summary(read_class(Path("grades.csv"), reports, json_dir))   # reports: {student: JSON report} of this run
 
-The numbers (grader/reports/class_numbers.py) cover the whole CSV, earlier runs of a resumed batch
+One of the class-level outputs (grader/classroom/class_outputs.py): score-all and merge write it at the end.
+
+The numbers (grader/classroom/class_numbers.py) cover the whole CSV, earlier runs of a resumed batch
 included, with the students' JSON reports from ``reports`` and ``json_dir``: per exercise (and the
 GPU-run check) how many students got full, partial, wrong (attempted, nothing earned) and not started;
 the totals and their histogram; the hidden tests failed most among the students who attempted them;
@@ -27,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.files import write_atomically
-from grader.reports.class_numbers import ClassSummary, summarize_class
+from grader.classroom.class_numbers import ClassSummary, summarize_class
+from grader.classroom.grades_sheet import ClassSheet
 from grader.safe_text import escape_controls
 
 NO_MATPLOTLIB = ('matplotlib is not installed, so this summary has no plots: '
@@ -184,13 +187,13 @@ def summary_paths(csv_path: Path) -> tuple[Path, Path]:
     return (csv_path.with_name(f"{csv_path.stem}-summary.html"), csv_path.with_name(f"{csv_path.stem}-summary.md"))
 
 
-def write_summary(csv_path: Path, reports: dict[str, dict[str, Any]], json_dir: Path | None = None) -> list[Path]:
-    """Write the summary beside ``csv_path``; returns [the HTML page, the Markdown file]. ``reports``: this
-    run's JSON reports; ``json_dir``: where every graded student's report lies (score-all's --json-dir),
-    so that a resumed run's summary covers the students of earlier runs too."""
-    summary = summarize_class(csv_path, reports, json_dir)
+def write_summary(sheet: ClassSheet) -> list[Path]:
+    """Write the summary beside the sheet's CSV; returns [the HTML page, the Markdown file]. The sheet's
+    ``json_dir`` (score-all's --json-dir), where every graded student's report lies, lets a resumed run's
+    summary cover the students of earlier runs too."""
+    summary = summarize_class(sheet)
     plots = _plots(summary)
-    html_path, md_path = summary_paths(csv_path)
+    html_path, md_path = summary_paths(sheet.csv_path)
     write_atomically(html_path, to_html(summary, plots))
     write_atomically(md_path, to_markdown(summary, "" if plots is not None else NO_MATPLOTLIB))
     return [html_path, md_path]

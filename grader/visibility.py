@@ -3,10 +3,14 @@
 Gradescope's results.json (grader/reports/gradescope.py), the feedback files (grader/reports/feedback.py)
 and the nbgrader feedback page show the JSON report's messages through :func:`redact` at the visibility
 the instructor chose; the JSON report and the text table are the instructor's and hold everything.
+
+On the ground floor because three wings share the choice: the reports render by it, the Gradescope
+bundle (grader/authoring) sets its default, and the class commands (grader/classroom) pass it on.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import textwrap
 from typing import Any
@@ -14,12 +18,20 @@ from typing import Any
 from grader.safe_text import escape_controls as _safe
 
 VISIBILITIES = ("full", "messages", "scores")
+_HELP = ("what students see of the hidden tests in feedback and Gradescope results: full messages, messages "
+         "without the tests' inputs and values, or scores only (default: full; docs/instructor-reports.md)")
 WRAP_WIDTH = 100
 
 _CALL_LINE = re.compile(r"\bcalled ([A-Za-z_][\w.]*)(?:\(.*)?:\s*$")
 _DECIMAL = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])")
 _VALUES_ONLY = re.compile(r"^[\d\s.,+\-eE\[\]]*$")
 _KEPT_LINE = "largest absolute difference"
+
+
+def add_visibility_option(parser: argparse.ArgumentParser, default: str = "full") -> None:
+    """``--visibility``, for every command that shows students the hidden tests' messages."""
+    parser.add_argument("--visibility", choices=VISIBILITIES, default=default,
+                        help=_HELP.replace("(default: full;", f"(default: {default};"))
 
 
 def check_visibility(visibility: str) -> None:

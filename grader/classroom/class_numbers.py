@@ -1,5 +1,5 @@
-"""The numbers of the class summary (grader/reports/class_summary.py renders them): from the grades CSV
-and the students' JSON reports.
+"""The numbers of the class summary (grader/classroom/class_summary.py renders them): from the grades CSV
+as grader/classroom/grades_sheet.py hands it over (a ClassSheet) and the students' JSON reports.
 
 It covers the whole CSV (every row, earlier runs of a resumed batch and error rows included; a student
 graded twice counts once, with their last row), with every graded student's JSON report: this run's,
@@ -19,7 +19,6 @@ A report is used only where it is the grading of the student's CSV row (its shap
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections import Counter
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.grades_sheet import json_path, unescaped
+from grader.classroom.grades_sheet import ClassSheet, json_path
 from grader.files import UnreadableFile, read_regular
 from grader.reports.json_report import stopped_at
 from grader.rubric import load_rubric
@@ -166,19 +165,9 @@ def _reports_of(rows: dict[str, dict[str, str]], graded: list[str], reports: dic
 def _number(cell: str | None) -> float | None:
     """A CSV cell's number (None: empty, not a number, or missing from a short row)."""
     try:
-        return float(unescaped(cell or ""))
+        return float(cell or "")
     except ValueError:
         return None
-
-
-def _read_rows(csv_path: Path) -> dict[str, dict[str, str]]:
-    rows: dict[str, dict[str, str]] = {}
-    with open(csv_path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            student = unescaped(row.get("student") or "")
-            if student:
-                rows[student] = row  # a student graded again (--force) counts once: the last row
-    return rows
 
 
 def _category(score: float, points: float, report: dict[str, Any] | None, ex_id: str) -> str:
@@ -242,17 +231,16 @@ def _missing_note(missing: list[str], json_dir: Path | None) -> list[str]:
             "failed most."]
 
 
-def summarize_class(csv_path: Path, reports: dict[str, dict[str, Any]],
-                    json_dir: Path | None = None) -> ClassSummary:
-    """The numbers of the summary (see the module docstring): every row of the CSV, with the reports of
-    ``reports`` (this run's) and of ``json_dir`` (earlier runs')."""
-    rows = _read_rows(csv_path)
+def summarize_class(sheet: ClassSheet) -> ClassSummary:
+    """The numbers of the summary (see the module docstring): every row of the sheet, with its reports
+    (this run's) and those of its ``json_dir`` (earlier runs')."""
+    rows, reports, json_dir, csv_path = sheet.rows, sheet.reports, sheet.json_dir, sheet.csv_path
     folder = Path(csv_path).parent
     totals: dict[str, float] = {}
     errors: dict[str, str] = {}
     for student, row in rows.items():
-        if unescaped(row.get("status") or "") != "graded":
-            errors[student] = without_absolute_paths(unescaped(row.get("message") or "") or "not graded", folder)
+        if row.get("status") != "graded":
+            errors[student] = without_absolute_paths(row.get("message") or "not graded", folder)
         else:
             totals[student] = _number(row.get("score", "")) or 0.0
     usable, missing = _reports_of(rows, list(totals), reports, json_dir)

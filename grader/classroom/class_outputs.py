@@ -1,0 +1,46 @@
+"""The class-level outputs: the files written from a whole class's grades, beside the grades CSV, at the
+end of every ``score-all`` and ``merge`` (today the class summary; a grade-upload file for an LMS is
+the next kind).
+
+The one extension point for them. Each output is a function ``write(sheet) -> [paths written]``
+that gets a :class:`grader.classroom.grades_sheet.ClassSheet`: the CSV's rows as plain text (the grades
+sheet takes the CSV's escaping off as it reads them), this run's JSON reports and the ``--json-dir``
+holding the earlier ones. An output that writes a spreadsheet writes it with
+:func:`grader.classroom.grades_sheet.spreadsheet_text`, which escapes every cell once: no output
+escapes, or forgets to escape, a student's name itself. Adding one (docs/maintainers.md, "Add a
+class-level output"): its module in this folder, and one line in :data:`CLASS_OUTPUTS`.
+
+The grades are written before the outputs run: an output that fails is a warning naming it, never an
+error that would hide the grades, and the others are written all the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from grader.classroom import class_summary
+from grader.classroom.grades_sheet import ClassSheet, read_class
+
+# name (as the warnings say it) -> write(sheet) -> the files written
+CLASS_OUTPUTS: dict[str, Callable[[ClassSheet], list[Path]]] = {
+    "the class summary": class_summary.write_summary,
+}
+
+
+def write_class_outputs(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str],
+                        json_dir: Path | None = None) -> list[Path]:
+    """Hand the grades CSV at ``csv_path`` (with this run's ``reports`` and ``json_dir``'s) to every
+    output of :data:`CLASS_OUTPUTS`; the files they wrote. What fails is appended to ``warnings``."""
+    try:
+        sheet = read_class(csv_path, reports, json_dir)
+    except Exception as err:  # the grades are written: say why nothing more is
+        warnings.append(f"no class-level output: {type(err).__name__}: {err}")
+        return []
+    written: list[Path] = []
+    for name, write in CLASS_OUTPUTS.items():
+        try:
+            written += write(sheet)
+        except Exception as err:
+            warnings.append(f"{name} failed: {type(err).__name__}: {err}")
+    return written

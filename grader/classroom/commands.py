@@ -1,0 +1,160 @@
+"""The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
+``score-all --shard`` runs) and ``nbgrader`` (an nbgrader course's notebooks); and the refusal every
+class grading shares (:func:`check_class_isolation`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grader.classroom.gradebook import GradebookError
+from grader.classroom.merge import MergeError, merge
+from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
+from grader.classroom.roster import parse_shard
+from grader.classroom.score_all import BatchError, BatchOptions, score_all
+from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs, stop_on_sigterm
+from grader.grading.commands import add_grading_options, grade_options
+from grader.reports.commands import add_feedback_options
+from grader.rubric import GROUPS
+from grader.sandbox.modes import SandboxUnavailable, choose_isolation
+from grader.visibility import add_visibility_option
+
+
+def check_class_isolation(sandbox: str, folder: Path) -> None:
+    """Refuse (UsageError) to grade a class in ``folder`` without the isolation ``sandbox`` asks for,
+    or under uid isolation when other users can read the folder."""
+    try:
+        isolation = choose_isolation(sandbox, for_class=True)
+    except SandboxUnavailable as err:
+        raise UsageError(str(err)) from None
+    if isolation.mode.shares_the_machine and folder.resolve().stat().st_mode & 0o005:
+        # Without a mount namespace, every student's code could read the others' submissions.
+        raise UsageError(f"{folder}: readable by other users, so by the students' code under uid "
+                         f"isolation; run chmod o-rwx {folder} first")
+
+
+def add_gradebook_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--gradebook", type=Path, metavar="DB", help=what)
+    parser.add_argument("--assignment", metavar="NAME", help="the nbgrader assignment name (with --gradebook)")
+
+
+def _check_gradebook(args: argparse.Namespace) -> None:
+    if (args.gradebook is None) != (args.assignment is None):
+        raise UsageError("--gradebook and --assignment go together")
+    check_writable(args.gradebook, "--gradebook")
+
+
+def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
+    parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
+                        help="the CSV to write, sorted by student; an existing one is resumed: its rows stay unless the "
+                             "student's submission changed, the row is an error, or --only names them")
+    parser.add_argument("--json-dir", type=Path, metavar="DIR",
+                        help="also write each student's JSON report to DIR/<student>.json (DIR is created)")
+    parser.add_argument("--force", action="store_true", help="grade everyone again and write the CSV anew")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="grade (again) these students only; the other rows stay")
+    parser.add_argument("--shard", metavar="K/N", help="grade the K-th of N disjoint slices of the class (by a hash of "
+                                                       "the student's name); python -m grader merge joins the shards")
+    add_grading_options(parser, for_class=True)
+    add_feedback_options(parser, "also write each graded student's feedback (Markdown) to DIR (created)")
+    add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
+
+
+def run_score_all(args: argparse.Namespace) -> int:
+    if not args.submissions.is_dir():
+        raise UsageError(f"{args.submissions}: not a directory")
+    check_writable(args.csv, "--csv")
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    _check_gradebook(args)
+    check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
+    make_dir(args.json_dir, "--json-dir")
+    make_dir(args.feedback_dir, "--feedback-dir")
+    options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
+                           only=frozenset(args.only) if args.only else None, shard=shard,
+                           feedback_dir=args.feedback_dir, visibility=args.visibility,
+                           gradebook=args.gradebook, assignment=args.assignment)
+    stop_on_sigterm()
+    try:  # both refuse before anyone is graded
+        summary = score_all(args.submissions, args.csv, options,
+                            progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
+    except (BatchError, GradebookError) as err:
+        raise UsageError(str(err)) from None
+    say_warnings_and_outputs(summary.warnings, summary.outputs)
+    print(f"graded {len(summary.graded)}, errors {len(summary.errors)}, already in {args.csv}: {len(summary.skipped)}",
+          file=sys.stderr)
+    return 0
+
+
+def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, metavar="OUT.csv", help="the CSV to write: what one run would have written")
+    parser.add_argument("shards", type=Path, nargs="+", metavar="SHARD.csv", help="the shards' CSVs")
+    parser.add_argument("--json-dir", type=Path, metavar="DIR", help="write each graded student's JSON report to DIR (created)")
+    parser.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
+                        help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
+    add_gradebook_options(parser, "record every row in this nbgrader gradebook")
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    check_writable(args.out, "merge")
+    if (args.json_dir is None) != (args.from_json_dirs is None):
+        raise UsageError("--json-dir and --from-json-dirs go together")
+    _check_gradebook(args)
+    make_dir(args.json_dir, "--json-dir")
+    try:
+        result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
+                       gradebook=args.gradebook, assignment=args.assignment)
+    except (MergeError, GradebookError) as err:
+        raise UsageError(str(err)) from None
+    say_warnings_and_outputs(result.warnings, result.outputs)
+    print(f"merged {result.rows} rows from {len(args.shards)} shards into {args.out}", file=sys.stderr)
+    return 0
+
+
+def add_nbgrader_arguments(parser: argparse.ArgumentParser) -> None:  # Jupyter classes: docs/nbgrader.md
+    parser.add_argument("course", type=Path, metavar="COURSE_DIR",
+                        help="an nbgrader course folder (gradebook.db, submitted/<student>/<assignment>/)")
+    parser.add_argument("--assignment", metavar="NAME", choices=GROUPS,
+                        help="grade this assignment only (default: every assignment with submissions)")
+    add_grading_options(parser, for_class=True)
+    add_visibility_option(parser)
+
+
+def run_nbgrader(args: argparse.Namespace) -> int:
+    """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
+    try:
+        course = find_course(args.course, args.assignment)
+        # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
+        # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
+        # course: the other students' notebooks, and the solutions in source/.
+        check_class_isolation(args.sandbox, course.root)
+        check_gradebook(course)
+        prepare_work_dir(course)
+        stop_on_sigterm()
+        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
+                               progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
+    except CourseError as err:
+        raise UsageError(str(err)) from None
+    say_warnings_and_outputs(summary.warnings, [])
+    for assignment in course.assignments:
+        results = [r for r in summary.results if r.assignment == assignment]
+        errors = [r for r in results if r.report is None]
+        graded = [r for r in results if r.report is not None and r.this_run]
+        print(f"{assignment}: graded {len(graded)}, errors {len(errors)}, "
+              f"unchanged since an earlier run: {len(results) - len(graded) - len(errors)}", file=sys.stderr)
+        for result in errors:
+            print(f"  {result.student}: {result.row['message']}", file=sys.stderr)
+    print(f"grades in {course.gradebook} (nbgrader export), feedback in {course.root / 'feedback'} "
+          "(nbgrader release_feedback)", file=sys.stderr)
+    return 0
+
+
+NBGRADER_HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
+COMMANDS = [
+    Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
+    Command("merge", "join the CSVs (and JSON reports) of score-all --shard runs into one", add_merge_arguments, run_merge),
+    Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
+]
