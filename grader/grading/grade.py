@@ -58,7 +58,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains}
         run = None if options.exercises is None else _built_on(rubric, options.exercises, ())  # + what they build on
         tests_worker = engine.start_worker(root, start=False, **limits)  # the GPU-run check runs in it too
-        limits["refused"] = tests_worker.preload.refused  # later domains refuse the imports that broke its workers
+        # Later domains refuse the imports that broke its workers; the edges its workers saw, filled as they run.
+        limits["refused"], imports = tests_worker.preload.refused, tests_worker.preload.edges
 
         @contextmanager
         def over_standins(substitutes):  # asked for last, if at all: the tests' domain ends first
@@ -71,12 +72,9 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         try:
             outcomes = charge_shortcuts(rubric, root, engine.run_hidden_tests(tests_worker, exercises=run,
                                                                               keep_open=True))
-            device_runs = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins,
-                                     tests_worker.preload.edges)
+            device_runs = _gpu_check(tests_worker, rubric, options, outcomes, over_standins, imports)
         finally:
             tests_worker.close()
-
-        imports = tests_worker.preload.edges  # which of the student's modules imported which, as they ran
 
         def regrade(exercise_ids, substitutes):  # its domain imports what the exercises build on, nothing else
             preload = [rubric.exercises[e].module for e in _built_on(rubric, exercise_ids, imports)]
@@ -110,22 +108,23 @@ def _core_fractions(rubric: Rubric, results: dict[str, ExerciseResult]) -> dict[
     return {name: core_fraction(results[ex].outcomes) or 0.0 for name, ex in rubric.owner_of.items() if ex in results}
 
 
-def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome], exercises: tuple[str, ...] | None,
+def _gpu_check(worker, rubric: Rubric, options: GradeOptions, outcomes: list[TestOutcome],
                over_standins: OverStandins, imports: Collection[tuple[str, str]] = ()) -> DeviceRuns:
     """The GPU-run check's device runs on the submission's worker (GpuUnavailable propagates: --gpu
     require). A module that cannot earn (its exercise's core tests all fail, and none it builds on fails:
-    no re-grade can change that) is not run; with ``exercises`` (an nbgrader assignment), only their
+    no re-grade can change that) is not run; with ``options.exercises`` (an nbgrader assignment), only their
     modules' shares count; ``imports``: the edges the tests' worker saw (scoring.dependencies)."""
     from grader.grading.remote_impl import RemoteImpl  # imports torch: not before a grading needs it
 
     owner = rubric.owner_of
     before = summarize_each(rubric, outcomes)
     builds_on = {ex_id: dependencies(rubric, ex_id, imports) for ex_id in rubric.exercises}  # as the re-grades do
+    broken = {ex_id for ex_id, result in before.items() if result.status != "passed"}
     may_earn = {name: (core_fraction(before[ex].outcomes) or 0.0) > 0
                 or any(before[dep].status != "passed" for dep in builds_on[ex]) for name, ex in owner.items()}
-    scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
+    scope = None if options.exercises is None else {name for name, ex in owner.items() if ex in options.exercises}
     impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, may_earn, scope, builds_on)
+        return run_gpu_check(impl, options.gpu, rubric.gpu_points, over_standins, may_earn, scope, builds_on, broken)
     except WorkerFailure as failure:
         return DeviceRuns(rubric.gpu_points, failure=str(failure))
