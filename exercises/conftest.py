@@ -10,7 +10,9 @@
   ``pytest exercises -k causal_mask`` runs exactly the tests of ``03_causal/causal_mask.py``.
 * Every test starts from the same seed (``torch.manual_seed(0)``): its random inputs are the same in every
   run, so that a failed check can compare your result with the known mistakes' results on them
-  (``kata_known.py``) and name the one it reproduces.
+  (``kata_known.py``) and name the one it reproduces. The modules under test are imported once, before
+  the first test seeds anything (as the grader does), so a ``print(...)`` or a ``torch.rand(...)`` left
+  at the end of your module changes no result; a module that cannot be imported fails only its own tests.
 * Short reports (``kata_report.py``): a function you have not written yet fails in one line
   (``NotImplementedError: causal_mask: not written yet -- see ...``), a failed check shows its
   message and the test line it came from, an error your code raised its call, its text and your line
@@ -20,6 +22,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -63,6 +66,29 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         import kata_report
 
         kata_report.say_repeats_once(reporter.stats.get("failed", []))
+
+
+def _modules_under_test(items: list[pytest.Item]) -> list[str]:
+    """The modules the collected tests are about, in the tests' order: ``test_causal_mask.py`` -> causal_mask."""
+    found: dict[str, None] = {}
+    for item in items:
+        path = Path(str(item.path))
+        module = path.stem.removeprefix("test_")
+        if path.stem.startswith("test_") and (path.parent / f"{module}.py").is_file():
+            found[module] = None
+    return list(found)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _modules_imported_before_any_seed(request: pytest.FixtureRequest) -> None:
+    """Import every module under test once, before the first test seeds: what a module does when imported
+    (a notebook's last ``torch.rand``) then shifts no test's random numbers. An import that fails is left to
+    the module's own tests, which import it again and say why (``kata_checks.load``)."""
+    for module in _modules_under_test(request.session.items):
+        try:
+            importlib.import_module(module)
+        except (Exception, SystemExit, pytest.skip.Exception):  # noqa: BLE001 - the module's tests report it
+            pass
 
 
 @pytest.fixture(autouse=True)

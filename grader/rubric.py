@@ -16,6 +16,7 @@ Every hidden test has a kind (a pytest marker; tests/conftest.py gives each test
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import sys
@@ -89,9 +90,17 @@ class Exercise:
 
     @property
     def standin_file(self) -> Path:
-        """The stand-in a re-grade of an exercise that builds on this one gets in place of the student's
-        module: written for grading, not the answer (tests/standins/README.md)."""
+        """The stand-in a re-grade of an exercise that builds on this one (``depends_on``, or an import the
+        worker saw) gets in place of the student's module: written for grading, not the answer
+        (tests/standins/README.md)."""
         return STANDINS_DIR / f"{self.module}.py"
+
+    @property
+    def standin_is_a_class(self) -> bool:
+        """Whether the stand-in is a class module's (deliberately not attention) rather than a function
+        module's (the result computed with the library, correct by design): tests/standins/README.md."""
+        tree = ast.parse(self.standin_file.read_text())
+        return any(isinstance(node, ast.ClassDef) and node.name in self.names for node in tree.body)
 
     @property
     def test_file(self) -> Path:

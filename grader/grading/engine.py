@@ -15,12 +15,7 @@ pays pytest's start and the collection once, not for every student (a quarter of
 grading here: benchmarks/grading_session.py). A Ctrl-C reaches the grading that waits, never pytest: the
 grading ends with KeyboardInterrupt, never with a report whose tests not yet run count as failed.
 
-Bounding a hostile submission's cost: after a timeout in a test of exercise E, E's later tests that
-reach one of the public names that test used (``split_heads``) fail at once ("not run: an earlier
-test of split_heads timed out"), and the tests of E's other functions still run; a test whose calls together take
-longer than ``TEST_BUDGET_CALLS`` call timeouts counts as timed out; once importing a module killed
-or hung the worker, later imports of that module fail at once with the same message; after
-``DEATHS_PER_EXERCISE`` worker deaths in an exercise's tests its other tests are not run; at most
+A hostile submission's cost is bounded per test and per exercise (grader/grading/guard.py), and at most
 ``MAX_STARTS`` worker starts per run.
 """
 
@@ -31,18 +26,17 @@ import gc
 import os
 import queue
 import threading
-import time
 from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping
 
+from grader.grading.guard import Guard
+from grader.grading.preload import attach_preload, preload_of
 from grader.grading.results import TestOutcome
 from grader.rubric import GROUPS, TESTS_DIR, Rubric, exercise_of_test, load_rubric
 from grader.sandbox.client import CALL_TIMEOUT, MEMORY_MB, StudentError, WorkerClient, WorkerFailure
 from grader.sandbox.domains import Domains
 
 MAX_STARTS = 12
-DEATHS_PER_EXERCISE = 2  # after that many worker deaths in its tests, an exercise's other tests are not run
-TEST_BUDGET_CALLS = 4  # one test may spend at most 4 call timeouts in the worker (slow-but-not-hung code)
 MESSAGE_LIMIT = 2000
 SESSION_END_WAIT = 5.0  # how long a grading waits for a failed session's thread to say why it ended
 PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:randomly", "-p", "no:logging",
@@ -58,74 +52,21 @@ PYTEST_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:timeout", "-p", "no:ran
 
 def start_worker(submission_dir: Path, *, call_timeout: float = CALL_TIMEOUT, memory_mb: int = MEMORY_MB,
                  domains: Domains | None = None, substitutes: Mapping[str, Path] | None = None,
-                 start: bool = True, review: set[str] | None = None) -> WorkerClient:
+                 start: bool = True, review: set[str] | None = None, preload: Collection[str] | None = None,
+                 refused: Mapping[str, str] | None = None) -> WorkerClient:
     """A worker for the submission, in a domain of ``domains`` (default: a template of its own, in
     the best isolation this machine offers); returns without waiting for it.
 
-    ``review``: the set the worker's lines for review go into (grader/sandbox/kata_worker/tracing.py), shared by
-    a grading's workers. ``start=False`` leaves the spawn to the first request: asking for a fork before the template has
-    imported torch would wait for it here.
+    ``review``: the set the worker's lines for review go into (grader/sandbox/kata_worker/tracing.py),
+    shared by a grading's workers. Each domain first imports ``preload`` (default: the rubric's modules);
+    ``refused`` (``{module: why}``, whose import broke an earlier worker) fail at once
+    (grader/grading/preload.py). ``start=False`` leaves the spawn to the first request (a fork asked before
+    the template has torch would wait).
     """
     client = WorkerClient(Path(submission_dir), call_timeout=call_timeout, memory_mb=memory_mb,
                           domains=domains, substitutes=substitutes, max_starts=MAX_STARTS, review=review)
+    attach_preload(client, preload, refused)
     return client.start() if start else client
-
-
-class _Guard:
-    """Per-run poison bookkeeping (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.timed_out: set[tuple[str, str]] = set()  # (exercise, public name) reached by a test that timed out
-        self.used: set[str] = set()  # the public names the current test has reached
-        self.ran: set[tuple[str, str, str]] = set()  # (public name, kind of operation, route) the current test ran
-        self.bad_imports: dict[str, str] = {}
-        self.deaths: dict[str, int] = {}
-        self.current_exercise = ""
-        self.test_deadline: float | None = None
-        self.test_budget = 0.0
-        self.startup_seconds = 0.0
-
-    def start_test(self, exercise: str, call_timeout: float, client: WorkerClient) -> None:
-        self.current_exercise = exercise
-        self.used, self.ran = set(), set()
-        self.test_budget = TEST_BUDGET_CALLS * call_timeout
-        self.test_deadline = time.monotonic() + self.test_budget
-        self.startup_seconds = client.startup_seconds
-
-    def call_timeout(self, client: WorkerClient) -> float:
-        """The client's per-call timeout, cut to what is left of this test's budget (time spent starting
-        workers during the test, the grader's and not the student's, does not count)."""
-        if self.test_deadline is None:
-            return client.call_timeout
-        left = self.test_deadline + (client.startup_seconds - self.startup_seconds) - time.monotonic()
-        if left <= 0:
-            raise WorkerFailure(f"timed out: this test ran past its time budget of {self.test_budget:g} s", "timeout")
-        return min(client.call_timeout, left)
-
-    def check_exercise(self, exercise: str) -> None:
-        if self.deaths.get(exercise, 0) >= DEATHS_PER_EXERCISE:
-            raise WorkerFailure(f"not run: the worker died in {DEATHS_PER_EXERCISE} earlier tests of this exercise",
-                                "poisoned")
-
-    def check_use(self, name: str, module: str) -> None:
-        """Before a test reaches the public ``name`` of ``module`` (grader/grading/remote_impl.py)."""
-        if module in self.bad_imports:
-            raise WorkerFailure(self.bad_imports[module], "poisoned")
-        if (self.current_exercise, name) in self.timed_out:
-            raise WorkerFailure(f"not run: an earlier test of {name} timed out", "poisoned")
-        self.used.add(name)
-
-    def on_trace(self, owner: str, ran: Mapping[str, tuple[str, ...]]) -> None:
-        """What a request of the current test ran inside a call of the public name ``owner``."""
-        self.ran.update((owner, kind, route) for kind, routes in ran.items() for route in routes)
-
-    def on_failure(self, failure: WorkerFailure, importing: str | None) -> None:
-        if importing is not None and failure.kind in ("timeout", "died", "protocol"):
-            self.bad_imports[importing] = f"not run: importing {importing} broke the worker earlier ({failure})"
-        if failure.kind == "timeout" and self.current_exercise:
-            self.timed_out.update((self.current_exercise, name) for name in self.used)
-        if failure.kind in ("died", "protocol") and self.current_exercise:
-            self.deaths[self.current_exercise] = self.deaths.get(self.current_exercise, 0) + 1
 
 
 def _message(excinfo: Any) -> str:
@@ -152,8 +93,11 @@ class _Run:
         self.standins = frozenset(standins)
         self.where = rubric.owner_of
         self.traced = frozenset(rubric.forbidden)  # the names the worker traces (kata_worker/tracing.py)
-        self.guard = _Guard()
+        self.guard = Guard()
+        if preload_of(client) is not None:  # one list of modules whose import broke a worker: the preload's
+            self.guard.bad_imports = preload_of(client).refused
         self.results: dict[str, dict[str, Any]] = {}
+        self.failed: set[str] = set()  # the exercises with a failing test so far
         self.order: list[str] = []
         self.done = threading.Event()
         self.finished = False  # the session ran every test of the run (not: it ended under it)
@@ -196,12 +140,20 @@ class _Run:
             if report.failed:
                 entry["passed"] = False
                 entry["message"] = str(report.longrepr)[-MESSAGE_LIMIT:]
+                self.fetch_imports(entry["exercise"])  # a failing exercise may be re-graded over its imports
             elif report.skipped:
                 entry["passed"] = False
                 reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
                 entry["message"] = f"skipped: {reason}"
             elif report.when == "call" and report.passed:
                 entry["passed"] = True  # passed only with a passing call phase, never by default
+
+    def fetch_imports(self, failing: str = "") -> None:
+        """The import edges the worker has seen so far, while it is alive (grader/grading/preload.py): at the
+        end (``failing`` empty), and at the first failure of each exercise (a later death would lose them)."""
+        if preload_of(self.client) is not None and (not failing or failing not in self.failed):
+            self.failed.add(failing)
+            preload_of(self.client).fetch(self.client)
 
     def record_uncollected(self, path: Path, nodeid: str, why: str) -> None:
         exercise = exercise_of_test(path) or ""
@@ -330,6 +282,7 @@ class _Session:
         items = [item for item in self.items if run.wants(Path(item.path))]
         for i, item in enumerate(items):  # a cancelled run's tests fail at once (_Run.impl), torn down as usual
             item.ihook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+        run.fetch_imports()
 
     def pytest_runtest_setup(self, item: Any) -> None:
         self.current.start_test(item)

@@ -275,7 +275,7 @@ def _device(impl: Any, mode: str) -> tuple[str, str]:
 
 def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandins,
                   may_earn: Mapping[str, bool] | None = None, scope: Collection[str] | None = None,
-                  builds_on: Mapping[str, Collection[str]] | None = None) -> DeviceRuns:
+                  builds_on: Mapping[str, Collection[str]] | None = None, broken: Collection[str] = ()) -> DeviceRuns:
     """The device runs of the check (``mode`` is one of GPU_CHOICES); their points come later, from
     the exercises' results (:meth:`DeviceRuns.scored`).
 
@@ -283,7 +283,9 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
     some core test passes, or a re-grade over stand-ins may come); one that cannot is not run. ``scope``:
     the modules whose share counts (an nbgrader assignment's); a module another one counted builds on is
     still run, to tell whose mistake a failure is, and counts nothing. ``builds_on``: exercise id -> the
-    exercises it builds on, as its re-grade takes them (default: the rubric's ``depends_on``). A module
+    exercises it builds on, as its re-grade takes them (default: the rubric's ``depends_on``); of those, the
+    ones that are no module of the check are replaced by their stand-ins where ``broken`` (their exercises
+    fail their own tests: a helper such as causal_mask that the student's CausalAttention calls). A module
     judged over stand-ins is run last, in a domain ``over_standins(substitutes)`` opens (see OverStandins),
     so that the caller may end ``impl``'s domain first.
     """
@@ -297,10 +299,13 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
     below = {m.name: _built_on(rubric, m, edges) for m in rubric.gpu_modules}
     needed = {m.name for m in counted} | {b.name for m in counted for b in below[m.name]}
     parts: dict[str, PartResult] = {}
-    later: dict[str, list[GpuModule]] = {}  # module -> those it builds on that stand-ins replace
+    later: dict[str, list[tuple[str, str]]] = {}  # module -> (name, exercise) of those stand-ins replace there
+    checked_ids = {m.exercise for m in rubric.gpu_modules}
     for checked in (m for m in rubric.gpu_modules if m.name in needed):
-        replaced = [b for b in below[checked.name] if (b.name in later or not parts.get(b.name, _UNDECIDED).good)
-                    and rubric.exercises[b.exercise].standin_file.is_file()]
+        replaced = [(b.name, b.exercise) for b in below[checked.name] if rubric.exercises[b.exercise].standin_file.is_file()
+                    and (b.name in later or not parts.get(b.name, _UNDECIDED).good)]
+        replaced += [(rubric.exercises[e].module, e) for e in sorted(_closure(edges, checked.exercise) & set(broken))
+                     if e not in checked_ids and rubric.exercises[e].standin_file.is_file()]
         if may_earn is not None and not may_earn.get(checked.name, True):
             parts[checked.name] = _absent(impl, checked) or PartResult(checked.name, "left out", LEFT_OUT)
         elif replaced:
@@ -312,29 +317,36 @@ def run_gpu_check(impl: Any, mode: str, points: float, over_standins: OverStandi
     return DeviceRuns(points, device, label, tuple(parts[m.name] for m in counted))
 
 
+def _closure(edges: Mapping[str, Collection[str]], ex_id: str) -> set[str]:
+    """The exercises ``ex_id`` builds on (``edges``, followed), itself left out."""
+    found: set[str] = set()
+    todo = list(edges.get(ex_id, ()))
+    while todo:
+        dep = todo.pop()
+        if dep not in found:
+            found.add(dep)
+            todo.extend(edges.get(dep, ()))
+    return found - {ex_id}
+
+
 def _built_on(rubric: Rubric, checked: GpuModule, edges: Mapping[str, Collection[str]]) -> list[GpuModule]:
     """The checked modules that ``checked``'s exercise builds on (``edges``, followed), in the rubric's order."""
-    found: set[str] = set()
-    todo = list(edges.get(checked.exercise, ()))
-    while todo:
-        ex_id = todo.pop()
-        if ex_id not in found:
-            found.add(ex_id)
-            todo.extend(edges.get(ex_id, ()))
-    return [m for m in rubric.gpu_modules if m.exercise in found - {checked.exercise}]
+    found = _closure(edges, checked.exercise)
+    return [m for m in rubric.gpu_modules if m.exercise in found]
 
 
 LEFT_OUT = "not run here: its exercise's core tests all fail (charged there, once)"
 
 
-def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str, replaced: list[GpuModule]) -> PartResult:
-    """``checked``'s verdict over the stand-ins of ``replaced`` (modules it builds on that did not pass here),
-    in a domain of its own."""
+def _over_standins(over_standins: OverStandins, checked: GpuModule, device: str,
+                   replaced: list[tuple[str, str]]) -> PartResult:
+    """``checked``'s verdict over the stand-ins of ``replaced`` ((name, exercise id) of modules it builds on
+    that did not pass here or fail their own tests), in a domain of its own."""
     rubric = load_rubric()
-    substitutes = {m.module: rubric.exercises[m.exercise].standin_file for m in replaced}
+    substitutes = {rubric.exercises[ex_id].module: rubric.exercises[ex_id].standin_file for _, ex_id in replaced}
     with over_standins(substitutes) as standin_impl:
         part = check_module(standin_impl, checked, device, frozenset(substitutes))
-    names = ", ".join(m.name for m in replaced)
+    names = ", ".join(name for name, _ in replaced)
     over = f"judged over a stand-in {names} (the grader's own) since yours does not pass this check"  # no path of ours
     message = f"{checked.name}: runs on the device, {over}" if part.verdict == "passed" else f"{part.message} ({over})"
     return replace(part, message=message)

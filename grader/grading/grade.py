@@ -17,6 +17,7 @@ from __future__ import annotations
 import tempfile
 import time
 import warnings
+from collections.abc import Collection
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,14 +54,13 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         left_out: list[str] = []  # files of the submission that are not graded (grader/grading/intake.py)
         root = locate_submission(path, Path(scratch), left_out)
         domains.warm_up()  # after intake: bad input is rejected before anything heavy starts
-        # torch warns on import when NumPy is absent; nothing here needs NumPy.
-        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # torch's, without NumPy: none needed
         limits = {"call_timeout": options.call_timeout, "memory_mb": options.memory_mb, "domains": domains,
                   "review": set()}  # what the workers found that could hide operations from the trace
-        run = None
-        if options.exercises is not None:  # and the tests of what they build on, for the re-grades
-            run = sorted(set(options.exercises).union(*(dependencies(rubric, ex) for ex in options.exercises)))
+        run = None if options.exercises is None else _built_on(rubric, options.exercises, ())  # + what they build on
         tests_worker = engine.start_worker(root, start=False, **limits)  # the GPU-run check runs in it too
+        # Later domains refuse the imports that broke its workers; the edges its workers saw, filled as they run.
+        limits["refused"], imports = tests_worker.preload.refused, tests_worker.preload.edges
 
         @contextmanager
         def over_standins(substitutes):  # asked for last, if at all: the tests' domain ends first
@@ -72,17 +72,18 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
 
         try:
             outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
-            device_runs = _gpu_check(tests_worker, rubric, options.gpu, outcomes, options.exercises, over_standins)
+            device_runs = _gpu_check(tests_worker, rubric, options, outcomes, over_standins, imports)
         finally:
             tests_worker.close()
 
-        def regrade(exercise_ids, substitutes):
-            retry_worker = engine.start_worker(root, substitutes=substitutes, **limits)
-            return charge_shortcuts(rubric, engine.run_hidden_tests(retry_worker, exercises=exercise_ids))
+        def regrade(exercise_ids, substitutes):  # its domain imports what the exercises build on, nothing else
+            preload = [rubric.exercises[e].module for e in _built_on(rubric, exercise_ids, imports)]
+            return charge_shortcuts(rubric, engine.run_hidden_tests(engine.start_worker(
+                root, substitutes=substitutes, preload=preload, **limits), exercises=exercise_ids))
 
         if device_runs.ran:  # one mistake, one charge: the check charges what it sees
             outcomes = leave_device_tests_to_the_gpu_check(outcomes)
-        results = score_with_regrade(rubric, outcomes, regrade, options.exercises)
+        results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
         gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
     return GradeReport(
@@ -95,28 +96,35 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     )
 
 
+def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection[tuple[str, str]]) -> list[str]:
+    """``exercise_ids`` and the exercises they build on (grader/grading/scoring.py), in the rubric's order."""
+    wanted = set(exercise_ids).union(*(dependencies(rubric, ex_id, imports) for ex_id in exercise_ids))
+    return [ex_id for ex_id in rubric.exercises if ex_id in wanted]
+
+
 def _core_fractions(rubric: Rubric, results: dict[str, ExerciseResult]) -> dict[str, float]:
     """Public name -> the share of its exercise's core points earned, re-grades included: what each module's
     share of the GPU-run check counts in proportion to."""
     return {name: core_fraction(results[ex].outcomes) or 0.0 for name, ex in rubric.owner_of.items() if ex in results}
 
 
-def _gpu_check(worker, rubric: Rubric, mode: str, outcomes: list[TestOutcome],
-               exercises: tuple[str, ...] | None, over_standins: OverStandins) -> DeviceRuns:
+def _gpu_check(worker, rubric: Rubric, options: GradeOptions, outcomes: list[TestOutcome],
+               over_standins: OverStandins, imports: Collection[tuple[str, str]] = ()) -> DeviceRuns:
     """The GPU-run check's device runs on the submission's worker (GpuUnavailable propagates: --gpu
     require). A module that cannot earn (its exercise's core tests all fail, and none it builds on fails:
-    no re-grade can change that) is not run; with ``exercises`` (an nbgrader assignment), only their
-    modules' shares count."""
+    no re-grade can change that) is not run; with ``options.exercises`` (an nbgrader assignment), only their
+    modules' shares count; ``imports``: the edges the tests' worker saw (scoring.dependencies)."""
     from grader.grading.remote_impl import RemoteImpl  # imports torch: not before a grading needs it
 
     owner = rubric.owner_of
     before = summarize_each(rubric, outcomes)
-    builds_on = {ex_id: dependencies(rubric, ex_id) for ex_id in rubric.exercises}  # as the re-grades take them
+    builds_on = {ex_id: dependencies(rubric, ex_id, imports) for ex_id in rubric.exercises}  # as the re-grades do
+    broken = {ex_id for ex_id, result in before.items() if result.status != "passed"}
     may_earn = {name: (core_fraction(before[ex].outcomes) or 0.0) > 0
                 or any(before[dep].status != "passed" for dep in builds_on[ex]) for name, ex in owner.items()}
-    scope = None if exercises is None else {name for name, ex in owner.items() if ex in exercises}
+    scope = None if options.exercises is None else {name for name, ex in owner.items() if ex in options.exercises}
     impl = RemoteImpl(worker, owner)
     try:
-        return run_gpu_check(impl, mode, rubric.gpu_points, over_standins, may_earn, scope, builds_on)
+        return run_gpu_check(impl, options.gpu, rubric.gpu_points, over_standins, may_earn, scope, builds_on, broken)
     except WorkerFailure as failure:
         return DeviceRuns(rubric.gpu_points, failure=str(failure))

@@ -1,7 +1,8 @@
 """``RemoteImpl``: the ``impl`` of ``tests/kata_seam.py`` with the student's code in a worker.
 
 Everything the hidden tests may do (see the contract in ``kata_seam.py``) becomes one request to
-the worker: ``impl.Name`` imports the module on first use and hands back a proxy; proxies
+the worker: ``impl.Name`` looks the name up in its module (imported when the domain started, before
+any request: grader/grading/preload.py) and hands back a proxy; proxies
 (:class:`RemoteObject`) forward calls, attribute reads (a module's methods the tests call, read and
 called in one request: :data:`CALLED_METHODS`), ``len``, indexing and iteration; plain data
 (tensors, numbers, containers) comes back as real local objects, never as the student's types. A proxy
@@ -15,6 +16,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from grader.grading.preload import preload_of
 from grader.sandbox.client import Ref, WorkerClient, WorkerFailure
 from grader.sandbox.wire import MAX_DEPTH
 
@@ -129,6 +131,9 @@ class RemoteImpl:
 
     def _kata_request(self, message: dict[str, Any], what: str, importing: str | None = None) -> Any:
         try:
+            preload = preload_of(self._kata_client)
+            if preload is not None:  # a new domain imports every module first
+                preload.ensure(self._kata_client)
             timeout = None if self._kata_observer is None else self._kata_observer.call_timeout(self._kata_client)
             value = self._kata_client.request(_unwrapped(message), what, timeout)
         except WorkerFailure as failure:

@@ -1,13 +1,23 @@
 """From test outcomes to exercise scores, including the re-grade of dependent exercises.
 
-A student loses points once per mistake: when exercise E fails and an exercise E builds on (the
-rubric's ``depends_on``, and nothing else: a student's imports cannot add one) fails its own tests,
-is a stub or is missing, E is graded again with stand-ins in place of those modules, and the better
-of the two results counts. A stand-in (``tests/standins/``) is written for grading and is not the
-answer: the stated constructor and parameters, a forward that is not attention; the hidden tests
-compute the expected values of the re-grade in the grader, with the reference dependent over the
-same stand-ins. So no reference code ever enters a student's domain, and a stub and a deleted file
-are the same to every rule.
+A student loses points once per mistake: when exercise E fails and an exercise E builds on fails its
+own tests, is a stub or is missing, E is graded again with stand-ins in place of those modules, and
+the better of the two results counts. E builds on the rubric's ``depends_on`` and on every module of
+the student's that E's module imported while the tests ran, directly or through another of the
+student's modules (the worker notes the imports as they run: grader/sandbox/kata_worker/imports.py);
+a module without a stand-in is never replaced. Exercises are settled in the order they build on each
+other: a module that passes over stand-ins of its own (its re-grade) is not replaced in the exercises
+built on it, only what it builds on is.
+
+A stand-in (``tests/standins/``) is written for grading and is not the answer. For a class: the
+stated constructor and parameters, a forward that is not attention. For a function: its result
+computed with the library (``torch.softmax``, ``torch.tril``, ``view``/``transpose``), which holds
+nothing the library's documentation does not. The hidden tests compute the expected values of the
+re-grade in the grader, with the reference dependent over the same stand-ins. So no reference code
+ever enters a student's domain, a stub and a deleted file are the same to every rule, and an import
+the code only pretends to need gains nothing: over a function stand-in the student's own code still
+has to give the reference's values, over a class stand-in it gives them only where it does not use
+that class's forward.
 
 A re-grade's failure messages are about the stand-ins, not the student's own modules: only its
 pass/fail counts reach a report, and a test that fails in it shows its message from the student's
@@ -154,9 +164,39 @@ def imported_modules(tree: ast.AST) -> set[str]:
     return modules
 
 
-def dependencies(rubric: Rubric, ex_id: str) -> set[str]:
-    """The exercises ``ex_id`` builds on: the rubric's ``depends_on`` (what the student imports adds none)."""
-    return set(rubric.exercises[ex_id].depends_on) - {ex_id}
+def dependencies(rubric: Rubric, ex_id: str, imports: Collection[tuple[str, str]] = ()) -> set[str]:
+    """The exercises ``ex_id`` builds on: the rubric's ``depends_on``, and those whose module (one with a
+    stand-in) the student's module of ``ex_id`` (or of a ``depends_on``) imported as it ran (``imports``:
+    ``(importer, imported)`` module names, the worker's; followed through every module of the student's)."""
+    found = set(rubric.exercises[ex_id].depends_on)
+    by_module = rubric.by_module
+    reached, todo = set(), [rubric.exercises[ex_id].module, *(rubric.exercises[dep].module for dep in found)]
+    while todo:
+        importer = todo.pop()
+        for source, target in imports:
+            if source == importer and target not in reached:
+                reached.add(target)
+                todo.append(target)
+    found |= {by_module[m].id for m in reached if m in by_module and by_module[m].standin_file.is_file()}
+    return found - {ex_id}
+
+
+def _settling_order(rubric: Rubric, built_on: Mapping[str, set[str]]) -> list[str]:
+    """The exercises, each after those it builds on (the rubric's order where they build on each other in a loop)."""
+    order: list[str] = []
+    placed: set[str] = set()
+
+    def place(ex_id: str, visiting: frozenset[str]) -> None:
+        if ex_id in placed or ex_id in visiting:
+            return
+        for dep in sorted(built_on[ex_id], key=list(rubric.exercises).index):
+            place(dep, visiting | {ex_id})
+        placed.add(ex_id)
+        order.append(ex_id)
+
+    for ex_id in rubric.exercises:
+        place(ex_id, frozenset())
+    return order
 
 
 def score_with_regrade(
@@ -164,24 +204,27 @@ def score_with_regrade(
     outcomes: Iterable[TestOutcome],
     regrade: Callable[[set[str], Mapping[str, Path]], Iterable[TestOutcome]],
     exercises: Collection[str] | None = None,
+    imports: Collection[tuple[str, str]] = (),
 ) -> dict[str, ExerciseResult]:
     """Exercise results, re-grading dependents of broken exercises over stand-ins.
 
     ``regrade(exercise_ids, substitutes)`` runs the hidden tests of ``exercise_ids`` again with each
     module in ``substitutes`` (module name -> stand-in file) in place of the student's.
-    ``exercises``: score only these (default: the whole rubric); ``outcomes`` must hold their
-    :func:`dependencies`' too, which decide the re-grades.
+    ``exercises``: score only these (default: the whole rubric); ``outcomes`` should hold their
+    :func:`dependencies`' too (one without outcomes counts as broken). ``imports``: the edges the
+    worker saw (see :func:`dependencies`).
     """
     outcomes = list(outcomes)
     results = summarize_each(rubric, outcomes)
     scored = list(rubric.exercises) if exercises is None else [ex_id for ex_id in rubric.exercises if ex_id in exercises]
+    built_on = {ex_id: dependencies(rubric, ex_id, imports) for ex_id in rubric.exercises}
 
-    for ex_id in scored:
+    for ex_id in (ex_id for ex_id in _settling_order(rubric, built_on) if ex_id in scored):
         result = results[ex_id]
         if result.status == "passed":
             continue
         exercise = rubric.exercises[ex_id]
-        broken = sorted(dep for dep in dependencies(rubric, ex_id) if results[dep].status != "passed")
+        broken = sorted(dep for dep in built_on[ex_id] if results[dep].status != "passed")
         if not broken:
             continue
         substitutes = {rubric.exercises[dep].module: rubric.exercises[dep].standin_file for dep in broken}

@@ -99,6 +99,8 @@ class WorkerClient:
         self.generation = 0
         self.imported: set[str] = set()
         self.cache: dict[tuple[int, str, str], Any] = {}
+        # What each new domain imports before anything else (grader/grading/preload.py; None: nothing).
+        self.preload: Any = None
         self._proc: RunningDomain | None = None
         self._release: list[int] = []
         self._lock = threading.RLock()

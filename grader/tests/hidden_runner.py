@@ -5,8 +5,8 @@
   imports torch and collects the hidden tests once, each run is a child forked from it, two at a
   time (grader/authoring/forked_pytest.py);
 * ``overlay(mutant, dest)``: ``solutions/`` copied to ``dest`` with the mutant's patch applied;
-* ``over_standins(dest)``: ``solutions/`` with the stand-ins (tests/standins/) of the modules others
-  build on, as a re-grade gives them;
+* ``over_standins(dest)``: ``solutions/`` with every stand-in (tests/standins/) in place, as re-grades
+  give them;
 * ``alone(exercise, dest)``: an implementation holding the reference modules of ``exercise`` and of
   what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
   process importing it;
@@ -101,15 +101,18 @@ def overlay(mutant: dict, dest: Path) -> Path:
     return dest
 
 
-STANDIN_MODULES = tuple(sorted(load_rubric().exercises[dep].module for ex in load_rubric().exercises.values()
-                               for dep in ex.depends_on))
+WITH_STANDINS = [ex for ex in load_rubric().exercises.values() if ex.standin_file.is_file()]
+STANDIN_MODULES = tuple(sorted(ex.module for ex in WITH_STANDINS))
+# A class's stand-in is deliberately not attention: it fails every core test of its exercise. A function's
+# computes the result with the library: it passes every test of its exercise (tests/standins/README.md).
+CLASS_STANDINS = sorted(ex.id for ex in WITH_STANDINS if ex.standin_is_a_class)
+FUNCTION_STANDINS = sorted(ex.id for ex in WITH_STANDINS if not ex.standin_is_a_class)
 
 
 def over_standins(dest: Path) -> Path:
-    """``dest``: a copy of ``solutions/`` with every module that others build on replaced by its stand-in."""
+    """``dest``: a copy of ``solutions/`` with every module that has a stand-in replaced by it."""
     _copy_solutions(dest)
-    for dep in {dep for ex in load_rubric().exercises.values() for dep in ex.depends_on}:
-        exercise = load_rubric().exercises[dep]
+    for exercise in WITH_STANDINS:
         shutil.copy(exercise.standin_file, dest / exercise.reference_file.relative_to(SOLUTIONS_DIR))
     return dest
 
@@ -176,8 +179,8 @@ def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[s
         (tmp / "records").mkdir()
         jobs = {"solutions": (SOLUTIONS_DIR, None), "stubs": (EXERCISES_DIR, None)}
         standins = over_standins(tmp / "standins")
-        jobs["standins alone"] = (standins, sorted({dep for ex in exercises.values() for dep in ex.depends_on}))
-        jobs["over standins"] = (standins, [ex_id for ex_id, ex in exercises.items() if ex.depends_on])
+        jobs["standins alone"] = (standins, CLASS_STANDINS)
+        jobs["over standins"] = (standins, [ex_id for ex_id, ex in exercises.items() if ex.depends_on] + FUNCTION_STANDINS)
         for i, ex_id in enumerate(exercises):
             jobs[f"alone {ex_id}"] = (alone(ex_id, tmp / f"alone-{i}"), [ex_id])
         broken: dict[str, HiddenRunError] = {}

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from grader.grading import engine
+from grader.grading import guard as guard_module
 from grader.grading.engine import run_hidden_tests, start_worker
 from grader.grading.remote_impl import RemoteImpl
 from grader.grading.scoring import summarize_each
@@ -42,7 +42,7 @@ HOSTILE = {
     "conftest_pass": ({"01_simple_attention/normalization"}, "NotImplementedError"),
     "sitecustomize": ({"02_trainable_weights/scaled_attention"}, ""),
     "fake_results": ({"03_causal/causal_mask"}, "NotImplementedError"),
-    "hang_at_import": ({"03_causal/attention_dropout"}, "timed out after 1 s in import of attention_dropout"),
+    "hang_at_import": ({"03_causal/attention_dropout"}, "in import of attention_dropout"),  # CPU or wall clock
     "hang_in_call": ({"04_multihead/head_split"}, "not run: an earlier test of split_heads timed out"),
     "exit_in_call": ({"04_multihead/head_split"}, "not run: the worker died in 2 earlier tests of this exercise"),
     "memory_bomb": ({"02_trainable_weights/self_attention", "02_trainable_weights/weight_transfer"}, "MemoryError"),
@@ -399,9 +399,9 @@ def test_starting_workers_does_not_count_against_a_test_s_budget(monkeypatch):
     machine that are the grader's, not the student's. The test's budget leaves them out; the student's
     own time still runs it out."""
     now = [1000.0]
-    monkeypatch.setattr(engine.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(guard_module.time, "monotonic", lambda: now[0])
     client = SimpleNamespace(call_timeout=1.0, startup_seconds=0.0)
-    guard = engine._Guard()
+    guard = guard_module.Guard()
     guard.start_test("04_multihead/multihead_wrapper", 1.0, client)
     now[0] += 6.0  # past the 4 s budget, but 5 s of it went into starting a worker
     client.startup_seconds += 5.0

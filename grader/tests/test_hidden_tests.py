@@ -12,8 +12,9 @@
     affect is running every test that could fail;
 (e) that verdict can fail: two control mutants, a no-op and one that breaks an exercise it does not
     declare, run beside the real ones and must be judged wrong;
-(f) the stand-ins a re-grade gives (tests/standins/) are not the answer: they fail every core test of
-    their own exercises; and a correct dependent over them passes all its tests.
+(f) the stand-ins a re-grade gives (tests/standins/) are not the answer where they stand for a class:
+    they fail every core test of their own exercises; a function's stand-in (the result computed with the
+    library) passes every test of its own exercise; and a correct dependent over them passes all its tests.
 
 All the runs share one warm process with test_book_variants.py's (hidden_runner.proof_runs,
 grader/authoring/forked_pytest.py): torch is imported once, each run is a forked child, two at a time.
@@ -97,13 +98,15 @@ def test_hidden_tests_fail_on_stubs(runs):
 
 @pytest.mark.timeout(300)
 def test_standins_are_not_the_answer_and_carry_a_correct_dependent(runs):
-    own = _completed(runs["standins alone"])  # their core tests only
-    assert _exercises(own) == {dep for ex in EXERCISES.values() for dep in ex.depends_on}
+    own = _completed(runs["standins alone"])  # the class stand-ins' core tests only
+    assert hr.CLASS_STANDINS and _exercises(own) == set(hr.CLASS_STANDINS)
+    assert {dep for ex in EXERCISES.values() for dep in ex.depends_on} <= set(hr.CLASS_STANDINS) | set(hr.FUNCTION_STANDINS)
     passed = {n: o for n, o in own.items() if o.passed}
-    assert not passed, f"core tests a stand-in passes (it must not be the answer):\n{_summary(passed)}"
-    dependents = _completed(runs["over standins"])
+    assert not passed, f"core tests a class's stand-in passes (it must not be the answer):\n{_summary(passed)}"
+    dependents = _completed(runs["over standins"])  # the dependents, and the function stand-ins' own tests
+    assert set(hr.FUNCTION_STANDINS) <= _exercises(dependents)
     not_passed = {n: o for n, o in dependents.items() if not o.passed}
-    assert dependents and not not_passed, f"a correct dependent over the stand-ins fails:\n{_summary(not_passed)}"
+    assert dependents and not not_passed, f"a correct dependent or a function's stand-in fails:\n{_summary(not_passed)}"
 
 
 @pytest.mark.timeout(300)

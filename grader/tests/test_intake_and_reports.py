@@ -144,15 +144,36 @@ def test_own_mistake_is_not_forgiven_by_the_regrade(tmp_path: Path) -> None:
     assert "stand-in" not in results["04_multihead/multihead_wrapper"].message
 
 
-def test_what_a_student_imports_adds_no_regrade() -> None:
-    """Only the rubric's depends_on decide a re-grade: a module that imports every other one (so that a
-    re-grade would bring them all) is graded as written, with no stand-in."""
+def test_what_the_student_s_modules_imported_as_they_ran_is_built_on() -> None:
+    """An import the worker saw (grader/sandbox/kata_worker/imports.py) is an edge as ``depends_on`` is,
+    followed through the student's own modules (a helpers.py); a module without a stand-in is never
+    replaced; a module that passes over stand-ins of its own is kept in what is built on it, and only
+    what it builds on is replaced; imports in a loop end."""
     rubric = load_rubric()
+    module = {ex_id: ex.module for ex_id, ex in rubric.exercises.items()}
+    mask, causal = "03_causal/causal_mask", "03_causal/causal_attention"
+    head_split, mha = "04_multihead/head_split", "04_multihead/multihead_attention"
+    imports = {(module[causal], module[mask]), (module[mha], "helpers"), ("helpers", module[head_split]),
+               (module[mha], module["02_trainable_weights/weight_transfer"]), (module[mask], module[causal])}
+    assert dependencies(rubric, mha, imports) == {head_split}  # weight_transfer has no stand-in
+    assert dependencies(rubric, WRAPPER, imports) == {causal, mask}  # through its depends_on's imports
+    assert dependencies(rubric, mask, imports) == {causal}  # a loop ends
     calls = []
-    broken = set(rubric.exercises) - {"03_causal/causal_attention"}
-    score_with_regrade(rubric, _outcomes(broken), lambda ids, subs: calls.append(dict(subs)) or [])
-    assert calls == [{"self_attention": rubric.exercises["02_trainable_weights/self_attention"].standin_file}]
-    assert all(dependencies(rubric, ex) == set(rubric.exercises[ex].depends_on) for ex in rubric.exercises)
+
+    def regrade(ids, substitutes):  # over a stand-in causal_mask, the student's CausalAttention passes
+        calls.append((set(ids), set(substitutes)))
+        fixed = set() if module[mask] in substitutes else {causal, WRAPPER}
+        return [o for o in _outcomes(fixed) if o.exercise in ids]
+
+    broken = {mask, causal, WRAPPER, head_split, mha}
+    results = score_with_regrade(rubric, _outcomes(broken), regrade, imports=imports)
+    assert (results[causal].score, results[WRAPPER].score, results[mha].score) == tuple(
+        rubric.exercises[e].points for e in (causal, WRAPPER, mha))
+    assert results[mask].score == 0 and results[head_split].score == 0
+    assert calls.index(({causal}, {module[mask]})) < calls.index(({WRAPPER}, {module[mask]}))  # CausalAttention first
+    # causal_mask's own importer (the loop) passes once re-graded: nothing of causal_mask's is replaced
+    assert ({mha}, {module[head_split]}) in calls and len(calls) == 3
+    assert results[WRAPPER].regraded_with == (mask,)  # the student's CausalAttention kept: it passes over it
 
 
 MASK, WRAPPER = "03_causal/causal_mask", "04_multihead/multihead_wrapper"

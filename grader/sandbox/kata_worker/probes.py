@@ -25,6 +25,7 @@ import traceback
 import types
 
 import kata_gpu
+from kata_worker.imports import ImportRecorder
 
 from kata_worker.tracing import Tracer
 
@@ -83,7 +84,9 @@ class KataModules:
 
     A meta-path finder ahead of all others loads ``<group>/<name>.py`` for an import of ``name`` and
     keeps the module it made; :meth:`get` returns that one, never whatever student code may have put
-    into ``sys.modules`` under the name (a class planted there by another file).
+    into ``sys.modules`` under the name (a class planted there by another file). The modules the grader
+    names in :meth:`refuse` (their import broke an earlier worker) fail to import at once, wherever
+    imported; which student module imports which is noted as the code runs (imports.py).
     """
 
     def __init__(self, copy_dir, groups):
@@ -94,12 +97,22 @@ class KataModules:
                 if entry.endswith(".py"):
                     self.files.setdefault(entry[:-3], os.path.join(folder, entry))
         self.loaded = {}
+        self.refused = {}
+        self.imports = ImportRecorder(self.files)
+        self.imports.install()
         sys.meta_path.insert(0, self)
+
+    def refuse(self, why):
+        """``{module: why}``: modules whose import the grader saw break a worker."""
+        self.refused = {str(k): str(v) for k, v in dict(why).items()}
 
     def find_spec(self, name, path=None, target=None):
         file = self.files.get(name) if path is None else None
         if file is None:
             return None
+        self.imports.note(name)
+        if name in self.refused:
+            raise ImportError(self.refused[name], name=name)
         return importlib.util.spec_from_file_location(name, file, loader=_RecordingLoader(name, file, self.loaded))
 
     def get(self, name):
@@ -197,6 +210,12 @@ class Worker:
             return None
         if op == "module_attr":
             return getattr(self.modules.get(req["module"]), req["name"])
+        if op == "import":  # once per domain, before any test (grader/grading/preload.py)
+            self.modules.refuse(req.get("refuse", {}))
+            self.modules.get(req["module"])
+            return None
+        if op == "imports":
+            return self.modules.imports.recorded()
         if op == "seed":
             torch.manual_seed(req["seed"])
             return None
