@@ -86,14 +86,11 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
         gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
-    return GradeReport(
-        submission=str(path),
-        exercises=results,
-        gpu_check=gpu_check,
-        isolation=domains.isolation.mode.name,
-        execution_time=time.perf_counter() - started,
-        warnings=[*domains.isolation.warnings, *left_out], review=sorted(limits["review"]),
-    )
+    # for review: what could hide operations from the trace, or told the simulated GPU from CUDA
+    review = sorted({*limits["review"], *(f"GPU-run check: {line}" for line in gpu_check.for_review)})
+    return GradeReport(submission=str(path), exercises=results, gpu_check=gpu_check,
+                       isolation=domains.isolation.mode.name, execution_time=time.perf_counter() - started,
+                       warnings=[*domains.isolation.warnings, *left_out], review=review)
 
 
 def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection[tuple[str, str]]) -> list[str]:

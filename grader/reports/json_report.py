@@ -5,8 +5,8 @@
 all render from it, so a report read back from a file (``score-all --json-dir``) renders as a fresh one.
 It is a contract other tools read too (score-all's CSV, the gradebook, Gradescope), documented in
 docs/grading.md ("The JSON report"): top-level ``submission``, ``score``, ``max_score``, ``execution_time``,
-``isolation``, ``warnings``, ``review`` (what could hide operations from the from-scratch rule's trace: a
-person's to judge), ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
+``isolation``, ``warnings``, ``review`` (what could hide operations from the from-scratch rule's trace,
+or told the simulated GPU from CUDA: a person's to judge), ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
 ``status``, ``output``; the GPU-run check last, named ``gpu_check``), ``exercises`` (keyed by the
 rubric's exercise ids: ``score``, ``max_score``, ``status``, ``message``) and ``gpu_check`` (``score``,
 ``max_score``, ``status``, ``device``, ``message``).

@@ -377,3 +377,17 @@ def test_asking_the_dispatch_internals_is_shown_for_review_and_costs_nothing(tmp
     # the wrapper's heads are this CausalAttention: its run asked too
     assert [r.split(":")[0] for r in result.for_review] == ["CausalAttention", "MultiHeadAttentionWrapper"], result
     assert all("(torch._C._get_dispatch_mode) at causal_attention.py, line " in r for r in result.for_review)
+
+
+def test_a_detection_reaches_the_reports_review_list(tmp_path: Path, shared_domains) -> None:
+    """What told the simulated GPU from CUDA joins the grading's review list, which the JSON report, the text,
+    the CSV's review column and the class summary show (test_from_scratch_rule.py follows that list there)."""
+    from grader.grading.grade import grade
+    from grader.grading.options import GradeOptions
+
+    snoop = "        torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)\n        keys = self.W_key(x)\n"
+    sub = submission(tmp_path, "        keys = self.W_key(x)\n", snoop)
+    report = grade(sub, GradeOptions(gpu="simulate", exercises=(RUBRIC.owner_of["CausalAttention"],)), shared_domains)
+    assert report.gpu_check.score == report.gpu_check.max_score, report.gpu_check.message
+    assert [line for line in report.review if line.startswith("GPU-run check: CausalAttention: torch's dispatch "
+                                                              "internals (torch._C._get_dispatch_mode)")], report.review
