@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import REPO, BenchError, log, machine_line, run_timed
+from timing import ENV, REPO, BenchError, log, machine_line, run_timed
 
 BUDGET_CPU = 400.0  # issue 40: CPU-seconds of `python -m pytest` on a fresh clone, children included
 BUDGET_WALL = 300.0  # and under 5 minutes on 2 busy cores
@@ -49,10 +49,15 @@ def measure(commit: str, pytest_args: list[str]) -> str:
     with tempfile.TemporaryDirectory(prefix="kata-suite-cpu-") as tmp:
         clone = fresh_clone(commit, Path(tmp))
         log(f"{commit}: installed, running the suite")
+        # As .ci/run runs it: the clone's venv activated (first on PATH), CI=true.
+        env = {**ENV, "PATH": f"{clone / '.venv' / 'bin'}:{ENV.get('PATH', '')}", "VIRTUAL_ENV": str(clone / ".venv"),
+               "CI": "true"}
         timing, proc = run_timed([str(clone / ".venv" / "bin" / "python"), "-m", "pytest", *pytest_args], cwd=clone,
-                                 ok=(0, 1), timeout=3600)
-    closing = next((line for line in reversed(proc.stdout.splitlines()) if " passed" in line or " failed" in line),
+                                 ok=(0, 1), timeout=3600, env=env)
+    lines = proc.stdout.splitlines()
+    closing = next((line for line in reversed(lines) if " passed" in line or " failed" in line),
                    "(no closing line from pytest)")
+    closing += "".join(f"\n  {line}" for line in lines if line.startswith(("FAILED ", "ERROR ")))
     verdict = "within" if timing.cpu <= BUDGET_CPU and timing.wall <= BUDGET_WALL else "OVER"
     return (f"{commit}: wall {timing.wall:.1f} s, CPU {timing.cpu:.1f} s (children waited for), machine busy "
             f"{timing.busy:.1f} s; {verdict} the budget ({BUDGET_CPU:.0f} CPU-s, {BUDGET_WALL:.0f} s); {closing.strip(' =')}")

@@ -86,12 +86,14 @@ class Row:
 DRY_RUN = False  # --dry-run: every measured command is replaced by `python -c pass`
 
 
-def run_timed(cmd: list[str], cwd: Path = REPO, ok: tuple[int, ...] = (0,), timeout: float = 600) -> tuple[Timing, subprocess.CompletedProcess]:
+def run_timed(cmd: list[str], cwd: Path = REPO, ok: tuple[int, ...] = (0,), timeout: float = 600,
+              env: dict[str, str] | None = None) -> tuple[Timing, subprocess.CompletedProcess]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy = machine_busy()
     start = time.perf_counter()
     run = [sys.executable, "-c", f"raise SystemExit({ok[0]})"] if DRY_RUN else cmd
-    proc = subprocess.run(run, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(run, cwd=cwd, env=ENV if env is None else env, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=timeout)
     wall = time.perf_counter() - start
     busy = machine_busy() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
