@@ -167,6 +167,7 @@ HELPER_NAME = ("01_simple_attention/normalization.py", "    exp = torch.exp(scor
                "    helper = torch.exp(scores)\n    return helper / helper.sum(")
 
 
+@pytest.mark.slow  # whole gradings and torch subprocesses; the inner loop keeps the routes' proof
 def test_dead_code_and_helper_names_cost_nothing(shared_domains, tmp_path):
     """A debugging method forward never calls, and a local variable named like a top-level helper that
     calls torch.softmax: nothing forbidden runs, so nothing is charged, and nothing is up for review."""
@@ -202,6 +203,7 @@ HIDDEN = {
 }
 
 
+@pytest.mark.slow  # whole gradings and torch subprocesses; the inner loop keeps the routes' proof
 def test_hiding_from_the_trace_is_put_up_for_review(domains, tmp_path):
     """In every isolation mode: dispatch internals named in the code, a thread of its own, the trace's mode
     popped at run time. None is paid silently: the report, its text, the CSV row and the class summary say so."""
@@ -243,6 +245,7 @@ def _public_checks(sub: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # whole gradings and torch subprocesses; the inner loop keeps the routes' proof
 def test_the_solutions_and_stand_ins_run_no_forbidden_operation(tmp_path):
     assert _public_checks(SOLUTIONS) == ""
     standins = tmp_path / "standins"

@@ -55,6 +55,7 @@ def test_cell_names_are_valid():
     assert cell_name("03_causal/causal_mask") == "03_causal__causal_mask"
 
 
+@pytest.mark.slow  # nbgrader's gradebook, end to end
 @pytest.mark.timeout(120)
 def test_recorded_reports_are_exported_and_updated_not_duplicated(tmp_path: Path):
     db = tmp_path / "gradebook.db"

@@ -139,6 +139,7 @@ def test_a_module_whose_import_hangs_costs_only_itself(domains, tmp_path):
     assert "importing head_split broke the worker earlier (timed out after" in report.exercises[SPLIT].message
 
 
+@pytest.mark.slow  # a pytest subprocess or a whole grading; the inner loop keeps the reuse patterns' proof
 def test_a_recorder_broken_by_the_student_costs_only_its_edges(shared_domains, tmp_path):
     """A module that makes the worker's list of imports hang (the recorder is in its process): the list is
     asked for once, times out, and is not asked for again; the grading goes on, and the edges are lost."""
@@ -153,6 +154,7 @@ def test_a_recorder_broken_by_the_student_costs_only_its_edges(shared_domains, t
     assert set(_lost(report)) == {MASK, "gpu_check"}, _lost(report)  # CausalAttention itself uses none of it
 
 
+@pytest.mark.slow  # a pytest subprocess or a whole grading; the inner loop keeps the reuse patterns' proof
 def test_the_public_tests_import_the_modules_before_their_seed(tmp_path):
     """exercises/conftest.py imports each module under test before the first test seeds: a module's own
     draw at import shifts no test's numbers, and a module that cannot be imported fails only its tests."""

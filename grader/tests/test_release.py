@@ -219,6 +219,7 @@ WITH_SOLUTIONS = ("attention_scores", "normalization", "context_vectors", "scale
                   "weight_transfer", "causal_mask", "multihead_wrapper")
 
 
+@pytest.mark.slow  # a subprocess of the student release, end to end
 @pytest.mark.timeout(150)
 def test_check_progress_runs_in_the_student_release(release: Path, tmp_path: Path):
     """check_progress.py and its progress_pytest.py alone (no grader package) in a copy of the student folder
@@ -251,6 +252,7 @@ def test_check_progress_runs_in_the_student_release(release: Path, tmp_path: Pat
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--bogus" in bad.stderr, bad.stderr
 
 
+@pytest.mark.slow  # a subprocess of the student release, end to end
 @pytest.mark.timeout(150)
 def test_view_attention_runs_in_the_student_release(release: Path):
     student = release / "student"
@@ -262,6 +264,7 @@ def test_view_attention_runs_in_the_student_release(release: Path):
     (student / "attention.png").unlink()
 
 
+@pytest.mark.slow  # a subprocess of the student release, end to end
 @pytest.mark.timeout(300)
 def test_public_tests_of_the_student_release_fail_on_the_stubs(release: Path):
     student = release / "student"
