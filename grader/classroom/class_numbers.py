@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.grades_sheet import REVIEW_COLUMN, ClassSheet, json_path
+from grader.classroom.grades_sheet import OVERRIDES_COLUMN, REVIEW_COLUMN, ClassSheet, json_path
 from grader.files import UnreadableFile, read_regular
 from grader.reports.json_report import stopped_at
 from grader.rubric import load_rubric
@@ -64,6 +64,7 @@ class ClassSummary:
     notes: list[str] = field(default_factory=list)  # what the instructor must know to read the numbers
     bins: list[tuple[float, float, int]] = field(default_factory=list)  # (from, to, students)
     review: dict[str, str] = field(default_factory=dict)  # student -> what could hide operations from the trace
+    overrides: dict[str, str] = field(default_factory=dict)  # student -> the overrides applied (grader/classroom/overrides.py)
 
 
 # --- reading a JSON report -----------------------------------------------------------------------------
@@ -255,6 +256,7 @@ def summarize_class(sheet: ClassSheet) -> ClassSummary:
     summary.bins = _bins(list(totals.values()), max_score)
     summary.review = {student: without_absolute_paths(row.get(REVIEW_COLUMN) or "", folder)
                       for student, row in rows.items() if row.get(REVIEW_COLUMN)}
+    summary.overrides = {student: row[OVERRIDES_COLUMN] for student, row in rows.items() if row.get(OVERRIDES_COLUMN)}
     return summary
 
 

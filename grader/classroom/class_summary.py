@@ -42,6 +42,8 @@ COLUMNS = (("full", "full", "#59a14f"), ("partial", "partial", "#edc948"), ("wro
 OPTIONAL_COLUMNS = ("unreported", "skipped")  # shown only where some student is in them
 REVIEW_SAYS = ("code that could hide operations from the trace of the from-scratch rule (docs/grading.md, \"Library "
                "shortcuts\"): the grades stand as graded; a person decides")
+OVERRIDES_SAY = ("changed by the instructor's overrides (--overrides): the totals above hold them; each says what it "
+                 "changed (old -> new), by how much, who decided and why")
 FAILED_MOST_SAYS = ("each test counted among the students who attempted its exercise (those who did not start "
                     "it are left out), and only where failing it cost points")
 
@@ -91,6 +93,9 @@ def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
     if summary.review:
         lines += ["", "## For review", "", REVIEW_SAYS, "", "| student | what was found |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(summary.review.items())]
+    if summary.overrides:
+        lines += ["", "## Overrides", "", OVERRIDES_SAY, "", "| student | what was applied |", "| --- | --- |"]
+        lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(summary.overrides.items())]
     if summary.errors:
         lines += ["", "## Not graded", "", "| student | why |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.errors.items())]
@@ -142,7 +147,7 @@ def _html(text: object, quote: bool = True) -> str:
 
 
 def _html_tables(summary: ClassSummary) -> list[str]:
-    """The page's tables: exercises, totals, hidden tests failed most, not graded."""
+    """The page's tables: exercises, totals, hidden tests failed most, for review, overrides, not graded."""
     e, columns = _html, _columns(summary)
     parts = ["<h2>Exercises</h2>", "<table><tr><th>exercise</th>" + "".join(f"<th>{e(c[0])}</th>" for c in columns)
              + "</tr>"]
@@ -164,6 +169,10 @@ def _html_tables(summary: ClassSummary) -> list[str]:
     if summary.review:
         parts.append(f"<h2>For review</h2><p>{e(REVIEW_SAYS)}</p><table><tr><th>student</th><th>what was found</th></tr>")
         parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(summary.review.items())]
+        parts.append("</table>")
+    if summary.overrides:
+        parts.append(f"<h2>Overrides</h2><p>{e(OVERRIDES_SAY)}</p><table><tr><th>student</th><th>what was applied</th></tr>")
+        parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(summary.overrides.items())]
         parts.append("</table>")
     if summary.errors:
         parts.append("<h2>Not graded</h2><table><tr><th>student</th><th>why</th></tr>")

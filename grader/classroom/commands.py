@@ -1,6 +1,7 @@
 """The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
-``score-all --shard`` runs) and ``nbgrader`` (an nbgrader course's notebooks); and the refusal every
-class grading shares (:func:`check_class_isolation`)."""
+``score-all --shard`` runs), ``rescore`` (the CSV again from the JSON reports, under the rubric now) and
+``nbgrader`` (an nbgrader course's notebooks); and the refusal every class grading shares
+(:func:`check_class_isolation`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
+from grader.classroom.overrides import OverrideError, Overrides, read_overrides
+from grader.classroom.rescore import RescoreError, rescore_class
 from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs, stop_on_sigterm
@@ -45,6 +48,22 @@ def _check_gradebook(args: argparse.Namespace) -> None:
     check_writable(args.gradebook, "--gradebook")
 
 
+# --- overrides (grader/classroom/overrides.py): score-all, merge and rescore take them ---------------------
+
+
+def add_overrides_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--overrides", type=Path, metavar="FILE",
+                        help="apply the instructor's overrides of FILE (student, exercise or total, points or +/-change, "
+                             "reason, who) to the grades, at the end of the run; give it to every run")
+
+
+def _overrides(args: argparse.Namespace) -> Overrides | None:
+    try:
+        return None if args.overrides is None else read_overrides(args.overrides)
+    except OverrideError as err:
+        raise UsageError(str(err)) from None
+
+
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
@@ -59,6 +78,7 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_grading_options(parser, for_class=True)
     add_feedback_options(parser, "also write each graded student's feedback (Markdown) to DIR (created)")
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
+    add_overrides_option(parser)
 
 
 def run_score_all(args: argparse.Namespace) -> int:
@@ -76,7 +96,7 @@ def run_score_all(args: argparse.Namespace) -> int:
     options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
-                           gradebook=args.gradebook, assignment=args.assignment)
+                           gradebook=args.gradebook, assignment=args.assignment, overrides=_overrides(args))
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -96,6 +116,7 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
                         help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
     add_gradebook_options(parser, "record every row in this nbgrader gradebook")
+    add_overrides_option(parser)
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -106,11 +127,34 @@ def run_merge(args: argparse.Namespace) -> int:
     make_dir(args.json_dir, "--json-dir")
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
-                       gradebook=args.gradebook, assignment=args.assignment)
+                       gradebook=args.gradebook, assignment=args.assignment, overrides=_overrides(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
     print(f"merged {result.rows} rows from {len(args.shards)} shards into {args.out}", file=sys.stderr)
+    return 0
+
+
+def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("json_dir", type=Path, metavar="JSON_DIR", help="score-all's (or merge's) --json-dir")
+    parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
+                        help="the CSV to write (by default the one whose rows are rescored)")
+    parser.add_argument("--from", dest="source", type=Path, metavar="OLD.csv",
+                        help="rescore the rows of this CSV instead (the one the reports were graded into)")
+    add_overrides_option(parser)
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    """Every grade again from the stored JSON reports under tests/rubric.json now (grader/classroom/rescore.py)."""
+    check_writable(args.csv, "--csv")
+    if not args.json_dir.is_dir():
+        raise UsageError(f"{args.json_dir}: not a directory (expected score-all's --json-dir)")
+    try:
+        result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args))
+    except RescoreError as err:
+        raise UsageError(str(err)) from None
+    say_warnings_and_outputs(result.warnings, result.outputs)
+    print(f"rescored {result.rows} rows into {args.csv}", file=sys.stderr)
     return 0
 
 
@@ -156,5 +200,7 @@ NBGRADER_HELP = "grade an nbgrader course's submitted notebooks with the isolate
 COMMANDS = [
     Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
     Command("merge", "join the CSVs (and JSON reports) of score-all --shard runs into one", add_merge_arguments, run_merge),
+    Command("rescore", "recompute every grade of a score-all CSV from its JSON reports under the rubric now, running "
+                       "no code", add_rescore_arguments, run_rescore),
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
 ]

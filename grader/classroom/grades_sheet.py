@@ -5,7 +5,8 @@ the nbgrader course, the class-level outputs), in this one module:
 
 - the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
   rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``review`` (the report's lines
-  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``;
+  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``,
+  ``overrides`` (what the instructor's overrides changed in the row: grader/classroom/overrides.py);
 - a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
   raised); the file holds it escaped: text that a spreadsheet would run as a formula gets a leading
   apostrophe (:func:`csv_cell`). Escaping happens here alone, once, as a row is written
@@ -37,6 +38,7 @@ from grader.safe_text import printable
 
 HASH_COLUMN = "submission_sha256"
 REVIEW_COLUMN = "review"
+OVERRIDES_COLUMN = "overrides"  # written by grader/classroom/overrides.py alone; empty in a graded row
 STATUSES = ("graded", "error")
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -50,7 +52,7 @@ class SheetError(Exception):
 
 def csv_columns() -> list[str]:
     return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", REVIEW_COLUMN,
-            HASH_COLUMN]
+            HASH_COLUMN, OVERRIDES_COLUMN]
 
 
 def csv_cell(value: Any) -> Any:

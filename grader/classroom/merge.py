@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from grader.classroom.class_outputs import write_class_outputs
+from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, write_grades
+from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
 from grader.files import private_files, write_atomically
 
 
@@ -53,17 +55,22 @@ class _Reports:
 
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
-          gradebook: Path | None = None, assignment: str | None = None) -> MergeResult:
+          gradebook: Path | None = None, assignment: str | None = None, overrides: Overrides | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
     it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
     with private_files():
-        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment)
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, overrides)
 
 
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
-           gradebook: Path | None, assignment: str | None) -> MergeResult:
+           gradebook: Path | None, assignment: str | None, overrides: Overrides | None = None) -> MergeResult:
     result = MergeResult()
     rows = _read_shards(Path(out), shards)
+    try:  # overrides: taken off the shards' rows, applied to the merged ones at the end
+        held = held_and_checked(Path(out), overrides, set(rows), "the shards")
+        rows = rows_without_overrides(rows)
+    except OverrideError as err:
+        raise MergeError(str(err)) from None
     found = _find_reports(rows, json_dir, from_json_dirs, result.warnings) if json_dir is not None else _Reports()
     book = None
     if gradebook is not None:
@@ -83,6 +90,8 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
         if book is not None:
             book.close()
     result.rows = len(rows)
+    result.warnings += finish(Path(out), held, overrides, "merge of shards", Shown(found.reports, json_dir, None,
+                                                                                   gradebook=gradebook, assignment=assignment))
     result.outputs = write_class_outputs(Path(out), found.reports, result.warnings)
     return result
 

@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from grader.classroom.class_outputs import write_class_outputs
+from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, append_grade, csv_row, json_path,
                                            read_grades, write_grades)
 from grader.classroom.jobs import Job
+from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
 from grader.classroom.roster import in_shard, list_students, submission_hash
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
@@ -74,6 +76,7 @@ class BatchOptions:
     # How each student is graded, where not all alike (grader nbgrader: each staged notebook is graded
     # on its assignment's exercises); the sandbox is always ``grading``'s.
     grading_of: Callable[[str], GradeOptions] | None = None
+    overrides: Overrides | None = None  # applied at the end of the run (grader/classroom/final_grades.py)
 
     def grading_for(self, student: str) -> GradeOptions:
         return self.grading if self.grading_of is None else self.grading_of(student)
@@ -144,7 +147,8 @@ def plan(folder: Path, csv_path: Path, options: BatchOptions) -> _Plan:
     selected = {name: path for name, path in students.items() if in_shard(name, options.shard)}
     try:
         existing = CsvContent() if options.force else read_grades(csv_path)
-    except SheetError as err:
+        existing.rows = rows_without_overrides(existing.rows)  # overrides: applied anew at the end
+    except (SheetError, OverrideError) as err:
         raise BatchError(str(err)) from None
     warnings += existing.warnings
     hashes: dict[str, str] = {}
@@ -200,6 +204,10 @@ def score_all(folder: Path, csv_path: Path, options: BatchOptions,
 def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                progress: Callable[[Progress], None] | None) -> BatchSummary:
     started = time.monotonic()
+    try:  # what the CSV holds, for the regrade log; refused: overrides held but not given, or of no student
+        held = held_and_checked(csv_path, options.overrides, set(list_students(folder)[0]), str(folder))
+    except OverrideError as err:
+        raise BatchError(str(err)) from None
     work = plan(folder, csv_path, options)
     summary = BatchSummary(warnings=work.warnings, skipped=sorted(work.kept))
     for out_dir in (options.json_dir, options.feedback_dir):
@@ -229,6 +237,9 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
+    regraded = "--only regrade" if options.only is not None else "--force regrade" if options.force else "regrade"
+    summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
+        summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment))
     summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))

@@ -35,6 +35,7 @@ points; see grader/rubric.py for the kinds.
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -92,6 +93,26 @@ def summarize(exercise: Exercise, outcomes: list[TestOutcome]) -> ExerciseResult
         note = f" ({weighed} edge-case tests passed and count in proportion to the core tests)" if weighed else ""
         message = f"{len(failures)} of {len(counted)} tests failed{note}; first: {failures[0].message}"
     return ExerciseResult(exercise.id, round(score, 4), exercise.points, status, message, counted)
+
+
+def split_points(exercise: Exercise, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
+    """The outcomes with each test's points as the rubric gives them now, unweighed (credit 1): its kind's
+    points split evenly over the exercise's tests of that kind, as tests/conftest.py splits them when the
+    tests run. For a rescore from stored outcomes (grader/classroom/rescore.py): the pass/fail of each test
+    is what ran; its points are the rubric's. ValueError: tests of a kind the rubric gives no points."""
+    outcomes = list(outcomes)
+    counts = Counter(o.kind for o in outcomes)
+    points = exercise.kind_points
+    unpaid = sorted(kind for kind in counts if points.get(kind, 0.0) <= 0)
+    if unpaid:
+        raise ValueError(f"{exercise.id} has {', '.join(unpaid)} tests, but the rubric gives them no points")
+    return [replace(o, max_points=points[o.kind] / counts[o.kind], credit=1.0) for o in outcomes]
+
+
+def rescore(exercise: Exercise, outcomes: Iterable[TestOutcome]) -> ExerciseResult:
+    """One exercise's result from its tests' stored outcomes (those that counted, after any re-grade)
+    under the rubric's points now: :func:`split_points`, then :func:`summarize` as a grading scores them."""
+    return summarize(exercise, split_points(exercise, outcomes))
 
 
 def summarize_each(rubric: Rubric, outcomes: Collection[TestOutcome]) -> dict[str, ExerciseResult]:

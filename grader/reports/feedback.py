@@ -37,7 +37,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from grader.files import write_atomically
 from grader.reports.json_report import says_only_passed, stopped_at
@@ -125,10 +125,12 @@ def not_started_line(ex_id: str, tests: list[dict[str, Any]], modules: set[str])
     return f"{module}: waits for {', '.join(sorted(stubs | missing))} (every test raised {cause})"
 
 
-def feedback_text(student: str, report: dict[str, Any], visibility: str) -> str:
-    """The Markdown feedback for one student (see the module docstring)."""
+def feedback_text(student: str, report: dict[str, Any], visibility: str, notes: Sequence[str] = ()) -> str:
+    """The Markdown feedback for one student (see the module docstring). ``notes``: lines shown under the
+    total (the instructor's overrides: grader/classroom/overrides.py)."""
     found = sections(report, visibility)
     lines = [*_title(student), f"**Total: {report['score']:g} / {report['max_score']:g}**", "",
+             *(line for note in notes for line in (_inline(note), "")),
              "| exercise | score | status |", "| --- | ---: | --- |"]
     for ex_id, ex in report["exercises"].items():
         lines.append(f"| `{ex_id}` | {ex['score']:g} / {ex['max_score']:g} | {status_words(ex['status'])} |")
@@ -167,9 +169,10 @@ def error_feedback_text(student: str, reason: str) -> str:
                       "Fix what this says and hand it in again, or ask your instructor."])
 
 
-def write_feedback(student: str, report: dict[str, Any], out_dir: Path, visibility: str) -> Path:
+def write_feedback(student: str, report: dict[str, Any], out_dir: Path, visibility: str,
+                   notes: Sequence[str] = ()) -> Path:
     """Write ``student``'s feedback into ``out_dir`` (an existing folder); returns the file."""
-    return _write(student, feedback_text(student, report, visibility), out_dir)
+    return _write(student, feedback_text(student, report, visibility, notes), out_dir)
 
 
 def write_error_feedback(student: str, reason: str, out_dir: Path) -> Path:

@@ -1,0 +1,94 @@
+"""The last step of every run that writes a grades CSV (score-all, merge, rescore): the graded rows become
+the final grades. The instructor's overrides (grader/classroom/overrides.py) are applied to the rows,
+the CSV is written with them, each change of a total from what the CSV held goes into the regrade log
+(grader/classroom/regrade_log.py), and what else shows a student's grade follows: their feedback file
+(a line per override, the scores overridden) and their nbgrader gradebook row (an exercise override is
+its cell's score; a total override has no cell there: nbgrader's total is the sum of its cells).
+
+Runs read the CSV they resume without the overrides (grader.classroom.overrides.rows_without_overrides), so an override is applied
+once per run, to whatever the grading or the rescore gave, and survives ``--force``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from grader.classroom.grades_sheet import OVERRIDES_COLUMN, json_path, read_grades, write_grades
+from grader.classroom.overrides import (Overrides, apply_overrides, check_held, notes, overridden_report,
+                                        rows_without_overrides)
+from grader.classroom.regrade_log import held_rows, log_changes
+from grader.reports.feedback import write_feedback
+from grader.reports.feedback_from_json import read_report
+from grader.safe_text import printable
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Where else a run shows the grades: this run's JSON reports, the folder of earlier ones, the feedback
+    folder and its visibility, the nbgrader gradebook and its assignment."""
+
+    reports: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    json_dir: Path | None = None
+    feedback_dir: Path | None = None
+    visibility: str = "full"
+    gradebook: Path | None = None
+    assignment: str | None = None
+
+
+def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str] | None = None,
+                     where: str = "the class") -> dict[str, dict[str, str]]:
+    """What the CSV at ``csv_path`` holds (for the regrade log), after the refusals a run makes before it
+    writes anything (OverrideError): overrides held but no file given; a student of the file not in
+    ``known`` (with the CSV's own students)."""
+    held = held_rows(csv_path)
+    check_held(held, csv_path, overrides is not None)
+    rows_without_overrides(held)  # a hand-edited overrides cell is refused now, not after the grading
+    if overrides is not None and known is not None:
+        overrides.check_students(set(known) | set(held), where)
+    return held
+
+
+def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Overrides | None, regraded: str,
+           shown: Shown = Shown()) -> list[str]:
+    """Apply ``overrides`` to the CSV at ``csv_path`` (written by the run, no override applied), rewrite it
+    when they change it, log the totals that changed from ``held``, and show the overridden grades in the
+    feedback and the gradebook of ``shown``. The warnings."""
+    base = read_grades(Path(csv_path)).rows
+    final, warnings = apply_overrides(base, overrides)
+    if final != base:
+        write_grades(Path(csv_path), final.values())
+    log_changes(csv_path, held, final, regraded, overrides)
+    touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
+    if shown.feedback_dir is not None:
+        warnings += _feedback(touched, final, overrides, shown)
+    if shown.gradebook is not None and touched:
+        from grader.classroom.gradebook import ClassGradebook  # imports nbgrader (2 s): only with a gradebook
+
+        with ClassGradebook(shown.gradebook, shown.assignment or "") as book:
+            for name in touched:
+                book.record(final[name])
+    return warnings
+
+
+def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overrides: Overrides | None,
+              shown: Shown) -> list[str]:
+    """Write the feedback of ``students`` again with their final grades; the warnings."""
+    warnings = []
+    for name in students:
+        row = final[name]
+        report = shown.reports.get(name)
+        try:
+            if report is None and shown.json_dir is not None:
+                report = read_report(json_path(shown.json_dir, name))
+        except ValueError as err:
+            report, why = None, str(err)
+        else:
+            why = "no JSON report (--json-dir) to render it from"
+        if row["status"] != "graded" or report is None:
+            why = "an error row's feedback says why it was not graded" if row["status"] != "graded" else why
+            warnings.append(f"the feedback of {printable(name)} does not show their overrides: {why}")
+            continue
+        write_feedback(name, overridden_report(report, row), shown.feedback_dir, shown.visibility, notes(row, overrides))
+    return warnings

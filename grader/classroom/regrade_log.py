@@ -1,0 +1,88 @@
+"""The regrade log: an append-only CSV beside the grades CSV (``grades.csv`` -> ``grades-regrades.csv``)
+with one line each time a run changes a student's total from what the grades CSV held: ``student``,
+``old``, ``new``, ``when`` (UTC, ISO 8601), ``grader_version``, ``why``.
+
+``why`` says what changed it: ``override <reason>`` (or ``override removed``), and what graded the row
+again (``--only regrade``, ``--force regrade``, ``regrade``: the submission changed or an error row was
+graded again; ``merge of shards``; ``rescore under changed rubric``), both when both did. score-all,
+merge and rescore write it (grader/classroom/final_grades.py) after the CSV; nothing rewrites or
+shortens it. Cells are escaped as the grades CSV's are (grader.classroom.grades_sheet.csv_cell).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Mapping
+
+from grader.classroom.grades_sheet import OVERRIDES_COLUMN, SheetError, csv_cell, read_grades
+from grader.classroom.overrides import Overrides, without_overrides
+
+LOG_COLUMNS = ("student", "old", "new", "when", "grader_version", "why")
+
+
+def log_path(csv_path: Path) -> Path:
+    """``<csv stem>-regrades.csv`` beside the CSV."""
+    csv_path = Path(csv_path)
+    return csv_path.with_name(f"{csv_path.stem}-regrades.csv")
+
+
+def grader_version() -> str:
+    """The installed grader's version (pyproject.toml's), as the log records it."""
+    try:
+        return metadata.version("attention-kata")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def held_rows(csv_path: Path) -> dict[str, dict[str, str]]:
+    """The rows the CSV at ``csv_path`` holds before a run (none, or not a grades CSV: none)."""
+    try:
+        return read_grades(Path(csv_path)).rows
+    except SheetError:
+        return {}
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return abs(float(a) - float(b)) < 1e-9
+    except ValueError:
+        return a == b
+
+
+def _why(student: str, held: Mapping[str, str], final: Mapping[str, str], regraded: str,
+         overrides: Overrides | None) -> str:
+    parts = []
+    if not _same(without_overrides(held)["score"], without_overrides(final)["score"]):
+        parts.append(regraded)
+    if held.get(OVERRIDES_COLUMN, "") != final.get(OVERRIDES_COLUMN, ""):
+        reasons = [o.reason for o in overrides.of(student)] if overrides is not None and final.get(OVERRIDES_COLUMN) else []
+        parts.append("override " + ", ".join(reasons) if reasons else "override removed")
+    return "; ".join(parts) or regraded
+
+
+def log_changes(csv_path: Path, held: Mapping[str, Mapping[str, str]], final: Mapping[str, Mapping[str, str]],
+                regraded: str, overrides: Overrides | None) -> list[str]:
+    """Append a line for every student whose total in ``final`` differs from ``held`` (what the CSV held);
+    ``regraded``: what graded rows again in this run (the ``why`` of a change no override made). The
+    students logged."""
+    changed = sorted(name for name in final if name in held and not _same(held[name]["score"], final[name]["score"]))
+    if not changed:
+        return []
+    path = log_path(csv_path)
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    version = grader_version()
+    new_file = not path.is_file() or path.stat().st_size == 0
+    with open(path, "a", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        if new_file:
+            writer.writerow(LOG_COLUMNS)
+        for name in changed:
+            why = _why(name, held[name], final[name], regraded, overrides)
+            writer.writerow([csv_cell(cell) for cell in (name, held[name]["score"], final[name]["score"], when, version, why)])
+        out.flush()
+        os.fsync(out.fileno())
+    return changed

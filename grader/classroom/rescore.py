@@ -1,0 +1,125 @@
+"""``rescore``: every grade of a class again, from the JSON reports score-all stored, under tests/rubric.json
+as it is now, without running any student code (nor importing torch).
+
+    python -m grader rescore reports/ --csv grades.csv [--from old.csv] [--overrides overrides.csv]
+
+A JSON report holds every hidden test that counted (grader/reports/json_report.py): its exercise, its
+kind and whether it passed (after the from-scratch rule's charges, and the re-grade over stand-ins
+where that one counted). Rescoring gives each test its points under the rubric now (its kind's points
+split evenly over the exercise's tests of that kind, as the hidden tests' conftest splits them) and
+scores each exercise as a grading does (grader.grading.scoring.rescore: the edge-case tests weighed by
+the core points earned); the GPU-run check, whose parts are earned in proportion to their exercises'
+core points (a share no change of the point split moves), keeps the share of its points it earned.
+So a change of points or of their split over the kinds gives what a full regrade would. What it cannot
+give: a rubric with other exercises (the CSV's header differs: grade again), tests added or removed
+(the report holds the tests that ran), and an exercise graded over stand-ins whose own run would now
+score more than its re-grade (the report keeps the run that counted: rare, as both runs' tests are
+weighed alike).
+
+The rows of ``--from`` (default: the ``--csv`` file itself) are rescored: a graded row from
+``JSON_DIR/<student>.json``, an error row kept as it is (regrade it). Then, as every run that writes
+the CSV, the overrides are applied and the changed totals logged (grader/classroom/final_grades.py),
+and the class-level outputs written from the rescored reports. The JSON reports are left as graded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader.classroom.class_outputs import write_class_outputs
+from grader.classroom.final_grades import Shown, finish, held_and_checked
+from grader.classroom.grades_sheet import HASH_COLUMN, SheetError, csv_row, json_path, read_grades, write_grades
+from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
+from grader.files import private_files
+from grader.grading.results import TestOutcome
+from grader.grading.scoring import rescore
+from grader.reports.feedback_from_json import read_report
+from grader.rubric import Rubric, load_rubric
+from grader.safe_text import printable
+
+
+class RescoreError(Exception):
+    """The class cannot be rescored (one line for the instructor); nothing was written."""
+
+
+@dataclass
+class Rescored:
+    rows: int = 0
+    warnings: list[str] = field(default_factory=list)
+    outputs: list[Path] = field(default_factory=list)  # what the class-level outputs wrote
+
+
+def rescored_report(report: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
+    """A copy of ``report`` scored under ``rubric``: its tests' points, its exercises' scores, the GPU-run
+    check's points and the totals. RescoreError: an exercise the rubric does not have, or tests of a kind
+    it gives no points."""
+    tests = {t["name"]: dict(t) for t in report["tests"]}
+    exercises = {}
+    for ex_id, stored in report["exercises"].items():
+        if ex_id not in rubric.exercises:
+            raise RescoreError(f"exercise {ex_id} is not in tests/rubric.json any more: grade again")
+        own = [t for name, t in tests.items() if name.startswith(ex_id + ": ")]
+        outcomes = [TestOutcome(t["name"], ex_id, float(t["max_score"]), t["status"] == "passed", str(t.get("output", "")),
+                                0.0, kind=str(t.get("kind", "core"))) for t in own]
+        try:
+            result = rescore(rubric.exercises[ex_id], outcomes)
+        except ValueError as err:
+            raise RescoreError(str(err)) from None
+        for o in result.outcomes:
+            tests[o.nodeid].update(score=round(o.points, 4), max_score=round(o.max_points, 4), output=o.message)
+        if ex_id in tests:  # the one line of an exercise whose tests never ran
+            tests[ex_id]["max_score"] = result.max_score
+        same = result.score == stored["score"] and result.status == stored["status"]
+        exercises[ex_id] = {**stored, "score": result.score, "max_score": result.max_score, "status": result.status,
+                            "message": stored["message"] if same else result.message}
+    gpu = dict(report["gpu_check"])
+    if gpu["max_score"] and gpu["max_score"] != rubric.gpu_points:  # the share earned stays (module docstring)
+        gpu.update(score=round(gpu["score"] / gpu["max_score"] * rubric.gpu_points, 2), max_score=rubric.gpu_points)
+    if "gpu_check" in tests:
+        tests["gpu_check"].update(score=gpu["score"], max_score=gpu["max_score"])
+    return {**report, "tests": list(tests.values()), "exercises": exercises, "gpu_check": gpu,
+            "score": round(sum(e["score"] for e in exercises.values()) + gpu["score"], 4),
+            "max_score": round(sum(e["max_score"] for e in exercises.values()) + gpu["max_score"], 4)}
+
+
+def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None, overrides: Overrides | None = None,
+                  rubric: Rubric | None = None) -> Rescored:
+    """Rescore the rows of ``source`` (default ``csv_path``) from the reports in ``json_dir`` into ``csv_path``
+    (see the module docstring); what it creates is for this user alone, as score-all's outputs are."""
+    with private_files():
+        return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, rubric or load_rubric())
+
+
+def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Overrides | None,
+                   rubric: Rubric) -> Rescored:
+    if not source.is_file():
+        raise RescoreError(f"{source}: no such file (the grades CSV the reports were graded into: --from names it)")
+    try:
+        content = read_grades(source)
+        if content.warnings:
+            raise RescoreError(f"{content.warnings[0]}; resume that run (the same score-all command) first")
+        held = held_and_checked(source, overrides, set(content.rows), str(source))
+        rows = rows_without_overrides(content.rows)
+    except (SheetError, OverrideError) as err:
+        raise RescoreError(str(err)) from None
+    reports, result = {}, Rescored(len(rows))
+    for name, row in rows.items():
+        if row["status"] != "graded":
+            continue
+        try:
+            path = json_path(json_dir, name)
+        except ValueError as err:  # score-all wrote no report for this name either
+            result.warnings.append(f"kept the row of {printable(name)} as it is: {err}")
+            continue
+        try:
+            report = read_report(path)
+            reports[name] = rescored_report(report, rubric)
+        except (ValueError, RescoreError) as err:
+            raise RescoreError(f"{printable(name)}: {err} (in {json_dir})") from None
+        rows[name] = csv_row(name, {"report": reports[name]}, row[HASH_COLUMN])
+    write_grades(csv_path, rows.values())
+    result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", Shown(reports))
+    result.outputs = write_class_outputs(csv_path, reports, result.warnings)
+    return result
