@@ -2,9 +2,10 @@
 with one line each time a run changes a student's total from what the grades CSV held: ``student``,
 ``old``, ``new``, ``when`` (UTC, ISO 8601), ``grader_version``, ``why``.
 
-``why`` says what changed it: ``override <reason>`` (or ``override removed``), and what graded the row
-again (``--only regrade``, ``--force regrade``, ``regrade``: the submission changed or an error row was
-graded again; ``merge of shards``; ``rescore under changed rubric``), both when both did. score-all,
+``why`` says what changed it: what graded the row again (``regrade (--only)``, ``regrade (--force)``,
+``regrade``: the submission changed or an error row was graded again; ``merge of shards``; ``rescore
+under changed rubric``), and ``override <reason>`` (or ``override removed``) when the overrides applied
+to the row changed; both when both did. score-all,
 merge and rescore write it (grader/classroom/final_grades.py) after the CSV; nothing rewrites or
 shortens it. Cells are escaped as the grades CSV's are (grader.classroom.grades_sheet.csv_cell).
 """
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, SheetError, csv_cell, read_grades
-from grader.classroom.overrides import Overrides, without_overrides
+from grader.classroom.overrides import SEPARATOR, Overrides, without_overrides
 
 LOG_COLUMNS = ("student", "old", "new", "when", "grader_version", "why")
 
@@ -53,12 +54,18 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
+def _decisions(row: Mapping[str, str]) -> list[str]:
+    """The overrides a row's ``overrides`` cell records, without the values they changed: ``(+2 by TA Kim: why)``."""
+    text = row.get(OVERRIDES_COLUMN, "")
+    return [entry[entry.find(" ("):] for entry in text.split(SEPARATOR)] if text else []
+
+
 def _why(student: str, held: Mapping[str, str], final: Mapping[str, str], regraded: str,
          overrides: Overrides | None) -> str:
     parts = []
     if not _same(without_overrides(held)["score"], without_overrides(final)["score"]):
         parts.append(regraded)
-    if held.get(OVERRIDES_COLUMN, "") != final.get(OVERRIDES_COLUMN, ""):
+    if _decisions(held) != _decisions(final):
         reasons = [o.reason for o in overrides.of(student)] if overrides is not None and final.get(OVERRIDES_COLUMN) else []
         parts.append("override " + ", ".join(reasons) if reasons else "override removed")
     return "; ".join(parts) or regraded

@@ -237,7 +237,7 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    regraded = "--only regrade" if options.only is not None else "--force regrade" if options.force else "regrade"
+    regraded = "regrade (--only)" if options.only is not None else "regrade (--force)" if options.force else "regrade"
     summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
         summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment))
     summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir)
