@@ -154,7 +154,7 @@ def run_rescore(args: argparse.Namespace) -> int:
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
-    print(f"rescored {result.rows} rows into {args.csv}", file=sys.stderr)
+    print(f"rescored {len(result.rows)} rows into {args.csv}", file=sys.stderr)
     return 0
 
 

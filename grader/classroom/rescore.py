@@ -41,14 +41,18 @@ from grader.safe_text import printable
 
 
 class RescoreError(Exception):
-    """The class cannot be rescored (one line for the instructor); nothing was written."""
+    """A report or CSV that cannot be rescored under the rubric now (one line); no file written."""
 
 
 @dataclass
 class Rescored:
-    rows: int = 0
+    """What a rescore wrote: every row (overrides not applied), the rescored reports of the graded rows,
+    the warnings and the class-level outputs' files."""
+
+    rows: dict[str, dict[str, str]]
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    outputs: list[Path] = field(default_factory=list)  # what the class-level outputs wrote
+    outputs: list[Path] = field(default_factory=list)
 
 
 def rescored_report(report: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
@@ -104,7 +108,8 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
         rows = rows_without_overrides(content.rows)
     except (SheetError, OverrideError) as err:
         raise RescoreError(str(err)) from None
-    reports, result = {}, Rescored(len(rows))
+    result = Rescored(rows)
+    reports = result.reports
     for name, row in rows.items():
         if row["status"] != "graded":
             continue
