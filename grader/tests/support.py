@@ -5,7 +5,6 @@ from each other."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
 from grader.grading.gpu_check import run_gpu_check
-from grader.rubric import EXERCISES_DIR, GROUPS, REPO_ROOT, TESTS_DIR, Rubric, load_rubric
+from grader.rubric import EXERCISES_DIR, GROUPS, REPO_ROOT, TESTS_DIR, load_rubric
 from grader.sandbox.modes import MODES as ALL_MODES, SHARED_TOPS
 
 if TYPE_CHECKING:
@@ -443,21 +442,3 @@ def patch_problems(patch: dict) -> list[str]:
     if not any(r.start() <= start and start + len(patch["replace"]) <= r.end() for r in SOLUTION_REGION.finditer(source)):
         return [f"{patch['name']}: changes solutions/{patch['exercise']}.py outside its ### BEGIN/END SOLUTION regions"]
     return []
-
-
-# ---- a rubric changed as an instructor changes it (rescore's tests) ----------------------------------
-def changed_rubric(tmp_path: Path, gpu_extra: float = 0.0) -> Rubric:
-    """tests/rubric.json with another split and other totals: two more core points for every exercise, one
-    more edge point where it has edge tests (a copy: load_rubric reads any tests folder)."""
-    tests = tmp_path / "changed_tests"
-    shutil.copytree(TESTS_DIR / "standins", tests / "standins")
-    raw = json.loads((TESTS_DIR / "rubric.json").read_text())
-    for ex in raw["exercises"].values():
-        kinds = ex.setdefault("kinds", {"core": ex["points"]})
-        kinds["core"] += 2
-        if "edge" in kinds:
-            kinds["edge"] += 1
-        ex["points"] = sum(kinds.values())
-    raw["gpu_check"]["points"] += gpu_extra
-    (tests / "rubric.json").write_text(json.dumps(raw))
-    return load_rubric(tests)

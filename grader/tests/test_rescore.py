@@ -4,6 +4,7 @@ under it, without running any code (grader/classroom/rescore.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -18,13 +19,30 @@ from grader.grading.gpu_check import DeviceRuns, PartResult
 from grader.grading.results import GradeReport, TestOutcome
 from grader.grading.scoring import core_fraction, score_with_regrade
 from grader.reports.json_report import to_json
-from grader.rubric import Rubric, load_rubric
-from support import REPO, changed_rubric, venv_env
+from grader.rubric import TESTS_DIR, Rubric, load_rubric
+from support import REPO, venv_env
 
 pytestmark = pytest.mark.usefixtures("no_class_summary")  # the summary is test_summary.py's (its plots: 0.5 s a run)
 
 TESTS_PER_KIND = {"core": 3, "printed": 2, "edge": 2}
 SHA = {name: f"{i:064x}" for i, name in enumerate(["alice", "bob", "carol"], start=1)}
+
+
+def changed_rubric(tmp_path: Path, gpu_extra: float = 0.0) -> Rubric:
+    """tests/rubric.json with another split and other totals: two more core points for every exercise, one
+    more edge point where it has edge tests (a copy: load_rubric reads any tests folder)."""
+    tests = tmp_path / "changed_tests"
+    shutil.copytree(TESTS_DIR / "standins", tests / "standins")
+    raw = json.loads((TESTS_DIR / "rubric.json").read_text())
+    for ex in raw["exercises"].values():
+        kinds = ex.setdefault("kinds", {"core": ex["points"]})
+        kinds["core"] += 2
+        if "edge" in kinds:
+            kinds["edge"] += 1
+        ex["points"] = sum(kinds.values())
+    raw["gpu_check"]["points"] += gpu_extra
+    (tests / "rubric.json").write_text(json.dumps(raw))
+    return load_rubric(tests)
 
 
 def _passes(rubric: Rubric, student: str, ex_id: str, kind: str, i: int) -> bool:
