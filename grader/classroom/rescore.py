@@ -36,8 +36,9 @@ from grader.files import private_files
 from grader.grading.results import TestOutcome
 from grader.grading.scoring import rescore
 from grader.reports.feedback_from_json import read_report
+from grader.reports.json_report import MAX_OUTPUT
 from grader.rubric import Rubric, load_rubric
-from grader.safe_text import printable
+from grader.safe_text import escape_controls, printable
 
 
 class RescoreError(Exception):
@@ -68,16 +69,15 @@ def rescored_report(report: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
         outcomes = [TestOutcome(t["name"], ex_id, float(t["max_score"]), t["status"] == "passed", str(t.get("output", "")),
                                 0.0, kind=str(t.get("kind", "core"))) for t in own]
         try:
-            result = rescore(rubric.exercises[ex_id], outcomes)
+            result = rescore(rubric.exercises[ex_id], outcomes, str(stored.get("message", "")))
         except ValueError as err:
             raise RescoreError(str(err)) from None
         for o in result.outcomes:
             tests[o.nodeid].update(score=round(o.points, 4), max_score=round(o.max_points, 4), output=o.message)
         if ex_id in tests:  # the one line of an exercise whose tests never ran
             tests[ex_id]["max_score"] = result.max_score
-        same = result.score == stored["score"] and result.status == stored["status"]
         exercises[ex_id] = {**stored, "score": result.score, "max_score": result.max_score, "status": result.status,
-                            "message": stored["message"] if same else result.message}
+                            "message": escape_controls(result.message)[:MAX_OUTPUT]}  # as the JSON report keeps it
     gpu = dict(report["gpu_check"])
     if gpu["max_score"] and gpu["max_score"] != rubric.gpu_points:  # the share earned stays (module docstring)
         gpu.update(score=round(gpu["score"] / gpu["max_score"] * rubric.gpu_points, 2), max_score=rubric.gpu_points)

@@ -109,10 +109,13 @@ def split_points(exercise: Exercise, outcomes: Iterable[TestOutcome]) -> list[Te
     return [replace(o, max_points=points[o.kind] / counts[o.kind], credit=1.0) for o in outcomes]
 
 
-def rescore(exercise: Exercise, outcomes: Iterable[TestOutcome]) -> ExerciseResult:
+def rescore(exercise: Exercise, outcomes: Iterable[TestOutcome], message: str = "") -> ExerciseResult:
     """One exercise's result from its tests' stored outcomes (those that counted, after any re-grade)
-    under the rubric's points now: :func:`split_points`, then :func:`summarize` as a grading scores them."""
-    return summarize(exercise, split_points(exercise, outcomes))
+    under the rubric's points now: :func:`split_points`, then :func:`summarize` as a grading scores them.
+    ``message``: the exercise's stored message, whose note of a re-grade over stand-ins is kept."""
+    result = summarize(exercise, split_points(exercise, outcomes))
+    result.message = regraded_note(message) + result.message
+    return result
 
 
 def summarize_each(rubric: Rubric, outcomes: Collection[TestOutcome]) -> dict[str, ExerciseResult]:
@@ -163,6 +166,18 @@ def leave_device_tests_to_the_gpu_check(outcomes: Iterable[TestOutcome]) -> list
     mistake both they and the GPU-run check see is the check's to charge, when it runs."""
     return [replace(o, passed=True, message=LEFT_TO_THE_GPU_CHECK) if o.device and not o.passed else o
             for o in outcomes]
+
+
+# The start of the message of an exercise whose re-grade over stand-ins counted (its own result's follows).
+REGRADED = ("graded over a stand-in {names} in place of yours, because yours fails its own tests, is not written or "
+            "is missing (those points are lost there, once). ")
+
+
+def regraded_note(message: str) -> str:
+    """The start of an exercise's message that says it was graded over stand-ins (:data:`REGRADED`), or ""."""
+    head, end = REGRADED.split("{names}")
+    cut = message.find(end)
+    return message[:cut + len(end)] if message.startswith(head) and cut >= 0 else ""
 
 
 REGRADE_SILENT = "failed in the re-grade over stand-ins (its messages are about the stand-ins: not shown)"
@@ -254,10 +269,7 @@ def score_with_regrade(
                                      if o.exercise == ex_id])
         if retry.score > result.score:
             names = ", ".join(rubric.exercises[dep].module for dep in broken)
-            retry.message = (
-                f"graded over a stand-in {names} in place of yours, because yours fails its own tests, is "
-                f"not written or is missing (those points are lost there, once). {retry.message}"
-            )
+            retry.message = REGRADED.format(names=names) + retry.message
             retry.regraded_with = tuple(broken)
             results[ex_id] = retry
     return {ex_id: results[ex_id] for ex_id in scored}

@@ -12,15 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from grader.authoring import mutation
 from grader.classroom.grades_sheet import csv_row, json_path, read_grades, write_grades
 from grader.classroom.regrade_log import log_path
 from grader.classroom.rescore import RescoreError, rescore_class, rescored_report
+from grader.grading import engine, grade as grading
 from grader.grading.gpu_check import DeviceRuns, PartResult
+from grader.grading.options import GradeOptions
 from grader.grading.results import GradeReport, TestOutcome
 from grader.grading.scoring import core_fraction, score_with_regrade
 from grader.reports.json_report import to_json
 from grader.rubric import TESTS_DIR, Rubric, load_rubric
-from support import REPO, venv_env
+from support import REPO, SOLUTIONS, build_submission, venv_env
 
 pytestmark = pytest.mark.usefixtures("no_class_summary")  # the summary is test_summary.py's (its plots: 0.5 s a run)
 
@@ -148,3 +151,45 @@ def test_rescore_on_the_command_line_runs_no_code_and_imports_no_torch(tmp_path:
                          str(tmp_path / "grades.csv")], capture_output=True, text=True, cwd=REPO, env=venv_env())
     assert ok.returncode == 0, ok.stderr
     assert f"rescored {len(SHA)} rows" in ok.stderr
+
+
+def real_class(root: Path) -> list[Path]:
+    """The solutions, a partial wrapper (a mutant's mistake: its edge tests weighed) and one whose
+    CausalAttention exits at import (its wrapper re-graded over a stand-in)."""
+    root.mkdir()
+    shutil.copytree(SOLUTIONS, root / "alice")
+    shutil.copytree(SOLUTIONS, root / "mallory")
+    patch = next(m for m in mutation.load_mutants() if m["name"] == "38_wrapper_ignores_qkv_bias")
+    target = root / "mallory" / f"{patch['exercise']}.py"
+    target.write_text(mutation.apply(target.read_text(), patch))
+    return [root / "alice", root / "mallory", build_submission("exit_at_import", root)]
+
+
+@pytest.mark.slow  # real gradings, and a pytest session of the hidden tests collected under the changed rubric
+@pytest.mark.timeout(600)
+def test_rescore_equals_a_real_regrade_under_a_changed_rubric(tmp_path: Path, shared_domains, monkeypatch) -> None:
+    """The hidden tests run again under the changed rubric (their conftest splits its points) and the grader
+    scores them under it: what rescore gives from the reports graded before, to the exercise."""
+    options = GradeOptions(sandbox="isolated", gpu="skip", exercises=("04_multihead/multihead_wrapper",))
+    subs = real_class(tmp_path / "class")
+    before = [to_json(grading.grade(sub, options, shared_domains)) for sub in subs]
+    changed = changed_rubric(tmp_path)
+    import kata_seam  # the hidden tests' own rubric reader (tests/kata_seam.py), loaded by their session here
+
+    monkeypatch.setattr(kata_seam, "_RUBRIC", json.loads((tmp_path / "changed_tests" / "rubric.json").read_text()))
+    for module in (grading, engine):
+        monkeypatch.setattr(module, "load_rubric", lambda *args: changed)
+    monkeypatch.setattr(engine, "_shared", None)  # a new session: collected, points given, under the changed rubric
+    try:
+        after = [to_json(grading.grade(sub, options, shared_domains)) for sub in subs]
+    finally:
+        if engine._shared is not None:
+            engine._shared.close()
+    scores = [r["exercises"]["04_multihead/multihead_wrapper"]["score"] for r in before]
+    assert scores[0] > scores[1] > 0 and "graded over a stand-in" in before[2]["exercises"]["04_multihead/multihead_wrapper"]["message"]
+    assert [r["score"] for r in after] != [r["score"] for r in before]
+    for old, new in zip(before, after):
+        rescored = rescored_report(old, changed)
+        assert rescored["exercises"] == new["exercises"]
+        assert (rescored["score"], rescored["max_score"]) == (new["score"], new["max_score"])
+
