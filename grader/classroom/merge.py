@@ -29,7 +29,7 @@ from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, write_grades
-from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
+from grader.classroom.overrides import OverrideError, Overrides, check_held, rows_without_overrides
 from grader.files import private_files, write_atomically
 
 
@@ -68,6 +68,7 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
     rows = _read_shards(Path(out), shards)
     try:  # overrides: taken off the shards' rows, applied to the merged ones at the end
         held = held_and_checked(Path(out), overrides, set(rows), "the shards")
+        check_held(rows, "a shard", overrides is not None)
         rows = rows_without_overrides(rows)
     except OverrideError as err:
         raise MergeError(str(err)) from None

@@ -189,13 +189,13 @@ def rows_without_overrides(rows: Mapping[str, Mapping[str, str]]) -> dict[str, d
     return {name: without_overrides(row) for name, row in rows.items()}
 
 
-def check_held(rows: Mapping[str, Mapping[str, str]], csv_path: Path, given: bool) -> None:
-    """OverrideError when the CSV at ``csv_path`` holds overrides and the run was not given the file:
-    they are applied anew at the end of every run, so a run without it would drop them."""
+def check_held(rows: Mapping[str, Mapping[str, str]], where: object, given: bool) -> None:
+    """OverrideError when ``rows`` (of the CSV ``where``) hold overrides and the run was not given the
+    file: they are applied anew at the end of every run, so a run without it would drop them."""
     holding = sorted(name for name, row in rows.items() if row.get(OVERRIDES_COLUMN))
     if holding and not given:
         shown = ", ".join(printable(name) for name in holding[:3]) + (", ..." if len(holding) > 3 else "")
-        raise OverrideError(f"{csv_path} holds overrides ({shown}): give --overrides FILE again (they are applied "
+        raise OverrideError(f"{where}: overrides applied ({shown}): give --overrides FILE again (they are applied "
                             "at the end of every run), or a file with only its header to drop them")
 
 

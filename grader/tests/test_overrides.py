@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from grader.classroom.class_numbers import summarize_class
 from grader.classroom.class_summary import to_markdown
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, csv_row, json_path, read_class, read_grades, write_grades
-from grader.classroom.merge import merge
+from grader.classroom.merge import MergeError, merge
 from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import LOG_COLUMNS, log_path
 from grader.classroom.score_all import BatchError, score_all
@@ -155,7 +156,7 @@ def test_a_csv_holding_overrides_needs_the_file_again(tmp_path: Path) -> None:
     score_all(root, tmp_path / "grades.csv", options)
     before = (tmp_path / "grades.csv").read_bytes()
     for forgot in (replace(options, overrides=None), replace(options, overrides=None, force=True)):
-        with pytest.raises(BatchError, match="holds overrides \\(alice\\): give --overrides FILE again"):
+        with pytest.raises(BatchError, match="grades.csv: overrides applied \\(alice\\): give --overrides FILE again"):
             score_all(root, tmp_path / "grades.csv", forgot)
     assert (tmp_path / "grades.csv").read_bytes() == before
 
@@ -179,3 +180,6 @@ def test_merge_applies_overrides_and_the_gradebook_shows_them(tmp_path: Path) ->
         assert gb.find_grade(cell_name(ex_id), NOTEBOOK, "hw3", "alice").auto_score == pytest.approx(float(alice[ex_id]))
     merge(tmp_path / "grades.csv", shards, overrides=overrides)  # merged again: applied once
     assert read_grades(tmp_path / "grades.csv").rows["alice"] == alice
+    shutil.copy(tmp_path / "grades.csv", shards[0])  # a shard that holds overrides: they are not dropped silently
+    with pytest.raises(MergeError, match="a shard: overrides applied \\(alice\\)"):
+        merge(tmp_path / "again.csv", shards[:1])
