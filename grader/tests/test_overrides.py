@@ -18,7 +18,7 @@ from grader.classroom.grades_sheet import OVERRIDES_COLUMN, csv_row, json_path, 
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import LOG_COLUMNS, log_path
-from grader.classroom.score_all import BatchError, score_all
+from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.cli import main
 from grader.reports.feedback import feedback_filename
 from grader.rubric import load_rubric
@@ -27,6 +27,11 @@ from support import fake_class, fake_options, fake_report, graded_log
 pytestmark = pytest.mark.usefixtures("no_class_summary")  # the summary's page is test_summary.py's (plots: 0.5 s a run)
 
 HEADER = "student,exercise,points,reason,who\n"
+
+
+def one_job(tmp_path: Path, **kwargs) -> BatchOptions:
+    """score-all's options with the fake job (support.fake_job), one of them: a handful of students each run."""
+    return replace(fake_options(tmp_path, **kwargs), jobs=1)
 
 
 def first_exercise() -> tuple[str, float]:
@@ -92,8 +97,8 @@ def test_an_override_shows_in_the_csv_summary_feedback_and_survives_force(tmp_pa
     ex_id, _ = first_exercise()
     overrides = write_overrides(tmp_path / "overrides.csv", f"alice,{ex_id},+2,accepted regrade request,TA Kim",
                                 "bob,total,'-5,late; a day,Prof. Lee", "carol,total,7,graded by hand,Prof. Lee")
-    options = fake_options(tmp_path, json_dir=tmp_path / "reports", feedback_dir=tmp_path / "feedback",
-                           overrides=read_overrides(overrides))
+    options = one_job(tmp_path, json_dir=tmp_path / "reports", feedback_dir=tmp_path / "feedback",
+                      overrides=read_overrides(overrides))
     csv_path = tmp_path / "grades.csv"
     score_all(root, csv_path, options)
     rows = read_grades(csv_path).rows
@@ -129,7 +134,7 @@ def test_each_change_of_a_total_is_logged_with_why(tmp_path: Path) -> None:
     root = fake_class(tmp_path / "class", {"alice": 0.5, "bob": 1.0})
     ex_id, _ = first_exercise()
     csv_path = tmp_path / "grades.csv"
-    options = fake_options(tmp_path, json_dir=tmp_path / "reports", feedback_dir=tmp_path / "feedback")
+    options = one_job(tmp_path, json_dir=tmp_path / "reports", feedback_dir=tmp_path / "feedback")
     score_all(root, csv_path, options)
     first = read_grades(csv_path).rows
     overrides = write_overrides(tmp_path / "overrides.csv", f"alice,{ex_id},+2,accepted regrade request,TA Kim")
@@ -152,7 +157,7 @@ def test_each_change_of_a_total_is_logged_with_why(tmp_path: Path) -> None:
 def test_a_csv_holding_overrides_needs_the_file_again(tmp_path: Path) -> None:
     root = fake_class(tmp_path / "class", {"alice": 0.5})
     overrides = write_overrides(tmp_path / "overrides.csv", "alice,total,+1,regrade,TA Kim")
-    options = fake_options(tmp_path, overrides=read_overrides(overrides))
+    options = one_job(tmp_path, overrides=read_overrides(overrides))
     score_all(root, tmp_path / "grades.csv", options)
     before = (tmp_path / "grades.csv").read_bytes()
     for forgot in (replace(options, overrides=None), replace(options, overrides=None, force=True)):

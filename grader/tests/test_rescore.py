@@ -154,15 +154,14 @@ def test_rescore_on_the_command_line_runs_no_code_and_imports_no_torch(tmp_path:
 
 
 def real_class(root: Path) -> list[Path]:
-    """The solutions, a partial wrapper (a mutant's mistake: its edge tests weighed) and one whose
-    CausalAttention exits at import (its wrapper re-graded over a stand-in)."""
+    """A partial wrapper (a mutant's mistake: its edge tests weighed) and one whose CausalAttention exits at
+    import (its wrapper re-graded over a stand-in, which it passes)."""
     root.mkdir()
-    shutil.copytree(SOLUTIONS, root / "alice")
     shutil.copytree(SOLUTIONS, root / "mallory")
     patch = next(m for m in mutation.load_mutants() if m["name"] == "38_wrapper_ignores_qkv_bias")
     target = root / "mallory" / f"{patch['exercise']}.py"
     target.write_text(mutation.apply(target.read_text(), patch))
-    return [root / "alice", root / "mallory", build_submission("exit_at_import", root)]
+    return [root / "mallory", build_submission("exit_at_import", root)]
 
 
 @pytest.mark.slow  # real gradings, and a pytest session of the hidden tests collected under the changed rubric
@@ -185,8 +184,9 @@ def test_rescore_equals_a_real_regrade_under_a_changed_rubric(tmp_path: Path, sh
     finally:
         if engine._shared is not None:
             engine._shared.close()
-    scores = [r["exercises"]["04_multihead/multihead_wrapper"]["score"] for r in before]
-    assert scores[0] > scores[1] > 0 and "graded over a stand-in" in before[2]["exercises"]["04_multihead/multihead_wrapper"]["message"]
+    partial, regraded = (r["exercises"]["04_multihead/multihead_wrapper"] for r in before)
+    assert 0 < partial["score"] < partial["max_score"] and any("counts" in t["output"] for t in before[0]["tests"])
+    assert regraded["message"].startswith("graded over a stand-in causal_attention")
     assert [r["score"] for r in after] != [r["score"] for r in before]
     for old, new in zip(before, after):
         rescored = rescored_report(old, changed)
