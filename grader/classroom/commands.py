@@ -142,6 +142,7 @@ def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source", type=Path, metavar="OLD.csv",
                         help="rescore the rows of this CSV instead (the one the reports were graded into)")
     add_overrides_option(parser)
+    add_feedback_options(parser, "also write each graded student's feedback, rescored, to DIR (created)")
 
 
 def run_rescore(args: argparse.Namespace) -> int:
@@ -149,8 +150,10 @@ def run_rescore(args: argparse.Namespace) -> int:
     check_writable(args.csv, "--csv")
     if not args.json_dir.is_dir():
         raise UsageError(f"{args.json_dir}: not a directory (expected score-all's --json-dir)")
+    make_dir(args.feedback_dir, "--feedback-dir")
     try:
-        result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args))
+        result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args),
+                               feedback_dir=args.feedback_dir, visibility=args.visibility)
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)

@@ -35,6 +35,7 @@ class Shown:
     visibility: str = "full"
     gradebook: Path | None = None
     assignment: str | None = None
+    every_report: bool = False  # the feedback of every student of ``reports`` too (a rescore's), not only the overridden
 
 
 def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str] | None = None,
@@ -62,7 +63,7 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
     log_changes(csv_path, held, final, regraded, overrides)
     touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
     if shown.feedback_dir is not None:
-        warnings += _feedback(touched, final, overrides, shown)
+        warnings += _feedback(sorted({*touched, *(shown.reports if shown.every_report else ())}), final, overrides, shown)
     if shown.gradebook is not None and touched:
         from grader.classroom.gradebook import ClassGradebook  # imports nbgrader (2 s): only with a gradebook
 

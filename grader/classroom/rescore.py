@@ -19,12 +19,13 @@ weighed alike).
 The rows of ``--from`` (default: the ``--csv`` file itself) are rescored: a graded row from
 ``JSON_DIR/<student>.json``, an error row kept as it is (regrade it). Then, as every run that writes
 the CSV, the overrides are applied and the changed totals logged (grader/classroom/final_grades.py),
-and the class-level outputs written from the rescored reports. The JSON reports are left as graded.
+the class-level outputs written from the rescored reports, and with ``--feedback-dir`` every graded
+student's feedback from their rescored report. The JSON reports are left as graded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +90,17 @@ def rescored_report(report: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
 
 
 def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None, overrides: Overrides | None = None,
-                  rubric: Rubric | None = None) -> Rescored:
+                  rubric: Rubric | None = None, feedback_dir: Path | None = None, visibility: str = "full") -> Rescored:
     """Rescore the rows of ``source`` (default ``csv_path``) from the reports in ``json_dir`` into ``csv_path``
-    (see the module docstring); what it creates is for this user alone, as score-all's outputs are."""
+    (see the module docstring), and write every graded student's feedback from their rescored report into
+    ``feedback_dir``; what it creates is for this user alone, as score-all's outputs are."""
     with private_files():
-        return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, rubric or load_rubric())
+        return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, rubric or load_rubric(),
+                              Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True))
 
 
 def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Overrides | None,
-                   rubric: Rubric) -> Rescored:
+                   rubric: Rubric, shown: Shown) -> Rescored:
     if not source.is_file():
         raise RescoreError(f"{source}: no such file (the grades CSV the reports were graded into: --from names it)")
     try:
@@ -125,6 +128,6 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
             raise RescoreError(f"{printable(name)}: {err} (in {json_dir})") from None
         rows[name] = csv_row(name, {"report": reports[name]}, row[HASH_COLUMN])
     write_grades(csv_path, rows.values())
-    result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", Shown(reports))
+    result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", replace(shown, reports=reports))
     result.outputs = write_class_outputs(csv_path, reports, result.warnings)
     return result

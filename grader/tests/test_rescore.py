@@ -21,6 +21,7 @@ from grader.grading.gpu_check import DeviceRuns, PartResult
 from grader.grading.options import GradeOptions
 from grader.grading.results import GradeReport, TestOutcome
 from grader.grading.scoring import core_fraction, score_with_regrade
+from grader.reports.feedback import feedback_filename
 from grader.reports.json_report import to_json
 from grader.rubric import TESTS_DIR, Rubric, load_rubric
 from support import REPO, SOLUTIONS, build_submission, venv_env
@@ -107,10 +108,13 @@ def test_rescore_equals_a_full_regrade_under_a_changed_rubric(tmp_path: Path) ->
     assert any("graded over a stand-in" in ex["message"] for r in reports for ex in r["exercises"].values())
     assert any("counts" in t["output"] for r in reports for t in r["tests"])  # weighed edge tests
 
-    result = rescore_class(tmp_path / "reports", tmp_path / "grades.csv", rubric=changed)
+    (tmp_path / "feedback").mkdir()
+    result = rescore_class(tmp_path / "reports", tmp_path / "grades.csv", rubric=changed, feedback_dir=tmp_path / "feedback")
 
     assert read_grades(tmp_path / "grades.csv").rows == regraded
     assert set(result.rows) == set(SHA) and set(result.reports) == set(SHA)
+    feedback = (tmp_path / "feedback" / feedback_filename("bob")).read_text()
+    assert f"**Total: {float(regraded['bob']['score']):g} / {float(regraded['bob']['max_score']):g}**" in feedback
     log = log_path(tmp_path / "grades.csv").read_text().splitlines()
     assert log[0] == "student,old,new,when,grader_version,why" and len(log) == 1 + len(SHA)
     assert all(line.endswith(",rescore under changed rubric") for line in log[1:])
