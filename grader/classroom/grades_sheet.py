@@ -58,14 +58,15 @@ def csv_columns() -> list[str]:
 def csv_cell(value: Any) -> Any:
     """A value safe in a spreadsheet: text that would start a formula (``=2+5``, ``+``, ``-``, ``@``,
     a tab or carriage return) gets a leading apostrophe, as OWASP recommends for CSV injection; so does
-    text that starts with an apostrophe, so that reading it back (:func:`_unescaped`) gives it exactly."""
+    text that starts with an apostrophe, so that reading it back (:func:`unescaped`) gives it exactly."""
     if isinstance(value, str) and value[:1] in (*FORMULA_STARTS, "'"):
         return "'" + value
     return value
 
 
-def _unescaped(cell: str) -> str:
-    """A cell's text as it was before :func:`csv_cell`."""
+def unescaped(cell: str) -> str:
+    """A cell's text as it was before :func:`csv_cell` (the instructor's files typed in a spreadsheet, as
+    the overrides file, take the same apostrophe off: ``'+2``)."""
     return cell[1:] if cell[:1] == "'" and cell[1:2] in (*FORMULA_STARTS, "'") else cell
 
 
@@ -136,7 +137,7 @@ def read_grades(csv_path: Path) -> CsvContent:
     columns = csv_columns()
     for i, record in enumerate(records):
         last = i == len(records) - 1
-        record = [_unescaped(cell) for cell in record]
+        record = [unescaped(cell) for cell in record]
         name = record[0] if record else ""
         if last and not complete:
             content.truncated = name

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping
 
-from grader.classroom.grades_sheet import OVERRIDES_COLUMN
+from grader.classroom.grades_sheet import OVERRIDES_COLUMN, unescaped
 from grader.rubric import Rubric, load_rubric
 from grader.safe_text import printable
 
@@ -111,9 +111,8 @@ def read_overrides(path: Path, rubric: Rubric | None = None) -> Overrides:
 
 
 def _plain(cell: str) -> str:
-    """A cell's text, one line, without a spreadsheet's escape (a leading apostrophe)."""
-    cell = " ".join(cell.split())
-    return cell[1:] if cell.startswith("'") else cell
+    """A cell's text, one line, without a spreadsheet's escape (an apostrophe before ``+``, ``-``, ...)."""
+    return unescaped(" ".join(cell.split()))
 
 
 def _override(cells: Mapping[str, str], rubric: Rubric, where: str) -> Override:
