@@ -55,7 +55,7 @@ def parse_script(name: str, data: bytes) -> _Script | str:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if not _imports_a_kata_module(node, modules):  # those become the split's own imports
                 script.imports.append(node)
-        elif defined is not None and defined not in script.defs:
+        elif defined is not None:  # defined again later: the later one, as when the script runs
             script.defs[defined] = node
         elif not _is_docstring(node):
             script.left_out.append(node)
