@@ -148,9 +148,10 @@ def staged_name(assignment: str, student: str) -> str:
 # --- grading ---------------------------------------------------------------------------------------
 
 
-def stage(course: Course) -> dict[tuple[str, str], str]:
+def stage(course: Course, notes: list[str] | None = None) -> dict[tuple[str, str], str]:
     """Write each notebook's module layout into the intake folder; {(assignment, student): error} for
-    the notebooks that cannot be graded (their staged folder is removed)."""
+    the notebooks that cannot be graded (their staged folder is removed). ``notes`` gets a line for each
+    helper a graded cell borrows from a cell that is not graded (grader/classroom/notebook_intake.py)."""
     intake = course.work / "intake"
     errors: dict[tuple[str, str], str] = {}
     for assignment, students in course.students.items():
@@ -165,7 +166,10 @@ def stage(course: Course) -> dict[tuple[str, str], str]:
                     others = sorted(p.name for p in folder.glob("*.ipynb"))
                     raise NotebookError(f"no {notebook.name} in {folder.relative_to(course.root)}"
                                         + (f" (found {', '.join(others)})" if others else ""))
-                files = read_modules(notebook, modules)
+                borrowed: list[str] = []
+                files = read_modules(notebook, modules, borrowed)
+                if notes is not None:
+                    notes += [f"{student} ({assignment}): {note}" for note in borrowed]
             except NotebookError as err:
                 errors[(assignment, student)] = str(err)
                 continue
@@ -196,7 +200,8 @@ def grade_course(course: Course, options: BatchOptions, visibility: str = "full"
 def _grade_course(course: Course, options: BatchOptions, visibility: str,
                   progress: Callable[[Progress], None] | None) -> CourseSummary:
     prepare_work_dir(course)
-    errors = stage(course)
+    borrowed: list[str] = []
+    errors = stage(course, borrowed)
     csv_path, json_dir = course.work / "grades.csv", course.work / "json"
     staged = {p.name for p in (course.work / "intake").iterdir()}
     try:  # rows of notebooks that are gone or unreadable now must not be kept by the resume
@@ -210,7 +215,7 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
 
     batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir, grading_of=grading_of),
                       progress=progress)
-    summary = CourseSummary(warnings=list(batch.warnings))
+    summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
     rows = read_grades(csv_path).rows
     for assignment, students in course.students.items():
         for student in students:

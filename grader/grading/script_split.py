@@ -98,19 +98,11 @@ def _module_text(script: _Script, names: tuple[str, ...], module: str, owner: di
     modules whose public names the kept code uses."""
     rubric_modules = {ex_id: ex_id.split("/")[1] for ex_id in set(owner.values())}
     own = {n for n in names if n in script.defs}
-    kept, todo, foreign = set(own), list(own), set()
-    while todo:
-        for used in _names_used(script.defs[todo.pop()]):
-            if used in kept:
-                continue
-            if used in owner and rubric_modules[owner[used]] != module:
-                foreign.add(used)
-            elif used in script.defs and used not in owner:
-                kept.add(used)
-                todo.append(used)
+    kept, used = reach(script, own, owner)
+    foreign = {n for n in used if n in owner and rubric_modules[owner[n]] != module}
     lines = [""] * len(script.lines)
     for node in script.imports + [script.defs[n] for n in kept]:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        first = _first_line(node)
         lines[first - 1:node.end_lineno] = script.lines[first - 1:node.end_lineno]
     imports = [f"from {rubric_modules[owner[n]]} import {n}" for n in sorted(foreign)]
     if imports:
@@ -120,6 +112,31 @@ def _module_text(script: _Script, names: tuple[str, ...], module: str, owner: di
         else:
             lines[at] = lines[at] + "; " + "; ".join(imports)
     return "\n".join(lines) + "\n"
+
+
+def reach(script: _Script, start: set[str], owner: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(the definitions ``start`` reaches: themselves and the helpers their code uses, transitively; every
+    global name that code uses). A public name of the kata (``owner``) is never a helper."""
+    kept, todo, used = set(start), list(start), set()
+    while todo:
+        for name in _names_used(script.defs[todo.pop()]):
+            used.add(name)
+            if name not in kept and name in script.defs and name not in owner:
+                kept.add(name)
+                todo.append(name)
+    return kept, used
+
+
+def helper_text(script: _Script, names: set[str]) -> str:
+    """The script's imports and the definitions ``names`` reach, in the script's order: what code that
+    uses ``names`` needs of it to run."""
+    kept, _ = reach(script, {n for n in names if n in script.defs}, load_rubric().owner_of)
+    nodes = sorted(script.imports + [script.defs[n] for n in kept], key=lambda node: node.lineno)
+    return "\n".join("\n".join(script.lines[_first_line(node) - 1:node.end_lineno]) for node in nodes) + "\n"
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
 
 
 def _imports_a_kata_module(node: ast.Import | ast.ImportFrom, modules: dict[str, str]) -> bool:
