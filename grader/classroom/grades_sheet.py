@@ -46,8 +46,6 @@ STATUSES = ("graded", "error")
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_KEY = re.compile(r"[0-9a-f]{12}")
-_WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
 class SheetError(Exception):
@@ -119,10 +117,11 @@ class CsvContent:
 
 def read_grades(csv_path: Path) -> CsvContent:
     """Read a score-all CSV (none: empty). A last row without its line end (a write cut short) is
-    dropped; a row that is not one of ours (wrong number of cells, unknown status, no hash, no
-    ``graded_by`` or ``graded_at``) is dropped with a warning, so that student is graded again.
-    SheetError: the file is not a score-all CSV of this version (another header; one line saying
-    how to go on, for a CSV of a grader that wrote no provenance columns)."""
+    dropped; a row that is not one of ours (wrong number of cells, unknown status, no hash) is
+    dropped with a warning, so that student is graded again (a row whose ``graded_by`` is not this
+    run's key is the resume's to judge: grader/classroom/score_all.py). SheetError: the file is not a
+    score-all CSV of this version (another header; one line saying how to go on, for a CSV of a
+    grader that wrote no provenance columns)."""
     content = CsvContent()
     if not csv_path.is_file():
         return content
@@ -154,8 +153,7 @@ def read_grades(csv_path: Path) -> CsvContent:
                                     "that student is graded again")
             continue
         row = dict(zip(columns, record))
-        if (len(record) != len(columns) or row["status"] not in STATUSES or not _HEX64.fullmatch(row[HASH_COLUMN])
-                or not _KEY.fullmatch(row[GRADED_BY_COLUMN]) or not _WHEN.fullmatch(row[GRADED_AT_COLUMN])):
+        if len(record) != len(columns) or row["status"] not in STATUSES or not _HEX64.fullmatch(row[HASH_COLUMN]):
             content.warnings.append(f"{csv_path}: dropped a malformed row ({printable(name) or 'no name'}): "
                                     "that student is graded again")
             continue

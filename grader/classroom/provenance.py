@@ -137,6 +137,8 @@ def stale_reason(csv_path: Path, stale: Mapping[str, str], now: Provenance) -> s
     if keys[0] in described:
         changes = what_changed(described[keys[0]], now.describe()) or [f"the key ({keys[0]} -> {now.key})"]
         return f"{' and '.join(changes)} changed since {count} were graded"
+    if not keys[0]:
+        return f"{count} record no key they were graded under (graded_by is empty)"
     return (f"{count} were graded under {', '.join(keys)}, this run grades under {now.key}, and "
             f"{sidecar_path(csv_path).name} does not say what {keys[0]} was")
 
