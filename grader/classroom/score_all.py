@@ -14,7 +14,12 @@ that writes the kept students' feedback from their JSON reports (``python -m gra
 
 A run that starts over an existing CSV (a resume) keeps a row only when the student is still graded
 (``status`` ``graded``), their submission's content hash (``submission_sha256``) is unchanged, their JSON
-report is there (with ``--json-dir``) and ``--only`` does not name them; everyone else is graded again. A last row cut
+report is there (with ``--json-dir``) and ``--only`` does not name them; everyone else is graded again.
+A row it would keep that was graded under another provenance key (``graded_by``: another rubric, hidden
+tests, grader, torch or grading options; grader.classroom.provenance) is refused, saying what changed,
+or with ``regrade_stale`` graded again: a CSV never holds two gradings. Each row is stamped with the
+run's key and its time; the whole key goes to ``<csv>.provenance.json``. The run holds the CSV's lock
+(grader.classroom.sheet_lock) from before it reads the CSV to the end, so a second run is refused. A last row cut
 short (a kill mid-write) is dropped, never joined with the next one. Rows of students no longer in
 the folder (or outside this ``--shard``) are kept, with a warning. The CSV (grader.classroom.grades_sheet)
 is rewritten, atomically, sorted by student name (code point order), when the run starts and when it
