@@ -54,6 +54,7 @@ def keys(csv_path: Path) -> set[str]:
     return {row[GRADED_BY_COLUMN] for row in read_grades(csv_path).rows.values()}
 
 
+@pytest.mark.slow  # several runs of a fake class (1-3 s): CI runs it
 def test_a_rubric_change_is_refused_then_regraded_never_mixed(tmp_path: Path, monkeypatch, capsys) -> None:
     klass = fake_class(tmp_path / "class", CLASS)
     csv_path = tmp_path / "grades.csv"
@@ -100,6 +101,7 @@ def test_the_key_follows_what_decides_a_grade(tmp_path: Path, monkeypatch, edit:
     assert provenance.what_changed(before, provenance.current(grading).describe()) == ([part] if part else [])
 
 
+@pytest.mark.slow  # several runs of a fake class (1-3 s): CI runs it
 def test_grading_options_that_change_grades_are_in_the_key_and_the_sandbox_is_not(tmp_path: Path) -> None:
     klass = fake_class(tmp_path / "class", CLASS)
     csv_path = tmp_path / "grades.csv"
@@ -136,6 +138,7 @@ def test_an_old_csv_without_provenance_columns_says_how_to_go_on(tmp_path: Path)
     assert graded_log(tmp_path) == sorted(CLASS) and len(keys(csv_path)) == 1
 
 
+@pytest.mark.slow  # several runs of a fake class (1-3 s): CI runs it
 def test_merge_refuses_shards_of_two_gradings(tmp_path: Path, monkeypatch) -> None:
     klass = fake_class(tmp_path / "class", {"ann": 1.0, "ben": 0.5, "dee": 0.0, "hal": 0.75, "=fox": 0.25})
     assert {shard_of(name, 2) for name in ["ann", "ben", "dee", "hal", "=fox"]} == {1, 2}  # neither shard empty
