@@ -39,6 +39,7 @@ from grader.classroom.grades_sheet import SheetError, csv_row, read_grades, writ
 from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
+from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports.nbgrader_feedback import feedback_html
@@ -192,9 +193,17 @@ def grade_course(course: Course, options: BatchOptions, visibility: str = "full"
                  progress: Callable[[Progress], None] | None = None) -> CourseSummary:
     """Stage, grade (grader.classroom.score_all.score_all with ``options``, each notebook graded with
     its :func:`assignment_options`), record, write feedback. What it creates is for this user alone
-    (grader.files.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
+    (grader.files.private_files), but for the feedback pages themselves (see :func:`write_feedback`).
+    One run at a time: it holds ``COURSE_DIR/kata-grading.lock`` (grader/classroom/sheet_lock.py) from
+    before it stages anything, since a second run would stage over the notebooks the first is grading
+    (CourseError: another run holds it)."""
     with private_files():
-        return _grade_course(course, options, visibility, progress)
+        try:
+            lock = take_lock(course.work, "nbgrader")
+        except SheetBusy as err:
+            raise CourseError(str(err)) from None
+        with lock:
+            return _grade_course(course, options, visibility, progress)
 
 
 def _grade_course(course: Course, options: BatchOptions, visibility: str,

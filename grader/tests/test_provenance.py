@@ -20,12 +20,13 @@ import pytest
 import grader.classroom.provenance as provenance
 from grader.classroom.grades_sheet import GRADED_BY_COLUMN, PROVENANCE_COLUMNS, csv_columns, read_grades
 from grader.classroom.merge import MergeError, merge
+from grader.classroom.nbgrader_course import Course, CourseError, grade_course
 from grader.classroom.roster import shard_of
 from grader.classroom.score_all import BatchError, score_all
-from grader.classroom.sheet_lock import lock_path
+from grader.classroom.sheet_lock import lock_path, take_lock
 from grader.cli import main
 from grader.grading.options import GradeOptions
-from grader.rubric import REPO_ROOT, TESTS_DIR
+from grader.rubric import GROUPS, REPO_ROOT, TESTS_DIR
 from support import fake_class, fake_job, fake_options, graded_log, venv_env
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("no_class_summary")]
@@ -225,3 +226,14 @@ def test_a_crashed_runs_lock_goes_with_it(tmp_path: Path) -> None:
         holder.wait(60)
     score_all(klass, csv_path, fake_options(tmp_path))
     assert graded_log(tmp_path) == sorted(CLASS)
+
+
+def test_an_nbgrader_course_is_graded_by_one_run_at_a_time(tmp_path: Path) -> None:
+    """The nbgrader path holds the course's lock from before it stages a notebook: a second run would
+    stage over the notebooks the first is grading."""
+    course = Course(tmp_path / "course", [GROUPS[0]], {GROUPS[0]: ["ann"]})
+    course.work.mkdir(parents=True)
+    with take_lock(course.work, "nbgrader"):
+        with pytest.raises(CourseError, match=f"kata-grading is in use by another run \\(nbgrader, pid {os.getpid()} on "):
+            grade_course(course, fake_options(tmp_path))
+    assert list(course.work.iterdir()) == []  # nothing staged
