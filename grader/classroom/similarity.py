@@ -8,10 +8,11 @@ fingerprinting", SIGMOD 2003), over Python's own tokens:
   symbol per kind, keywords and operators kept. Renaming variables changes nothing. A file that does not
   tokenize (a syntax error, a binary file) is read line by line, keeping what each line gives; a file's
   first :data:`MAX_TOKENS` count, so a padded file costs no more than a long module.
-- **Fingerprints per top-level definition.** The tokens are cut at each top-level ``def``, ``class`` or
-  decorator; each piece's k-grams (:data:`K` tokens) are hashed and winnowed (the smallest hash of every
+- **Fingerprints per definition.** The tokens are cut at each ``def``, ``class`` or decorator (methods
+  included); each piece's k-grams (:data:`K` tokens) are hashed and winnowed (the smallest hash of every
   :data:`WINDOW` consecutive ones). Every match of ``K + WINDOW - 1`` tokens or more shares a
-  fingerprint; no match shorter than ``K`` does. Functions in another order give the same fingerprints.
+  fingerprint; no match shorter than ``K`` does. Functions (and methods) in another order give the same
+  fingerprints.
 - **What is discounted.** The stubs' text and the documents' own code (exercises/documents/: the book's
   listings students are meant to follow): a fingerprint found anywhere in them counts for no one. So does
   one held by more than :data:`COMMON_SHARE` of the class (and more than :data:`COMMON_FLOOR` students,
@@ -53,7 +54,6 @@ _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, to
             tokenize.ENDMARKER, tokenize.ERRORTOKEN, *(getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_END")
                                                         if hasattr(tokenize, n))}
 _STRINGS = {tokenize.STRING, *(getattr(tokenize, n) for n in ("FSTRING_START",) if hasattr(tokenize, n))}
-_UNIT_STARTS = ("def", "class", "@", "async")
 _STATEMENT_START = {tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.NL,
                     tokenize.COMMENT}
 
@@ -62,7 +62,7 @@ _STATEMENT_START = {tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize
 class Token:
     symbol: str  # the normalized token: "V" an identifier, "N" a number, "S" a string, else itself
     line: int  # 1-based, in the file's text
-    starts_unit: bool  # a top-level def, class or decorator: a new piece begins here
+    starts_unit: bool  # a def, class or decorator: a new piece begins here
 
 
 def normalized_tokens(text: str) -> list[Token]:
@@ -90,7 +90,7 @@ def lenient_tokens(text: str) -> list[Token]:
         stripped = line.lstrip()
         try:
             for token in _tokens(tokenize.generate_tokens(io.StringIO(stripped).readline), number - 1):
-                found.append(Token(token.symbol, number, token.starts_unit and len(stripped) == len(line)))
+                found.append(token)
         except (tokenize.TokenError, SyntaxError, ValueError):
             continue  # what the line gave before the error is kept
     return found
@@ -106,7 +106,8 @@ def _tokens(raw: Iterator[tokenize.TokenInfo], line_offset: int) -> Iterator[Tok
         depth = max(0, depth + (info.string in "([{") - (info.string in ")]}")) if info.type == tokenize.OP else depth
         symbol = _symbol(info)
         if symbol is not None:
-            token = Token(symbol, info.start[0] + line_offset, info.start[1] == 0 and symbol in _UNIT_STARTS)
+            starts = symbol in ("def", "class") or symbol == "@" and previous in _STATEMENT_START and depth == 0
+            token = Token(symbol, info.start[0] + line_offset, starts)
             if info.type in _STRINGS and previous in _STATEMENT_START and depth == 0:
                 pending = token
             else:
@@ -130,7 +131,7 @@ def _symbol(info: tokenize.TokenInfo) -> str | None:
 
 
 def _pieces(tokens: list[Token]) -> list[list[Token]]:
-    """The tokens cut before each top-level definition (its decorators with it)."""
+    """The tokens cut before each definition (its decorators with it)."""
     pieces: list[list[Token]] = [[]]
     decorated = False
     for token in tokens:

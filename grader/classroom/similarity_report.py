@@ -72,10 +72,10 @@ def discounted() -> frozenset[int]:
     return frozenset(every_kgram(texts))
 
 
-def read_modules(path: Path, notes: list[str]) -> dict[str, str]:
-    """{exercise id: the text compared} of the submission at ``path`` (a folder or a zip, in any layout
-    score-all grades); what is left out goes into ``notes``, escaped."""
-    shown = escape_line(path.name)
+def read_modules(student: str, path: Path, notes: list[str]) -> dict[str, str]:
+    """{exercise id: the text compared} of ``student``'s submission at ``path`` (a folder or a zip, in any
+    layout score-all grades); what is left out goes into ``notes``, escaped."""
+    shown = escape_line(student)
     texts: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="kata-similarity-") as scratch:
         try:
@@ -102,7 +102,7 @@ def compare_class(students: Mapping[str, Path], threshold: float = THRESHOLD) ->
     result = ClassSimilarity(threshold, len(students))
     prints: dict[str, dict[str, Fingerprints]] = {ex_id: {} for ex_id in load_rubric().exercises}
     for student, path in sorted(students.items()):
-        for ex_id, text in read_modules(path, result.notes).items():
+        for ex_id, text in read_modules(student, path, result.notes).items():
             prints[ex_id][student] = fingerprints(text)
             result.texts[student, ex_id] = text
     for ex_id, class_prints in prints.items():
