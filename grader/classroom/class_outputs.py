@@ -1,6 +1,6 @@
 """The class-level outputs: the files written from a whole class's grades, beside the grades CSV, at the
-end of every ``score-all`` and ``merge`` (today the class summary; a grade-upload file for an LMS is
-the next kind).
+end of every ``score-all`` and ``merge`` (today the class summary and the similarity report, which needs
+the sheet's submissions folder; a grade-upload file for an LMS is the next kind).
 
 The one extension point for them. Each output is a function ``write(sheet) -> [paths written]``
 that gets a :class:`grader.classroom.grades_sheet.ClassSheet`: the CSV's rows as plain text (the grades

@@ -23,7 +23,7 @@ from grader.classroom.grades_sheet import csv_row, write_grades
 from grader.classroom.roster import list_students, submission_hash
 from grader.classroom.similarity import MAX_TOKENS, THRESHOLD, fingerprints, normalized_tokens
 from grader.classroom.similarity_report import compare_class, report_path
-from grader.rubric import SOLUTIONS_DIR, load_rubric
+from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, load_rubric
 from support import fake_report
 
 MHA, CAUSAL = "04_multihead/multihead_attention", "03_causal/causal_attention"
@@ -262,3 +262,18 @@ def test_score_all_outputs_write_the_report_and_the_summary_lists_the_pairs(
     write_grades(merged, rows)
     assert report_path(merged) not in write_class_outputs(merged, {}, warnings, None)
     assert "Similar submissions" not in (tmp_path / "merged-summary.md").read_text(encoding="utf-8")
+
+
+def test_the_docs_state_the_method_s_numbers() -> None:
+    """docs/class-grading.md, "Similar submissions", says what is discounted and reported, with the numbers
+    the code uses."""
+    from grader.classroom import similarity
+
+    docs = (REPO_ROOT / "docs" / "class-grading.md").read_text(encoding="utf-8")
+    section = docs[docs.index("## Similar submissions"):]
+    section = section[:section.index("\n## ", 5)] if "\n## " in section[5:] else section
+    for said in (f"more than {similarity.COMMON_SHARE:.0%} of the class", f"more than {similarity.COMMON_FLOOR} students",
+                 f"default {similarity.THRESHOLD}", f"at least {similarity.MIN_SHARED} fingerprints",
+                 f"first {similarity_report.MAX_COMPARED_BYTES // 1024} KB", f"{similarity.MAX_TOKENS:,} tokens",
+                 "not a verdict"):
+        assert said in section, said
