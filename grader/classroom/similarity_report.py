@@ -32,7 +32,7 @@ from typing import Mapping
 from grader.classroom.grades_sheet import HASH_COLUMN, ClassSheet, spreadsheet_text
 from grader.classroom.roster import list_students
 from grader.classroom.similarity import THRESHOLD, Fingerprints, Pair, every_kgram, fingerprints, similar_pairs
-from grader.commands import UsageError, make_dir
+from grader.commands import UsageError, make_dir, share
 from grader.files import is_real_dir, private_files, write_atomically
 from grader.grading.intake import SubmissionError, locate_submission
 from grader.rubric import EXERCISES_DIR, load_rubric
@@ -245,21 +245,11 @@ def _html(text: str) -> str:
 # --- the command -------------------------------------------------------------------------------------------
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a share of fingerprints above 0 and at most 1, got {text}")
-    return value
-
-
 def add_similarity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student (as score-all)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="write similarity.md (each pair's matching lines) and similarity.csv to DIR (created)")
-    parser.add_argument("--threshold", type=_share, default=THRESHOLD, metavar="SHARE",
+    parser.add_argument("--threshold", type=share, default=THRESHOLD, metavar="SHARE",
                         help=f"report a pair from this share of the smaller submission's fingerprints on "
                              f"(default {THRESHOLD})")
 
