@@ -143,19 +143,19 @@ def _pieces(tokens: list[Token]) -> list[list[Token]]:
     return [piece for piece in pieces if piece]
 
 
-def _kgrams(tokens: list[Token]) -> list[tuple[int, int, int]]:
-    """(hash, first line, last line) of every K consecutive tokens: a stable hash (not Python's, which
-    changes between runs), so a report is the same every time."""
+def _kgrams(tokens: list[Token]) -> list[tuple[int, frozenset[int]]]:
+    """(hash, the lines its tokens are on) of every K consecutive tokens: a stable hash (not Python's,
+    which changes between runs), so a report is the same every time."""
     return [(int.from_bytes(hashlib.blake2b(" ".join(t.symbol for t in tokens[i:i + K]).encode(),
-                                            digest_size=8).digest(), "big"), tokens[i].line, tokens[i + K - 1].line)
+                                            digest_size=8).digest(), "big"), frozenset(t.line for t in tokens[i:i + K]))
             for i in range(len(tokens) - K + 1)]
 
 
-def _winnowed(grams: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+def _winnowed(grams: list[tuple[int, frozenset[int]]]) -> list[tuple[int, frozenset[int]]]:
     """The k-grams winnowing keeps: in every WINDOW consecutive ones, the rightmost smallest hash."""
     if len(grams) <= WINDOW:
         return [min(grams, key=lambda g: g[0])] if grams else []
-    chosen: dict[int, tuple[int, int, int]] = {}
+    chosen: dict[int, tuple[int, frozenset[int]]] = {}
     for start in range(len(grams) - WINDOW + 1):
         window = grams[start:start + WINDOW]
         low = min(g[0] for g in window)
@@ -164,22 +164,22 @@ def _winnowed(grams: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     return [chosen[i] for i in sorted(chosen)]
 
 
-Fingerprints = dict[int, list[tuple[int, int]]]  # hash -> the (first, last) lines of each k-gram that gave it
+Fingerprints = dict[int, set[int]]  # hash -> the lines of the k-grams that gave it
 
 
 def fingerprints(text: str) -> Fingerprints:
     """The winnowed fingerprints of a module's text, piece by piece, with the lines they cover."""
     found: Fingerprints = {}
     for piece in _pieces(normalized_tokens(text)):
-        for value, first, last in _winnowed(_kgrams(piece)):
-            found.setdefault(value, []).append((first, last))
+        for value, lines in _winnowed(_kgrams(piece)):
+            found.setdefault(value, set()).update(lines)
     return found
 
 
 def every_kgram(texts: Iterable[str]) -> set[int]:
     """Every k-gram hash of ``texts`` (the stubs, the documents' text): what is discounted.
     All of them, not only those winnowing keeps, so a student's fingerprint found anywhere in them counts."""
-    return {value for text in texts for value, _, _ in _kgrams(normalized_tokens(text))}
+    return {value for text in texts for value, _ in _kgrams(normalized_tokens(text))}
 
 
 # --- pairs ---------------------------------------------------------------------------------------------
@@ -202,7 +202,7 @@ def similar_pairs(module: str, class_prints: Mapping[str, Fingerprints], discoun
     most similar first, after the discounted fingerprints and the class's common ones are left out."""
     held = Counter(value for prints in class_prints.values() for value in prints)
     common_above = max(COMMON_FLOOR, COMMON_SHARE * len(class_prints))
-    kept = {student: {value: spans for value, spans in prints.items()
+    kept = {student: {value: lines for value, lines in prints.items()
                       if value not in discounted and held[value] <= common_above}
             for student, prints in class_prints.items()}
     students = sorted(student for student, prints in kept.items() if len(prints) >= MIN_SHARED)
@@ -218,12 +218,12 @@ def similar_pairs(module: str, class_prints: Mapping[str, Fingerprints], discoun
 
 
 def line_ranges(prints: Fingerprints, values: Iterable[int]) -> tuple[tuple[int, int], ...]:
-    """The lines the fingerprints ``values`` cover in ``prints``, as sorted, merged (first, last) ranges."""
-    spans = sorted(span for value in values for span in prints[value])
+    """The lines the fingerprints ``values`` cover in ``prints``, as sorted (first, last) ranges; a
+    range goes on over one line without tokens (a blank line, a comment)."""
     merged: list[list[int]] = []
-    for first, last in spans:
-        if merged and first <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], last)
+    for line in sorted(set().union(*(prints[value] for value in values))):
+        if merged and line <= merged[-1][1] + 2:
+            merged[-1][1] = line
         else:
-            merged.append([first, last])
+            merged.append([line, line])
     return tuple((first, last) for first, last in merged)

@@ -126,7 +126,8 @@ def _md(text: str) -> str:
 def _excerpt(text: str, ranges: tuple[tuple[int, int], ...]) -> list[str]:
     """The lines of ``ranges`` in ``text``, numbered, in a fence no line of it can close."""
     lines = text.splitlines()
-    shown = [f"{n:>4}  {escape_controls(lines[n - 1])}" for a, b in ranges for n in range(a, b + 1) if n <= len(lines)]
+    shown = [f"{n:>4}  {escape_controls(lines[n - 1])}" if n else "   ..." for i, (a, b) in enumerate(ranges)
+             for n in ([0] if i else []) + list(range(a, min(b, len(lines)) + 1))]
     if len(shown) > MAX_EXCERPT_LINES:
         shown = shown[:MAX_EXCERPT_LINES] + [f"      ... ({len(shown) - MAX_EXCERPT_LINES} more matching lines)"]
     ticks = max([3] + [len(run) + 1 for line in shown for run in _backtick_runs(line)])
@@ -189,7 +190,7 @@ def sheet_similarity(sheet: ClassSheet) -> ClassSimilarity | None:
     """The similarity of the sheet's students in its submissions folder (None: the sheet has no folder,
     as after ``merge``). The last class is remembered, by its students' submission hashes: the summary
     and the report compare once."""
-    if sheet.submissions is None or not is_real_dir(sheet.submissions):
+    if sheet.submissions is None or not sheet.submissions.is_dir():
         return None
     hashes = tuple(sorted((student, row.get(HASH_COLUMN, "")) for student, row in sheet.rows.items()))
     return _similarity_of(sheet.submissions, hashes)
@@ -256,7 +257,7 @@ def add_similarity_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_similarity(args: argparse.Namespace) -> int:
     """``python -m grader similarity SUBS --out DIR``: nothing of the students' is imported or run."""
-    if not is_real_dir(args.submissions):
+    if not args.submissions.is_dir():
         raise UsageError(f"{escape_line(str(args.submissions))}: not a directory")
     make_dir(args.out, "--out")
     students, warnings = list_students(args.submissions)
@@ -265,6 +266,6 @@ def run_similarity(args: argparse.Namespace) -> int:
         written = write_report(result, args.out / "similarity.md", args.submissions.name)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
-    print(f"{result.count} similar pairs among {result.students} submissions: {written[0]} ({written[1].name})",
+    print(f"similar pairs: {result.count} ({result.students} submissions compared): {written[0]} ({written[1].name})",
           file=sys.stderr)
     return 0
