@@ -195,8 +195,8 @@ def hostile_class(root: Path, honest: Path) -> Path:
     link = root / "linker" / MHA.split("/")[0]
     link.mkdir(parents=True)
     (link / "multihead_attention.py").symlink_to(root / "ann" / f"{MHA}.py")  # a copy, through a link
-    (root / "dirlink").mkdir()
-    (root / "dirlink" / CAUSAL.split("/")[0]).symlink_to(honest / "bob" / CAUSAL.split("/")[0])
+    put(root, "dirlink", CAUSAL, load_rubric().exercises[CAUSAL].stub_file.read_text(encoding="utf-8"))
+    (root / "dirlink" / MHA.split("/")[0]).symlink_to(honest / "bob" / MHA.split("/")[0])  # a group, linked
     (root / "fifo" / "03_causal").mkdir(parents=True)
     os.mkfifo(root / "fifo" / f"{CAUSAL}.py")  # a read that never ends
     put(root, "=HYPERLINK(1)\x1b[2J\u202e", MHA, near_copy(reference(MHA)))  # a name for a terminal and a spreadsheet
@@ -215,7 +215,8 @@ def test_hostile_files_cost_nothing_and_crash_nothing(tmp_path: Path, honest_cla
     odd = "=HYPERLINK(1)\x1b[2J\u202e"
     assert pairs == {(odd, "ann"), (odd, "padded"), (odd, "zipped"), ("ann", "padded"), ("ann", "zipped"),
                      ("padded", "zipped")}, "the zip is found as score-all finds it; what is padded is cut"
-    assert not result.pairs[CAUSAL], "a link out of the submission (a file or a group folder) is never followed"
+    assert not result.pairs[CAUSAL]  # a link out of the submission (a file or a group folder) is never followed:
+    assert not {"linker", "dirlink"} & {s for p in result.pairs[MHA] for s in p.students}, "the pairs above say it"
     notes = "\n".join(result.notes)
     for said in ("huge: 04_multihead/multihead_attention.py: skipped (larger than",
                  "linker: 04_multihead/multihead_attention.py: skipped (a symlink",
