@@ -21,10 +21,11 @@ from grader.classroom import class_summary, similarity_report
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.grades_sheet import csv_row, write_grades
 from grader.classroom.roster import list_students, submission_hash
+from grader.classroom.score_all import score_all
 from grader.classroom.similarity import MAX_TOKENS, THRESHOLD, fingerprints, normalized_tokens
 from grader.classroom.similarity_report import compare_class, report_path
 from grader.rubric import REPO_ROOT, SOLUTIONS_DIR, load_rubric
-from support import fake_report
+from support import fake_class, fake_options, fake_report
 
 MHA, CAUSAL = "04_multihead/multihead_attention", "03_causal/causal_attention"
 RENAMES = {"keys": "k_mat", "queries": "q_mat", "values": "v_mat", "attn_scores": "scores", "attn_weights": "weights",
@@ -278,3 +279,14 @@ def test_the_docs_state_the_method_s_numbers() -> None:
                  f"first {similarity_report.MAX_COMPARED_BYTES // 1024} KB", f"{similarity.MAX_TOKENS:,} tokens",
                  "not a verdict"):
         assert said in section, said
+
+
+def test_score_all_hands_its_submissions_folder_to_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """score-all itself (its jobs faked: nothing graded) writes the report of the folder it graded."""
+    monkeypatch.setattr(class_summary, "_plots", lambda summary: None)
+    folder = fake_class(tmp_path / "class", {"ann": 1.0, "bob": 1.0})
+    put(folder, "ann", MHA, reference(MHA))
+    put(folder, "bob", MHA, near_copy(reference(MHA)))
+    summary = score_all(folder, tmp_path / "g.csv", fake_options(tmp_path))
+    assert report_path(tmp_path / "g.csv") in summary.outputs, summary.warnings
+    assert f"{MHA},ann,bob," in report_path(tmp_path / "g.csv").with_suffix(".csv").read_text(encoding="utf-8")
