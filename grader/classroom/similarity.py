@@ -21,12 +21,13 @@ fingerprinting", SIGMOD 2003), over Python's own tokens:
   reported from :data:`THRESHOLD` on, when they share at least :data:`MIN_SHARED` fingerprints (a
   module barely started is too small to say anything).
 
-Why not a library: ``copydetect`` (MIT; winnowing over Pygments tokens) fits the method, but it would add
-pygments, jinja2, tqdm and matplotlib as requirements of the grader (the project's are torch, pytest,
-pytest-timeout and nbgrader), reads the files it is given by path (following links, with no size cap,
-where a submission is read here as grader/files.py reads one), fingerprints whole files (no per-function
-pieces) and renders its own HTML of the students' code. The algorithm itself is the few functions below,
-with the standard library's tokenizer, which knows Python's comments and docstrings.
+Why not a library: ``copydetect`` (MIT, 0.5.0 of 2024; winnowing over Pygments tokens) fits the method,
+but it would make pygments, jinja2, tqdm and matplotlib (its detector imports pyplot) requirements of the
+grader, whose are torch, pytest, pytest-timeout and nbgrader; it opens the files it finds by path, whole
+and through links, unless handed a stream (a submission is read here as the bundle reads one:
+grader/files.py); it fingerprints whole files, not definitions; and its report is its own HTML of the
+students' code. The algorithm itself is the few functions below, on the standard library's tokenizer,
+which knows Python's comments and docstrings.
 
 A pair is a place to look, never a verdict: two students who follow the book closely share its code,
 which is discounted, but they may share more by chance; one who copied and rewrote enough is not found.
@@ -49,7 +50,7 @@ THRESHOLD = 0.5  # shared fingerprints over the smaller submission's: a pair fro
 MIN_SHARED = 15  # fewer shared fingerprints (some five lines of code) say nothing, whatever the share
 COMMON_SHARE = 0.3  # a fingerprint held by more of the class than this is a common idiom...
 COMMON_FLOOR = 10  # ... when more students than this hold it (MOSS's -m default)
-MAX_TOKENS = 10_000  # of one file (a module has a few thousand): what a padded file can cost
+MAX_TOKENS = 10_000  # of one file (a module has a few hundred): what a padded file can cost
 _DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
             tokenize.ENDMARKER, tokenize.ERRORTOKEN, *(getattr(tokenize, n) for n in ("FSTRING_MIDDLE", "FSTRING_END")
                                                         if hasattr(tokenize, n))}
