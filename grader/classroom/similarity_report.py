@@ -81,7 +81,8 @@ def read_modules(student: str, path: Path, notes: list[str]) -> dict[str, str]:
         try:
             root = locate_submission(path, Path(scratch))
         except SubmissionError as err:
-            notes.append(f"{shown}: not compared: {escape_line(str(err))}")
+            said = str(err).replace(escape_line(str(path)), "the submission")  # no absolute path in the report
+            notes.append(f"{shown}: not compared: {escape_line(said)}")
             return texts
         for ex_id, ex in load_rubric().exercises.items():
             file = root / ex.group / f"{ex.module}.py"
