@@ -13,6 +13,7 @@ from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
+from grader.classroom.similarity_report import add_similarity_arguments, run_similarity
 from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs, stop_on_sigterm
 from grader.grading.commands import add_grading_options, grade_options
 from grader.reports.commands import add_feedback_options
@@ -164,4 +165,6 @@ COMMANDS = [
     Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
     Command("merge", "join the CSVs (and JSON reports) of score-all --shard runs into one", add_merge_arguments, run_merge),
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
+    Command("similarity", "report the pairs of submissions whose code for a module is alike beyond the book and "
+                          "the stub", add_similarity_arguments, run_similarity),
 ]

@@ -196,18 +196,20 @@ def _escaped(row: Mapping[str, Any]) -> dict[str, Any]:
 class ClassSheet:
     """A whole class's grades, as every class-level output gets them (grader/classroom/class_outputs.py):
     the CSV's rows as plain text by student (a student graded twice: their last row), this run's JSON
-    reports, and the folder holding every graded student's report (``--json-dir``; None: only this run's)."""
+    reports, and the folder holding every graded student's report (``--json-dir``; None: only this run's)
+    and the submissions folder score-all graded (None: not known, as after ``merge``)."""
 
     csv_path: Path
     rows: dict[str, dict[str, str]]
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     json_dir: Path | None = None
+    submissions: Path | None = None
 
 
 def read_class(csv_path: Path, reports: Mapping[str, dict[str, Any]] | None = None,
-               json_dir: Path | None = None) -> ClassSheet:
+               json_dir: Path | None = None, submissions: Path | None = None) -> ClassSheet:
     """The :class:`ClassSheet` of the grades CSV at ``csv_path`` (SheetError: not one of ours)."""
-    return ClassSheet(Path(csv_path), read_grades(Path(csv_path)).rows, dict(reports or {}), json_dir)
+    return ClassSheet(Path(csv_path), read_grades(Path(csv_path)).rows, dict(reports or {}), json_dir, submissions)
 
 
 # --- the JSON reports, named after the students --------------------------------------------------

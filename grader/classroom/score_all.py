@@ -267,7 +267,7 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir)
+    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
