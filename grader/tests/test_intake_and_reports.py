@@ -250,7 +250,8 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
 def test_text_report_indents_every_line_of_the_gpu_check() -> None:
     """The GPU-run check's message has one line per module: each sits under the check's row."""
     report = _report(set())
-    report.gpu_check = GpuCheckResult(20 / 3, 10.0, "simulated_failed", "cuda:0 (simulated)",
+    points = load_rubric().gpu_points
+    report.gpu_check = GpuCheckResult(points * 2 / 3, points, "simulated_failed", "cuda:0 (simulated)",
                                       "CausalAttention fails on the GPU\nMultiHeadAttentionWrapper: runs on the device")
     lines = to_text(to_json(report), colour=False).splitlines()
     row = next(i for i, line in enumerate(lines) if "GPU-run check" in line)
