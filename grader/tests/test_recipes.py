@@ -113,8 +113,9 @@ READ_POINTS = (
 
 
 def _new_split(exercise: dict) -> dict:
-    """Every kind's points changed: two more core points, one more for each other kind."""
-    kinds = {kind: points + (2 if kind == "core" else 1) for kind, points in exercise["kinds"].items()}
+    """Every kind's points changed: three more core points, one more for each other kind (printed points
+    stay at most a quarter of the core points: test_rubric_fairness.py)."""
+    kinds = {kind: points + (3 if kind == "core" else 1) for kind, points in exercise["kinds"].items()}
     return {**exercise, "points": sum(kinds.values()), "kinds": kinds}
 
 
