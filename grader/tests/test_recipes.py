@@ -181,3 +181,56 @@ def test_no_test_compares_points_with_a_number_written_by_hand() -> None:
                 if any(map(_says_points, sides)) and any(map(_a_number, sides)):
                     found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert not found, found
+
+
+# ---- Add an isolation mode -------------------------------------------------------------------------
+
+# A mode that only sets flags: none's, under another name.
+NEW_MODE = '''
+PLAIN = Mode("plain", "plain (a plain process, as none)", "plain", lambda: None, isolates=False, launcher=None,
+             namespaces=False, own_uid=False, seccomp=None, warning=NO_SANDBOX_WARNING + "{why}")
+'''
+NEW_MODE_ROW = "| `plain` | anywhere | nothing, as `none` |\n"
+# Loaded into the copy's pytest (-p): every test collected, written down before -k deselects any.
+COLLECTED = '''
+import json, os, pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    with open(os.environ["KATA_COLLECTED"], "w") as f:
+        json.dump([item.nodeid for item in items], f)
+'''
+
+
+def _as_mode(nodeid: str, old: str, new: str) -> str:
+    """``nodeid`` with its parameter ``old`` (a mode's name) read as ``new``."""
+    name, bracket, params = nodeid.partition("[")
+    return name + bracket + "-".join(new if p == old else p for p in params.rstrip("]").split("-")) + (
+        "]" if bracket else "")
+
+
+@pytest.mark.slow
+def test_a_new_isolation_mode_that_sets_flags_is_two_files(tmp_path: Path) -> None:
+    """The recipe: one more Mode in MODES, its row in docs/isolation.md (no launcher: it only sets flags).
+    --sandbox offers it, every test of the mode it copies is collected for it too (test_isolation.py, the
+    attack matrix of test_engine.py), and an attack is graded in it as in that mode."""
+    copy = copy_of_repository(tmp_path / "copy")
+    modes = copy / "grader" / "sandbox" / "modes.py"
+    edit(modes, "# The modes, the best first:", NEW_MODE.lstrip("\n") + "# The modes, the best first:")
+    edit(modes, "for mode in (BWRAP, UID, NONE)}", "for mode in (BWRAP, UID, NONE, PLAIN)}")
+    edit(copy / "docs" / "isolation.md", "| `none` | anywhere |", NEW_MODE_ROW + "| `none` | anywhere |")
+    offered = run_in(copy, "-m", "grader", "isolation", "--sandbox", "plain")
+    assert (offered.returncode, offered.stdout) == (0, "plain\n"), offered.stderr
+    assert "plain (a plain process, as none)" in " ".join(run_in(copy, "-m", "grader", "score", "--help").stdout.split())
+
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "kata_collected.py").write_text(COLLECTED)
+    collected = tmp_path / "collected.json"
+    ran = run_in(copy, "-m", "pytest", "-q", "-p", "kata_collected", "grader/tests/test_isolation.py",
+                 "grader/tests/test_engine.py", "-k", "test_reference_on_disk_is_unreadable and plain",
+                 KATA_COLLECTED=str(collected), PYTHONPATH=str(tmp_path / "plugin"))
+    assert ran.returncode == 0 and "1 passed" in ran.stdout, ran.stdout[-4000:] + ran.stderr[-2000:]
+    ids = set(json.loads(collected.read_text()))
+    as_none = {nodeid for nodeid in ids if "none" in nodeid}
+    assert as_none and {_as_mode(i, "none", "plain") for i in as_none} == {i for i in ids if "plain" in i}
+    assert_within_the_guide(copy, "Add an isolation mode", {"grader/sandbox/modes.py", "docs/isolation.md"})
