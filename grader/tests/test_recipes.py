@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.classroom.grades_sheet import csv_row, write_grades
+from grader.classroom.grades_sheet import csv_cell, csv_row, write_grades
 from grader.rubric import REPO_ROOT, load_rubric
 from support import fake_report, venv_env
 
@@ -71,7 +71,7 @@ def edited_by_hand(copy: Path, generated: tuple[str, ...] = ()) -> list[str]:
 def files_the_guide_allows(title: str) -> int:
     """The number of files the guide's section ``## <title>`` says its change takes ("Two files:")."""
     section = GUIDE.read_text().split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
-    said = re.search(r"\b(one|two|three|four|five|six) files?\b", section, re.IGNORECASE)
+    said = re.search(r"\b(one|two|three|four|five|six)\s+files?\b", section, re.IGNORECASE)
     assert said, f"docs/maintainers.md's {title!r} says no number of files"
     return NUMBERS[said.group(1).lower()]
 
@@ -234,3 +234,83 @@ def test_a_new_isolation_mode_that_sets_flags_is_two_files(tmp_path: Path) -> No
     as_none = {nodeid for nodeid in ids if "none" in nodeid}
     assert as_none and {_as_mode(i, "none", "plain") for i in as_none} == {i for i in ids if "plain" in i}
     assert_within_the_guide(copy, "Add an isolation mode", {"grader/sandbox/modes.py", "docs/isolation.md"})
+
+
+# ---- Add a report format ---------------------------------------------------------------------------
+
+NEW_FORMAT = '''"""One line per exercise, its score over its points (the recipe test's format)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grader.safe_text import escape_line
+
+
+def render(report: dict[str, Any], visibility: str, colour: bool) -> str:
+    return "".join(f"{escape_line(ex_id)} {ex['score']:g}/{ex['max_score']:g}\\n" for ex_id, ex in report["exercises"].items())
+'''
+# ``python -m grader score ...`` with the grading replaced by a stored JSON report (the first argument): what a
+# new format changes is how a report is printed, and a grading would cost a template and the hidden tests.
+SCORE_A_STORED_REPORT = ("import json, sys; import grader.reports.commands as score; "
+                         "stored = json.loads(open(sys.argv[1]).read()); "
+                         "score.grade = lambda submission, options: None; score.to_json = lambda graded: stored; "
+                         "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
+
+
+def test_a_new_report_format_is_two_files(tmp_path: Path) -> None:
+    """The recipe: grader/reports/<name>.py with its ``render``, and one line in FORMATS (with its import).
+    Then ``score --format <name>`` prints a report in it."""
+    copy = copy_of_repository(tmp_path / "copy")
+    (copy / "grader" / "reports" / "tally.py").write_text(NEW_FORMAT)
+    formats = copy / "grader" / "reports" / "formats.py"
+    edit(formats, "from grader.reports import gradescope, json_report, text",
+         "from grader.reports import gradescope, json_report, tally, text")
+    edit(formats, '    "gradescope": gradescope.render,\n', '    "gradescope": gradescope.render,\n    "tally": tally.render,\n')
+    report = fake_report(fraction=0.5)
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    printed = run_in(copy, "-c", SCORE_A_STORED_REPORT, str(tmp_path / "report.json"), "score", "--format", "tally")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.splitlines() == [f"{ex_id} {ex['score']:g}/{ex['max_score']:g}"
+                                           for ex_id, ex in report["exercises"].items()]
+    assert_within_the_guide(copy, "Add a report format", {"grader/reports/tally.py", "grader/reports/formats.py"})
+
+
+# ---- Add a class-level output ----------------------------------------------------------------------
+
+NEW_OUTPUT = '''"""A grade-upload file: each student's score (the recipe test's class-level output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.classroom.grades_sheet import ClassSheet, spreadsheet_text
+
+
+def write(sheet: ClassSheet) -> list[Path]:
+    path = sheet.csv_path.with_name(f"{sheet.csv_path.stem}-upload.csv")
+    path.write_text(spreadsheet_text(["student", "score"], [{"student": name, "score": row["score"]}
+                                                             for name, row in sorted(sheet.rows.items())]))
+    return [path]
+'''
+
+
+def test_a_new_class_level_output_is_two_files(tmp_path: Path) -> None:
+    """The recipe: grader/classroom/<name>.py with its ``write``, and one line in CLASS_OUTPUTS (with its
+    import). Then ``merge`` (no grading) writes it beside the grades CSV, a student's name escaped once."""
+    copy = copy_of_repository(tmp_path / "copy")
+    (copy / "grader" / "classroom" / "upload.py").write_text(NEW_OUTPUT)
+    outputs = copy / "grader" / "classroom" / "class_outputs.py"
+    edit(outputs, "from grader.classroom import class_summary\n", "from grader.classroom import class_summary, upload\n")
+    edit(outputs, '    "the class summary": class_summary.write_summary,\n',
+         '    "the class summary": class_summary.write_summary,\n    "the upload file": upload.write,\n')
+    students = {"ann": fake_report(fraction=1.0), "=cmd": fake_report(fraction=0.5)}
+    write_grades(tmp_path / "shard.csv", [csv_row(name, {"report": report}, "0" * 64) for name, report in students.items()])
+    merged = run_in(copy, "-m", "grader", "merge", str(tmp_path / "class.csv"), str(tmp_path / "shard.csv"),
+                    MPLBACKEND="Agg")
+    assert merged.returncode == 0, merged.stderr
+    upload = (tmp_path / "class-upload.csv").read_text().splitlines()
+    assert upload == ["student,score", *sorted(f"{csv_cell(name)},{report['score']}" for name, report in students.items())]
+    assert str(tmp_path / "class-upload.csv") in merged.stderr  # named with the outputs written
+    assert_within_the_guide(copy, "Add a class-level output", {"grader/classroom/upload.py",
+                                                              "grader/classroom/class_outputs.py"})
