@@ -311,6 +311,6 @@ def test_a_new_class_level_output_is_two_files(tmp_path: Path) -> None:
     assert merged.returncode == 0, merged.stderr
     upload = (tmp_path / "class-upload.csv").read_text().splitlines()
     assert upload == ["student,score", *sorted(f"{csv_cell(name)},{report['score']}" for name, report in students.items())]
-    assert str(tmp_path / "class-upload.csv") in merged.stderr  # named with the outputs written
+    assert f"written: {tmp_path / 'class-upload.csv'}" in merged.stderr.splitlines()
     assert_within_the_guide(copy, "Add a class-level output", {"grader/classroom/upload.py",
                                                               "grader/classroom/class_outputs.py"})
