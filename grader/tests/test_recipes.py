@@ -258,6 +258,7 @@ SCORE_A_STORED_REPORT = ("import json, sys; import grader.reports.commands as sc
                          "from grader.cli import main; sys.exit(main(sys.argv[2:]))")
 
 
+@pytest.mark.slow
 def test_a_new_report_format_is_two_files(tmp_path: Path) -> None:
     """The recipe: grader/reports/<name>.py with its ``render``, and one line in FORMATS (with its import).
     Then ``score --format <name>`` prints a report in it."""
@@ -295,6 +296,7 @@ def write(sheet: ClassSheet) -> list[Path]:
 '''
 
 
+@pytest.mark.slow
 def test_a_new_class_level_output_is_two_files(tmp_path: Path) -> None:
     """The recipe: grader/classroom/<name>.py with its ``write``, and one line in CLASS_OUTPUTS (with its
     import). Then ``merge`` (no grading) writes it beside the grades CSV, a student's name escaped once."""
