@@ -84,7 +84,7 @@ def say_warnings_and_outputs(warnings: Sequence[str], outputs: Sequence[Path]) -
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for path in outputs:
-        print(f"summary: {path}", file=sys.stderr)
+        print(f"written: {path}", file=sys.stderr)
 
 
 def stop_on_sigterm() -> None:

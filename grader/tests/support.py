@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROBLEMS = {name: mode.problem() for name, mode in ALL_MODES.items()}
 MODES = [pytest.param(mode, marks=pytest.mark.skipif(problem is not None, reason=f"{mode} unusable here: {problem}"))
          for mode, problem in PROBLEMS.items()]
-ISOLATING = [m for m in MODES if m.values[0] != "none"]
+ISOLATING = [m for m in MODES if ALL_MODES[m.values[0]].isolates]
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`([^`\s]+)`")

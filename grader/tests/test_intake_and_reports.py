@@ -250,7 +250,8 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
 def test_text_report_indents_every_line_of_the_gpu_check() -> None:
     """The GPU-run check's message has one line per module: each sits under the check's row."""
     report = _report(set())
-    report.gpu_check = GpuCheckResult(20 / 3, 10.0, "simulated_failed", "cuda:0 (simulated)",
+    points = load_rubric().gpu_points
+    report.gpu_check = GpuCheckResult(points * 2 / 3, points, "simulated_failed", "cuda:0 (simulated)",
                                       "CausalAttention fails on the GPU\nMultiHeadAttentionWrapper: runs on the device")
     lines = to_text(to_json(report), colour=False).splitlines()
     row = next(i for i, line in enumerate(lines) if "GPU-run check" in line)
@@ -312,9 +313,10 @@ def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_cli
 
 
 def test_a_grades_sheet_row_s_cells_add_up_to_its_score() -> None:
-    """Scores in thirds: the cells (4 places) and the total agree, as a spreadsheet's SUM of the row would."""
+    """Scores in thirds: the cells (4 places) and the total agree, as a spreadsheet's SUM of the row would.
+    (A third of a point each: whatever the rubric's points, the 4th place of the total is not 0.)"""
     rubric = load_rubric()
-    exercises = {ex_id: ExerciseResult(ex_id, round(ex.points / 3, 4), ex.points, "partial", "")
+    exercises = {ex_id: ExerciseResult(ex_id, round(1 / 3, 4), ex.points, "partial", "")
                  for ex_id, ex in rubric.exercises.items()}
     report = GradeReport("sub", exercises, GpuCheckResult(round(rubric.gpu_points / 3, 2), rubric.gpu_points,
                                                           "failed", "cpu", ""), "process", 1.0)
