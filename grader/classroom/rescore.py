@@ -25,20 +25,24 @@ student's feedback from their rescored report. The JSON reports are left as grad
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked
-from grader.classroom.grades_sheet import HASH_COLUMN, SheetError, csv_row, json_path, read_grades, write_grades
+from grader.classroom.grades_sheet import (GRADED_AT_COLUMN, GRADED_BY_COLUMN, HASH_COLUMN, SheetError, csv_row,
+                                           json_path, read_grades, write_grades)
 from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
+from grader.classroom.provenance import Provenance, known_keys, record_key, rubric_hash
+from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.files import private_files
 from grader.grading.results import TestOutcome
 from grader.grading.scoring import rescore
 from grader.reports.feedback_from_json import read_report
 from grader.reports.json_report import MAX_OUTPUT
-from grader.rubric import Rubric, load_rubric
+from grader.rubric import TESTS_DIR, Rubric, load_rubric
 from grader.safe_text import escape_controls, printable
 
 
@@ -89,18 +93,48 @@ def rescored_report(report: dict[str, Any], rubric: Rubric) -> dict[str, Any]:
             "max_score": round(sum(e["max_score"] for e in exercises.values()) + gpu["max_score"], 4)}
 
 
+def _rekeyed(source: Path, csv_path: Path, rubric_sha: str, warnings: list[str]) -> Callable[[str], str]:
+    """A rescored row's ``graded_by``: the key it was graded under (``source``'s sidecar describes it) with
+    its rubric part the rubric's now, recorded in ``csv_path``'s sidecar, so that a resume under this
+    checkout keeps the row (grader/classroom/provenance.py). A key the sidecar does not describe is kept,
+    with a warning: a resume will say it does not know it."""
+    known, new_keys = known_keys(source), {}
+
+    def key(old: str) -> str:
+        if old not in new_keys:
+            described = known.get(old)
+            if described is None:
+                new_keys[old] = old
+                warnings.append(f"{source.name}'s sidecar does not describe the key {old or '(none)'}: rows graded "
+                                "under it keep it, so a resume cannot tell that they were rescored")
+            else:
+                rekeyed = {**described, "rubric": rubric_sha}
+                new_keys[old] = Provenance(**{**rekeyed, "options": json.dumps(rekeyed["options"], sort_keys=True)}).key
+                record_key(csv_path, new_keys[old], rekeyed)
+        return new_keys[old]
+
+    return key
+
+
 def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None, overrides: Overrides | None = None,
-                  rubric: Rubric | None = None, feedback_dir: Path | None = None, visibility: str = "full") -> Rescored:
+                  tests_dir: Path | None = None, feedback_dir: Path | None = None, visibility: str = "full") -> Rescored:
     """Rescore the rows of ``source`` (default ``csv_path``) from the reports in ``json_dir`` into ``csv_path``
-    (see the module docstring), and write every graded student's feedback from their rescored report into
-    ``feedback_dir``; what it creates is for this user alone, as score-all's outputs are."""
+    under the rubric of ``tests_dir`` (default: the repository's tests/; see the module docstring), and write
+    every graded student's feedback from their rescored report into ``feedback_dir``; what it creates is
+    for this user alone, as score-all's outputs are, and it holds ``csv_path``'s lock as score-all does."""
     with private_files():
-        return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, rubric or load_rubric(),
-                              Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True))
+        try:
+            lock = take_lock(Path(csv_path), "rescore")
+        except SheetBusy as err:
+            raise RescoreError(str(err)) from None
+        with lock:
+            return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, tests_dir,
+                                  Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True))
 
 
 def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Overrides | None,
-                   rubric: Rubric, shown: Shown) -> Rescored:
+                   tests_dir: Path | None, shown: Shown) -> Rescored:
+    rubric = load_rubric(tests_dir or TESTS_DIR)
     if not source.is_file():
         raise RescoreError(f"{source}: no such file (the grades CSV the reports were graded into: --from names it)")
     try:
@@ -112,7 +146,7 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
     except (SheetError, OverrideError) as err:
         raise RescoreError(str(err)) from None
     result = Rescored(rows)
-    reports = result.reports
+    reports, graded_by = result.reports, _rekeyed(source, csv_path, rubric_hash(tests_dir), result.warnings)
     for name, row in rows.items():
         if row["status"] != "graded":
             continue
@@ -126,7 +160,8 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
             reports[name] = rescored_report(report, rubric)
         except (ValueError, RescoreError) as err:
             raise RescoreError(f"{printable(name)}: {err} (in {json_dir})") from None
-        rows[name] = csv_row(name, {"report": reports[name]}, row[HASH_COLUMN])
+        rows[name] = {**csv_row(name, {"report": reports[name]}, row[HASH_COLUMN]),
+                      GRADED_BY_COLUMN: graded_by(row[GRADED_BY_COLUMN]), GRADED_AT_COLUMN: row[GRADED_AT_COLUMN]}
     write_grades(csv_path, rows.values())
     result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", replace(shown, reports=reports))
     result.outputs = write_class_outputs(csv_path, reports, result.warnings)

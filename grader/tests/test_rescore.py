@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from grader.authoring import mutation
-from grader.classroom.grades_sheet import csv_row, json_path, read_grades, write_grades
+from grader.classroom.grades_sheet import GRADED_BY_COLUMN, csv_row, json_path, read_grades, write_grades
+from grader.classroom.provenance import current, known_keys, record_key, rubric_hash, stamp
 from grader.classroom.regrade_log import log_path
 from grader.classroom.rescore import RescoreError, rescore_class, rescored_report
 from grader.grading import engine, grade as grading
@@ -109,7 +110,8 @@ def test_rescore_equals_a_full_regrade_under_a_changed_rubric(tmp_path: Path) ->
     assert any("counts" in t["output"] for r in reports for t in r["tests"])  # weighed edge tests
 
     (tmp_path / "feedback").mkdir()
-    result = rescore_class(tmp_path / "reports", tmp_path / "grades.csv", rubric=changed, feedback_dir=tmp_path / "feedback")
+    result = rescore_class(tmp_path / "reports", tmp_path / "grades.csv", tests_dir=tmp_path / "changed_tests",
+                           feedback_dir=tmp_path / "feedback")
 
     assert read_grades(tmp_path / "grades.csv").rows == regraded
     assert set(result.rows) == set(SHA) and set(result.reports) == set(SHA)
@@ -119,8 +121,24 @@ def test_rescore_equals_a_full_regrade_under_a_changed_rubric(tmp_path: Path) ->
     assert log[0] == "student,old,new,when,grader_version,why" and len(log) == 1 + len(SHA)
     assert all(line.endswith(",rescore under changed rubric") for line in log[1:])
     # the same rubric: nothing changes, nothing logged
-    rescore_class(tmp_path / "reports", tmp_path / "again.csv", source=tmp_path / "regraded.csv", rubric=changed)
+    rescore_class(tmp_path / "reports", tmp_path / "again.csv", source=tmp_path / "regraded.csv",
+                  tests_dir=tmp_path / "changed_tests")
     assert read_grades(tmp_path / "again.csv").rows == regraded
+
+
+def test_rescored_rows_are_keyed_under_the_rubric_now(tmp_path: Path) -> None:
+    """What graded a rescored row (grader/classroom/provenance.py): the key it was graded under with the
+    rubric part the changed rubric's, described beside the CSV, so a resume under it keeps the rows."""
+    csv_path = tmp_path / "grades.csv"
+    rows = graded_class(load_rubric(), csv_path, tmp_path / "reports")
+    now = current(GradeOptions(gpu="skip"))
+    write_grades(csv_path, [{**row, **stamp(now.key)} for row in rows.values()])
+    record_key(csv_path, now.key, now.describe())
+    changed_rubric(tmp_path)
+    rescore_class(tmp_path / "reports", csv_path, tests_dir=tmp_path / "changed_tests")
+    (key,) = {row[GRADED_BY_COLUMN] for row in read_grades(csv_path).rows.values()}
+    assert key != now.key
+    assert known_keys(csv_path)[key] == {**now.describe(), "rubric": rubric_hash(tmp_path / "changed_tests")}
 
 
 def test_the_gpu_check_keeps_its_share_under_other_points(tmp_path: Path) -> None:
