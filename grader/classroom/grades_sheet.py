@@ -132,7 +132,8 @@ def read_grades(csv_path: Path) -> CsvContent:
     first_line = text.split("\n", 1)[0].rstrip("\r")
     if not text.strip() or (header.startswith(first_line) and "\n" not in text):
         return content  # empty, or killed while writing the header
-    if first_line == ",".join(c for c in csv_columns() if c not in (*PROVENANCE_COLUMNS, OVERRIDES_COLUMN)):
+    older = (PROVENANCE_COLUMNS, (*PROVENANCE_COLUMNS, OVERRIDES_COLUMN))  # the columns an older grader did not write
+    if first_line in {",".join(c for c in csv_columns() if c not in columns) for columns in older}:
         raise SheetError(f"{csv_path} was written by an older grader, without the columns that say what graded "
                          f"each row ({', '.join(PROVENANCE_COLUMNS)}): grade the class again into it with "
                          "score-all --force, or move it away")
