@@ -1,6 +1,7 @@
 """Generate the student stubs in ``exercises/`` from the reference solutions in ``solutions/``.
 
-    python -m grader.authoring.stubs           # (re)write exercises/<group>/<module>.py for every exercise
+    python -m grader.authoring.stubs           # (re)write exercises/<group>/<module>.py for every exercise,
+                                               # and the generated parts of each group's README.md and hints.md
     python -m grader.authoring.stubs --check   # exit 1 and list the files that differ; 0 when in sync
 
 Why nbgrader: the solutions mark their bodies with ``### BEGIN SOLUTION`` / ``### END SOLUTION``,
@@ -13,11 +14,16 @@ to read. The stub therefore carries ``__KATA_WHERE__``; afterwards ``ast`` finds
 enclosing each placeholder and fills in its qualified name.
 
 Why the students' text is generated too: each solution ends with its student text (its line in the
-group README's build order, its README section, its hints; grader/authoring/student_text.py says the
-form and why), so that a new exercise is its rubric entry, its solution, its hidden and its public
-tests, and nothing else by hand. The stub is made without that block (students open the hints level by
-level); the group's ``README.md`` and ``hints.md`` get it in their generated regions, between the
-group's own hand-written prose (intro, rules).
+group README's build order, its README section, its hints), so that the solution is the single source
+of what its students read, as in nbgrader, and a new exercise is its rubric entry, its solution, its
+hidden and its public tests: nothing else by hand. Why its form, string literals named ``BUILD_ORDER``,
+``README`` and ``HINTS`` between the full-line markers ``### BEGIN STUDENT TEXT`` / ``### END STUDENT
+TEXT`` at the module's end: the markers are nbgrader's kind, so the block is stripped from the stub as a
+body is (the stub must not carry the hints: students open them level by level); the Markdown is pasted
+as it is (raw strings, no escapes, no comment marks) and read with ``ast`` (nothing imported); each part is
+named for where it goes. grader/authoring/student_text.py reads it and writes it into the group's
+``README.md`` and ``hints.md``, in their marked generated regions, around the group's own hand-written
+prose (intro, rules).
 
 Only the modules listed in ``tests/rubric.json`` are generated, the generated regions of their groups'
 ``README.md`` and ``hints.md``, and ``exercises/shortcuts.json`` (the rubric's ``forbidden`` operations

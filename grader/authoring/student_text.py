@@ -16,13 +16,7 @@ Each solution ends with its student text, between two full-line markers::
 ``BUILD_ORDER`` is the module's line in the README's "Build the modules in this order" list
 (``N. `<module>.py` — <BUILD_ORDER>``, numbered in the rubric's order).
 
-Why in the solution: one file per exercise is then the single source of what its students get, as in
-nbgrader, where the student version is generated from the instructor's; a new exercise edits no
-group file by hand. Why this form: the markers are full lines like nbgrader's ``### BEGIN SOLUTION``,
-so the stub generator strips the block as it strips a body (the stub must not carry the hints:
-students open them level by level); inside, plain string literals, read with ``ast`` (never imported
-or run), so the Markdown is pasted as it is (raw strings: no escapes) and each part is named for where
-it goes.
+Why there and why this form: grader/authoring/stubs.py, which calls this module.
 
 The group's own prose (intro, rules) stays hand-written around two generated regions, each opened by
 a marker line (an HTML comment: invisible where the Markdown is shown): the build-order list, closed by
