@@ -249,9 +249,9 @@ def _stub_problems(root: Path, rubric: Rubric) -> list[str]:
         return [f"the stubs cannot be checked: {err}: pip install -e \".[instructor]\" (it brings nbgrader)"]
     owners = {_at(root, ex.stub_file): ex.id for ex in rubric.exercises.values()}
     return [(f"{owners[path]}: " if path in owners else "")
-            + f"{_shown(root, path)} is not what the stub generator writes: "
-            + ("its generated regions come from the solutions' student text: edit that, not this file, then "
-               if path.suffix == ".md" else "") + f"run `{GENERATOR}`"
+            + f"{_shown(root, path)} is not what the stub generator writes"
+            + (" (its generated regions are the solutions' student text: a change to them belongs there)"
+               if path.suffix == ".md" else "") + f": run `{GENERATOR}`"
             for path in stale]
 
 

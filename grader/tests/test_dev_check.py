@@ -21,8 +21,8 @@ COPIED = ("solutions", "tests", "exercises", "README.md", "docs/students.md")
 # The fixes the check's lines end with (each line says what to do, as rustlings' dev check does).
 HIDDEN_TESTS = "the hidden tests through the impl and reference fixtures, one kind marker each (tests/README.md)"
 STALE = "is not what the stub generator writes: run `python -m grader.authoring.stubs`"
-STALE_TEXT = ("is not what the stub generator writes: its generated regions come from the solutions' student text: "
-              "edit that, not this file, then run `python -m grader.authoring.stubs`")
+STALE_TEXT = ("is not what the stub generator writes (its generated regions are the solutions' student text: a change "
+              "to them belongs there): run `python -m grader.authoring.stubs`")
 
 
 def no_section(document: str, module: str, solution: str) -> str:

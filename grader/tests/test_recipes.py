@@ -61,8 +61,10 @@ def files_the_guide_allows(section: str) -> int:
 
 
 def run_in(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``python <args>`` in the copy, which imports the copy's grader (the current folder comes first)."""
-    return subprocess.run([sys.executable, *args], cwd=root, capture_output=True, text=True, env=env or venv_env())
+    """``python <args>`` in the copy, importing the copy's grader (not the one this venv has installed), in
+    its children too."""
+    env = {**(env or venv_env()), "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, *args], cwd=root, capture_output=True, text=True, env=env)
 
 
 def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -72,7 +74,7 @@ def pytest_in(root: Path, *args: str) -> subprocess.CompletedProcess:
     return run_in(root, "-m", "pytest", "-p", "pytest_timeout", *args, env=env)
 
 
-# ---- a 13th exercise -----------------------------------------------------------------------------------
+# ---- a new exercise ------------------------------------------------------------------------------------
 
 # A small but real exercise (the mean of the heads' attention weights), as a maintainer writes it: the
 # solution with its student text, the hidden tests through impl and reference, the public tests.
@@ -152,7 +154,16 @@ def test_{module}_takes_the_mean_of_the_heads():
     m = load("{module}")
     assert_close(m.average_heads(torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]]]])), torch.tensor([[[0.5, 0.5]]]),
                  atol=1e-6, call="average_heads(two heads, one row each)")
+
+
+def test_{module}_rows_still_sum_to_one():
+    m = load("{module}")
+    weights = torch.softmax(torch.randn(1, 3, 4, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert_close(m.average_heads(weights).sum(dim=-1), torch.ones(1, 4), atol=1e-6,
+                 call="average_heads(the softmax weights of 3 heads).sum(dim=-1)")
 '''
+
+TEST_DEF = "\ndef test_"
 
 
 def add_an_exercise(root: Path) -> tuple[str, str]:
@@ -173,7 +184,7 @@ def add_an_exercise(root: Path) -> tuple[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)  # four subprocesses, three of them importing torch or nbgrader, on a busy machine
-def test_a_13th_exercise_takes_the_files_by_hand_the_guide_says(tmp_path: Path) -> None:
+def test_a_new_exercise_takes_the_files_by_hand_the_guide_says(tmp_path: Path) -> None:
     root = copy_of_repository(tmp_path / "copy")
     pristine = files_of(root)
     group, ex_id = add_an_exercise(root)
@@ -198,7 +209,8 @@ def test_a_13th_exercise_takes_the_files_by_hand_the_guide_says(tmp_path: Path) 
     hidden = pytest_in(root, f"tests/{group}/test_{MODULE}.py", "--impl", "solutions", "-q")
     assert hidden.returncode == 0 and "1 passed" in hidden.stdout, hidden.stdout + hidden.stderr
     public = pytest_in(root, f"exercises/{group}/test_{MODULE}.py", "-q")
-    assert public.returncode == 1 and "not written yet" in public.stdout, public.stdout + public.stderr
+    failed = f"{PUBLIC_TESTS.count(TEST_DEF)} failed"  # every one of them, each on the stub's "not written yet"
+    assert public.returncode == 1 and failed in public.stdout and "not written yet" in public.stdout, public.stdout
 
     allowed = files_the_guide_allows("Add an exercise")
     assert len(hand) <= allowed, f"{len(hand)} files edited by hand, the guide says {allowed}: {sorted(hand)}"
