@@ -1,6 +1,6 @@
 """The class-level outputs: the files written from a whole class's grades, beside the grades CSV, at the
-end of every ``score-all`` and ``merge`` (today the class summary; a grade-upload file for an LMS is
-the next kind).
+end of every ``score-all`` and ``merge`` (today the class summary and the similarity report, which needs
+the sheet's submissions folder; a grade-upload file for an LMS is the next kind).
 
 The one extension point for them. Each output is a function ``write(sheet) -> [paths written]``
 that gets a :class:`grader.classroom.grades_sheet.ClassSheet`: the CSV's rows as plain text (the grades
@@ -19,21 +19,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from grader.classroom import class_summary
+from grader.classroom import class_summary, similarity_report
 from grader.classroom.grades_sheet import ClassSheet, read_class
 
 # name (as the warnings say it) -> write(sheet) -> the files written
 CLASS_OUTPUTS: dict[str, Callable[[ClassSheet], list[Path]]] = {
     "the class summary": class_summary.write_summary,
+    "the similarity report": similarity_report.write_similarity,
 }
 
 
 def write_class_outputs(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str],
-                        json_dir: Path | None = None) -> list[Path]:
-    """Hand the grades CSV at ``csv_path`` (with this run's ``reports`` and ``json_dir``'s) to every
-    output of :data:`CLASS_OUTPUTS`; the files they wrote. What fails is appended to ``warnings``."""
+                        json_dir: Path | None = None, submissions: Path | None = None) -> list[Path]:
+    """Hand the grades CSV at ``csv_path`` (with this run's ``reports``, ``json_dir``'s and the
+    ``submissions`` folder) to every output of :data:`CLASS_OUTPUTS`; the files they wrote. What fails is
+    appended to ``warnings``."""
     try:
-        sheet = read_class(csv_path, reports, json_dir)
+        sheet = read_class(csv_path, reports, json_dir, submissions)
     except Exception as err:  # the grades are written: say why nothing more is
         warnings.append(f"no class-level output: {type(err).__name__}: {err}")
         return []
