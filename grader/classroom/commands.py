@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
@@ -157,4 +158,5 @@ COMMANDS = [
     Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
     Command("merge", "join the CSVs (and JSON reports) of score-all --shard runs into one", add_merge_arguments, run_merge),
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
+    EXPORT,
 ]
