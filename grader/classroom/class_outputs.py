@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.classroom import class_summary
+from grader.classroom.blind_grading import BlindIds
 from grader.classroom.grades_sheet import ClassSheet, read_class
 
 # name (as the warnings say it) -> write(sheet) -> the files written
@@ -29,15 +30,20 @@ CLASS_OUTPUTS: dict[str, Callable[[ClassSheet], list[Path]]] = {
 
 
 def write_class_outputs(csv_path: Path, reports: dict[str, dict[str, Any]], warnings: list[str],
-                        json_dir: Path | None = None) -> list[Path]:
+                        json_dir: Path | None = None, blind: BlindIds | None = None) -> list[Path]:
     """Hand the grades CSV at ``csv_path`` (with this run's ``reports`` and ``json_dir``'s) to every
-    output of :data:`CLASS_OUTPUTS`; the files they wrote. What fails is appended to ``warnings``."""
+    output of :data:`CLASS_OUTPUTS`; the files they wrote. What fails is appended to ``warnings``.
+    Under blind grading (``blind``), the outputs get the students by their opaque ids
+    (grader/classroom/blind_grading.py), and the instructor a list of whose id is whose."""
     try:
         sheet = read_class(csv_path, reports, json_dir)
+        written: list[Path] = []
+        if blind is not None:
+            written += blind.write_ids(sheet)
+            sheet = blind.sheet(sheet)
     except Exception as err:  # the grades are written: say why nothing more is
         warnings.append(f"no class-level output: {type(err).__name__}: {err}")
         return []
-    written: list[Path] = []
     for name, write in CLASS_OUTPUTS.items():
         try:
             written += write(sheet)

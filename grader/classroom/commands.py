@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.classroom.blind_grading import BlindIds, BlindKeyError
 from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.merge import MergeError, merge
@@ -60,6 +61,9 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_grading_options(parser, for_class=True)
     add_feedback_options(parser, "also write each graded student's feedback (Markdown) to DIR (created)")
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
+    parser.add_argument("--blind", type=Path, metavar="KEY_FILE",
+                        help="blind grading: the feedback and the summary name each student by an opaque id made "
+                             "with this key (created when missing; keep it, and use the same one for every shard)")
 
 
 def run_score_all(args: argparse.Namespace) -> int:
@@ -74,10 +78,14 @@ def run_score_all(args: argparse.Namespace) -> int:
     check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
     make_dir(args.json_dir, "--json-dir")
     make_dir(args.feedback_dir, "--feedback-dir")
+    try:
+        blind = BlindIds.from_key_file(args.blind) if args.blind is not None else None
+    except BlindKeyError as err:
+        raise UsageError(str(err)) from None
     options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
-                           gradebook=args.gradebook, assignment=args.assignment)
+                           gradebook=args.gradebook, assignment=args.assignment, blind=blind)
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,

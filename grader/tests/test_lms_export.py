@@ -13,9 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from support import fake_report
+from support import fake_class, fake_options, fake_report
 
-from grader.classroom.grades_sheet import csv_row, write_grades
+from grader.classroom.blind_grading import BlindIds
+from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
+from grader.classroom.score_all import score_all
 from grader.classroom.lms_export import ExportOptions, export
 from grader.classroom.student_roster import RosterEntry, lms_id, match_students, read_roster
 from grader.cli import main
@@ -184,3 +186,25 @@ def test_export_command_writes_the_file_and_one_line_per_mismatch(course: Path, 
     assert err[:2] == ["warning: no roster row for submission stray", "warning: no submission for roster row 5 (Nobody Here)"]
     assert out.read_text(encoding="utf-8").splitlines()[0] == "Student,ID,SIS User ID,SIS Login ID,Section,Attention kata"
     assert out.stat().st_mode & 0o077 == 0
+
+
+def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsys) -> None:
+    names = {"Jane Doe_12345_assignsubmission_file_": 1.0, "doejohn_late_777_888_attention": None}
+    key = tmp_path / "blind.key"
+    blind = BlindIds.from_key_file(key)
+    assert key.stat().st_mode & 0o077 == 0 and BlindIds.from_key_file(key) == blind  # made once, then kept
+    summary = score_all(fake_class(tmp_path / "subs", names), tmp_path / "grades.csv",
+                        fake_options(tmp_path, feedback_dir=tmp_path / "feedback", blind=blind))
+    assert sorted(summary.graded + summary.errors) == sorted(names)  # one graded, one an error row
+    assert sorted(read_grades(tmp_path / "grades.csv").rows) == sorted(names)  # the instructor's CSV keeps the folders
+    seen = {path.name: path.read_text(encoding="utf-8") for path in summary.feedback + summary.outputs}
+    assert sorted(p.name for p in summary.feedback) == sorted(f"{blind(n)}.md" for n in names)
+    for name, text in seen.items():
+        if name != "grades-blind-ids.csv":
+            assert not [word for word in ("Jane", "Doe", "doejohn", "12345") if word in text], (name, text)
+    assert {blind(n) for n in names} <= {word for text in seen.values() for word in text.replace("|", " ").split()}
+    other = BlindIds.from_key_file(tmp_path / "other.key")
+    assert {other(n) for n in names}.isdisjoint({blind(n) for n in names})  # another key, other ids
+    assert main(["score-all", str(tmp_path / "subs"), "--csv", str(tmp_path / "g.csv"), "--sandbox", "none",
+                 "--blind", str(tmp_path / "nope" / "k")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
