@@ -1,6 +1,7 @@
 """The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
-``score-all --shard`` runs) and ``nbgrader`` (an nbgrader course's notebooks); and the refusal every
-class grading shares (:func:`check_class_isolation`)."""
+``score-all --shard`` runs), ``nbgrader`` (an nbgrader course's notebooks) and ``export`` (the CSV as an
+LMS's import file: grader/classroom/export_command.py); and the refusal every class grading shares
+(:func:`check_class_isolation`)."""
 
 from __future__ import annotations
 
