@@ -49,7 +49,8 @@ from typing import Iterable
 
 from grader.safe_text import printable
 
-MOODLE_FOLDER = re.compile(r"^(?P<name>.*)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_.*$", re.S)
+# The first "_<id>_assignsubmission_" wins: what follows it (without folders, the file's own name) is the student's.
+MOODLE_FOLDER = re.compile(r"^(?P<name>.*?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_.*$", re.S)
 CANVAS_FOLDER = re.compile(r"^(?P<name>[^_]+)(?P<late>_late)?_(?P<id>\d+)_(?:\d+_)?(?P<file>.+)$", re.S | re.I)
 # Header spellings -> the field they fill (lower case, "_" as a space).
 COLUMN_ALIASES = {
@@ -153,8 +154,8 @@ class Matching:
 
 def match_students(folders: Iterable[str], roster: list[RosterEntry]) -> Matching:
     """Match each submission folder to its roster row (see the module docstring). A folder that matches
-    no row, a row no folder matches, and a row two folders match (the first in name order is kept) are
-    each one line in ``lines``."""
+    no row, a row no folder matches, and a row two folders match (neither is kept: which one is the
+    student's is the instructor's call) are each one line in ``lines``."""
     by_id = {entry.id: entry for entry in roster}
     by_login = {entry.login.lower(): entry for entry in roster if entry.login}
     result = Matching()
@@ -166,7 +167,8 @@ def match_students(folders: Iterable[str], roster: list[RosterEntry]) -> Matchin
             result.lines.append(f"no roster row for submission {printable(folder)}{why}")
         elif entry.id in owner:
             result.lines.append(f"submissions {printable(owner[entry.id])} and {printable(folder)} both belong to "
-                                f"{entry.shown()}: only the first is used")
+                                f"{entry.shown()}: neither is used (name the right one in the roster's folder column)")
+            result.matched.pop(owner[entry.id], None)
         else:
             owner[entry.id] = folder
             result.matched[folder] = entry

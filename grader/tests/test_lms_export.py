@@ -102,6 +102,9 @@ def _nbgrader_student_columns() -> set[str]:
     ("Participant_23456_assignsubmission_file_attention", "Moodle", "23456"),
     ("doejane_12345_67890_attention", "Canvas", "12345"),
     ("doejane_LATE_12345_67890_attention-1", "Canvas", "12345"),
+    # a file name of the student's own cannot give their work another's id
+    ("Mallory_555_assignsubmission_file_x_12345_assignsubmission_file_.zip", "Moodle", "555"),
+    ("malloryx_555_1_doejane_12345_67890_attention", "Canvas", "555"),
     ("attention-kata-jdoe", None, None),
     ("jdoe", None, None),
 ])
@@ -113,13 +116,12 @@ def test_roster_matches_each_pattern_and_says_what_matched_nothing(course: Path)
     roster = read_roster(course / "roster.csv") + [RosterEntry("31", "Pat Tern", folder="*-pat")]
     matching = match_students([*CLASS, "kata-3-pat", "23456"], roster)
     expected = {folder: roster_id for folder, (roster_id, _) in CLASS.items() if roster_id}
-    del expected["Participant_23456_assignsubmission_onlinetext_"]  # "23456" comes first in name order
-    assert {folder: entry.id for folder, entry in matching.matched.items()} == {**expected, "23456": "23456",
-                                                                               "kata-3-pat": "31"}
+    del expected["Participant_23456_assignsubmission_onlinetext_"]  # and "23456": which one is theirs?
+    assert {folder: entry.id for folder, entry in matching.matched.items()} == {**expected, "kata-3-pat": "31"}
     assert matching.unmatched_folders == ["stray"] and [e.id for e in matching.unmatched_entries] == ["5"]
     assert matching.lines == [
         "submissions 23456 and Participant_23456_assignsubmission_onlinetext_ both belong to 23456 (Roe, Richard): "
-        "only the first is used",
+        "neither is used (name the right one in the roster's folder column)",
         "no roster row for submission stray",
         "no submission for roster row 5 (Nobody Here)"]
 
