@@ -1,5 +1,5 @@
-"""Blind grading (``score-all --blind KEY_FILE``): students appear by an opaque id in what students and
-TAs see, the feedback (its file name and its text) and the class summary.
+"""Blind grading (``score-all --blind KEY_FILE``, ``merge --blind KEY_FILE``): students appear by an
+opaque id in what students and TAs see, the feedback (its file name and its text) and the class summary.
 
 A student's opaque id is ``student-`` and the first 12 hex digits of HMAC-SHA256(key, submission
 folder name): the same folder gets the same id in every run, resume and shard that uses the same key
@@ -10,8 +10,8 @@ the instructor, who alone sees the CSV: it keeps the folder names, which resume,
 ``export`` need.
 
 Left as it is: the grades CSV, the JSON reports (``--json-dir``), the progress lines and the
-nbgrader gradebook (the instructor's), and any text of the student's own that names them (a file name
-in a warning).
+nbgrader gradebook (the instructor's), ``python -m grader feedback`` (the reports wing, below this one),
+and any text of the student's own that names them (a file name in a warning).
 """
 
 from __future__ import annotations

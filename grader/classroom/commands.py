@@ -48,6 +48,19 @@ def _check_gradebook(args: argparse.Namespace) -> None:
     check_writable(args.gradebook, "--gradebook")
 
 
+def add_blind_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--blind", type=Path, metavar="KEY_FILE",
+                        help=f"blind grading: {what} each student by an opaque id made with this key (created when "
+                             "missing; keep it, and use the same one for every shard and the merge)")
+
+
+def _blind(args: argparse.Namespace) -> BlindIds | None:
+    try:
+        return BlindIds.from_key_file(args.blind) if args.blind is not None else None
+    except BlindKeyError as err:
+        raise UsageError(str(err)) from None
+
+
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
@@ -62,9 +75,7 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_grading_options(parser, for_class=True)
     add_feedback_options(parser, "also write each graded student's feedback (Markdown) to DIR (created)")
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
-    parser.add_argument("--blind", type=Path, metavar="KEY_FILE",
-                        help="blind grading: the feedback and the summary name each student by an opaque id made "
-                             "with this key (created when missing; keep it, and use the same one for every shard)")
+    add_blind_option(parser, "the feedback and the summary name")
 
 
 def run_score_all(args: argparse.Namespace) -> int:
@@ -79,14 +90,10 @@ def run_score_all(args: argparse.Namespace) -> int:
     check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
     make_dir(args.json_dir, "--json-dir")
     make_dir(args.feedback_dir, "--feedback-dir")
-    try:
-        blind = BlindIds.from_key_file(args.blind) if args.blind is not None else None
-    except BlindKeyError as err:
-        raise UsageError(str(err)) from None
     options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
-                           gradebook=args.gradebook, assignment=args.assignment, blind=blind)
+                           gradebook=args.gradebook, assignment=args.assignment, blind=_blind(args))
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -106,6 +113,7 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
                         help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
     add_gradebook_options(parser, "record every row in this nbgrader gradebook")
+    add_blind_option(parser, "the summary names")
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -116,7 +124,7 @@ def run_merge(args: argparse.Namespace) -> int:
     make_dir(args.json_dir, "--json-dir")
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
-                       gradebook=args.gradebook, assignment=args.assignment)
+                       gradebook=args.gradebook, assignment=args.assignment, blind=_blind(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
