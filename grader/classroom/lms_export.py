@@ -26,7 +26,8 @@ as documented:
   https://nbgrader.readthedocs.io/en/stable/user_guide/managing_the_database.html
 
 A folder that matches no roster row, and a roster row that no graded folder matches, are one line
-each (the export goes on without them; ``--strict`` refuses instead). The rows must share one
+each (the export goes on without them; ``--strict`` refuses instead); so is a student whose grading
+failed (an error row: exported with its score, 0). The rows must share one
 ``max_score``: a CSV whose rows are out of different totals is refused, never exported mixed.
 ``--blind`` leaves names and e-mail addresses out of the file (the LMS matches students by id).
 """
@@ -94,7 +95,9 @@ def export(grades_csv: Path, roster_csv: Path, out: Path, options: ExportOptions
     graded = _graded(rows, matching, options)
     columns, table = FORMATS[options.to](graded, roster, options)
     write_atomically(Path(out), spreadsheet_text(columns, table), new_mode=0o600)  # names and grades: private
-    return [*content.warnings, *matching.lines]
+    failed = [f"the grading of {printable(folder)} failed: exported with its score, {rows[folder]['score']}"
+              for folder in matching.matched if rows[folder]["status"] != "graded"]
+    return [*content.warnings, *matching.lines, *failed]
 
 
 def _grade_rows(grades_csv: Path) -> CsvContent:

@@ -26,7 +26,7 @@ ignored), so that the LMS's own export serves as a roster as it is:
 ``first_name``,       optional; split from ``name`` when absent (``Doe, Jane`` or ``Jane Doe``)
 ``last_name``
 ``email``             optional (``email address``)
-``login``             GitHub login (``github``, ``username``)
+``login``             GitHub login (``github``, ``github_username``: GitHub Classroom's roster, ``username``)
 ``sis_user_id``,      Canvas's SIS ids and section (optional)
 ``sis_login_id``,
 ``section``
@@ -57,7 +57,7 @@ COLUMN_ALIASES = {
     "id": "id", "student id": "id", "user id": "id", "participant id": "id", "identifier": "id",
     "name": "name", "full name": "name", "student": "name", "student name": "name",
     "first name": "first_name", "last name": "last_name", "email": "email", "email address": "email",
-    "login": "login", "github": "login", "github login": "login", "username": "login",
+    "login": "login", "github": "login", "github login": "login", "github username": "login", "username": "login",
     "sis user id": "sis_user_id", "sis login id": "sis_login_id", "section": "section",
     "folder": "folder", "pattern": "folder",
 }

@@ -218,3 +218,15 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert main(["score-all", str(tmp_path / "subs"), "--csv", str(tmp_path / "g.csv"), "--sandbox", "none",
                  "--blind", str(tmp_path / "nope" / "k")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_github_classroom_roster_and_a_failed_grading_are_said(tmp_path: Path) -> None:
+    (tmp_path / "roster.csv").write_text("identifier,github_username,github_id,name\n"
+                                         "s-17,OctoCat,583231,Mona Lisa\ns-18,hubot,1,Hu Bot\n")
+    write_grades(tmp_path / "grades.csv", [csv_row("kata-octocat", {"error": "grading took longer than 600 s"}, "c" * 64),
+                                           csv_row("kata-hubot", {"report": fake_report()}, "d" * 64)])
+    lines = export(tmp_path / "grades.csv", tmp_path / "roster.csv", tmp_path / "out.csv", ExportOptions(to="moodle"))
+    assert lines == ["the grading of kata-octocat failed: exported with its score, 0"]
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out.csv").read_text(encoding="utf-8"), newline="")))
+    assert {row["Identifier"]: row["Grade"] for row in rows} == {"Participant s-17": "0",
+                                                                 "Participant s-18": f"{fake_report()['score']:g}"}
