@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.classroom import class_summary
-from grader.classroom.blind_grading import BlindIds
+from grader.blind_ids import BlindIds
+from grader.classroom.blind_grading import blind_sheet, write_blind_ids
 from grader.classroom.grades_sheet import ClassSheet, read_class
 
 # name (as the warnings say it) -> write(sheet) -> the files written
@@ -39,8 +40,8 @@ def write_class_outputs(csv_path: Path, reports: dict[str, dict[str, Any]], warn
         sheet = read_class(csv_path, reports, json_dir)
         written: list[Path] = []
         if blind is not None:
-            written += blind.write_ids(sheet)
-            sheet = blind.sheet(sheet)
+            written += write_blind_ids(blind, sheet)
+            sheet = blind_sheet(blind, sheet)
     except Exception as err:  # the grades are written: say why nothing more is
         warnings.append(f"no class-level output: {type(err).__name__}: {err}")
         return []

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.classroom.blind_grading import BlindIds, BlindKeyError
+from grader.blind_ids import add_blind_option, blind_ids
 from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.merge import MergeError, merge
@@ -48,19 +48,6 @@ def _check_gradebook(args: argparse.Namespace) -> None:
     check_writable(args.gradebook, "--gradebook")
 
 
-def add_blind_option(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--blind", type=Path, metavar="KEY_FILE",
-                        help=f"blind grading: {what} each student by an opaque id made with this key (created when "
-                             "missing; keep it, and use the same one for every shard and the merge)")
-
-
-def _blind(args: argparse.Namespace) -> BlindIds | None:
-    try:
-        return BlindIds.from_key_file(args.blind) if args.blind is not None else None
-    except BlindKeyError as err:
-        raise UsageError(str(err)) from None
-
-
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
@@ -93,7 +80,7 @@ def run_score_all(args: argparse.Namespace) -> int:
     options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
-                           gradebook=args.gradebook, assignment=args.assignment, blind=_blind(args))
+                           gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args))
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -124,7 +111,7 @@ def run_merge(args: argparse.Namespace) -> int:
     make_dir(args.json_dir, "--json-dir")
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
-                       gradebook=args.gradebook, assignment=args.assignment, blind=_blind(args))
+                       gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)

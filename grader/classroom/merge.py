@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from grader.classroom.blind_grading import BlindIds
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, write_grades

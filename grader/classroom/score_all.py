@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from grader.classroom.blind_grading import BlindIds
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, append_grade, csv_row, json_path,

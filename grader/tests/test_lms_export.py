@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import fake_class, fake_options, fake_report
 
-from grader.classroom.blind_grading import BlindIds
+from grader.blind_ids import BlindIds
 from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
 from grader.classroom.merge import merge
 from grader.classroom.score_all import score_all
@@ -202,12 +202,17 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     blind = BlindIds.from_key_file(key)
     assert key.stat().st_mode & 0o077 == 0 and BlindIds.from_key_file(key) == blind  # made once, then kept
     summary = score_all(fake_class(tmp_path / "subs", names), tmp_path / "grades.csv",
-                        fake_options(tmp_path, feedback_dir=tmp_path / "feedback", blind=blind))
+                        fake_options(tmp_path, feedback_dir=tmp_path / "feedback", json_dir=tmp_path / "json",
+                                     blind=blind))
     assert sorted(summary.graded + summary.errors) == sorted(names)  # one graded, one an error row
     assert sorted(read_grades(tmp_path / "grades.csv").rows) == sorted(names)  # the instructor's CSV keeps the folders
     merged = merge(tmp_path / "merged.csv", [tmp_path / "grades.csv"], blind=blind)  # a shard's summary too
-    seen = {path.name: path.read_text(encoding="utf-8") for path in summary.feedback + summary.outputs + merged.outputs}
-    assert "merged-summary.md" in seen
+    assert main(["feedback", str(tmp_path / "json"), "--feedback-dir", str(tmp_path / "again"), "--blind", str(key)]) == 0
+    again = sorted((tmp_path / "again").iterdir())
+    assert [path.name for path in again] == [f"{blind('Jane Doe_12345_assignsubmission_file_')}.md"]
+    seen = {f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8")
+            for path in summary.feedback + summary.outputs + merged.outputs + again}
+    assert len(seen) == 9  # 2 feedback files; the ids, the summary (md, html) of score-all and of merge; 1 again
     assert sorted(p.name for p in summary.feedback) == sorted(f"{blind(n)}.md" for n in names)
     for name, text in seen.items():
         if not name.endswith("-blind-ids.csv"):
@@ -215,6 +220,7 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert {blind(n) for n in names} <= {word for text in seen.values() for word in text.replace("|", " ").split()}
     other = BlindIds.from_key_file(tmp_path / "other.key")
     assert {other(n) for n in names}.isdisjoint({blind(n) for n in names})  # another key, other ids
+    capsys.readouterr()
     assert main(["score-all", str(tmp_path / "subs"), "--csv", str(tmp_path / "g.csv"), "--sandbox", "none",
                  "--blind", str(tmp_path / "nope" / "k")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
