@@ -15,6 +15,10 @@ students are; this module reads it (:func:`read_roster`) and matches folders to 
 - else a folder named exactly as a roster row's ``id`` or ``login`` (nbgrader's student ids), or named
   by the row's own ``folder`` (a name, or a glob pattern such as ``*-jdoe``), which wins over the rest.
 
+The names around an LMS's id can be the student's own text (a display name, a file's name): every
+place an id could stand is a candidate (:func:`lms_ids`), and a folder whose candidates are two roster
+rows is matched to neither, so that no one can make their work another's.
+
 The roster's columns (a header row; names matched without case, ``_`` read as a space; a UTF-8 BOM
 ignored), so that the LMS's own export serves as a roster as it is:
 
@@ -49,9 +53,11 @@ from typing import Iterable
 
 from grader.safe_text import printable
 
-# The first "_<id>_assignsubmission_" wins: what follows it (without folders, the file's own name) is the student's.
-MOODLE_FOLDER = re.compile(r"^(?P<name>.*?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_.*$", re.S)
-CANVAS_FOLDER = re.compile(r"^(?P<name>[^_]+)(?P<late>_late)?_(?P<id>\d+)_(?:\d+_)?(?P<file>.+)$", re.S | re.I)
+# Where an id can stand in a download's name: Moodle's "_<id>_assignsubmission_file_", Canvas's
+# "_<user id>_<submission id>_<file name>" (after "_late", if late). Every place is a candidate: the name
+# before it and the file name after it can be the student's own text.
+LMS_IDS = (("Moodle", re.compile(r"_(?=(\d+)_assignsubmission_(?:file|onlinetext)_)")),
+           ("Canvas", re.compile(r"_(?=(\d+)_\d+_.)", re.S)))
 # Header spellings -> the field they fill (lower case, "_" as a space).
 COLUMN_ALIASES = {
     "id": "id", "student id": "id", "user id": "id", "participant id": "id", "identifier": "id",
@@ -128,13 +134,14 @@ def read_roster(path: Path) -> list[RosterEntry]:
     return entries
 
 
-def lms_id(folder: str) -> tuple[str, str] | None:
-    """(the LMS, the student's id in it) that a submission folder's name holds, if it is one of Moodle's
-    or Canvas's download names (see the module docstring); None otherwise."""
-    for lms, pattern in (("Moodle", MOODLE_FOLDER), ("Canvas", CANVAS_FOLDER)):
-        found = pattern.match(folder)
-        if found:
-            return lms, found["id"]
+def lms_ids(folder: str) -> tuple[str, list[str]] | None:
+    """(the LMS, the ids the folder's name could hold) if it is one of Moodle's or Canvas's download names
+    (see the module docstring); None otherwise. More than one id: the student's own text (their name,
+    their file's name) holds something that looks like one; the roster decides."""
+    for lms, pattern in LMS_IDS:
+        ids = list(dict.fromkeys(found[1] for found in pattern.finditer(folder) if found.start() > 0))
+        if ids:
+            return lms, ids
     return None
 
 
@@ -185,12 +192,15 @@ def _entry_for(folder: str, roster: list[RosterEntry], by_id: dict[str, RosterEn
     for entry in roster:
         if entry.folder and (entry.folder == folder or fnmatch.fnmatchcase(folder, entry.folder)):
             return entry, ""
-    found = lms_id(folder)
+    found = lms_ids(folder)
     if found is not None:
-        lms, student_id = found
-        if student_id in by_id:
-            return by_id[student_id], ""
-        return None, f" (a {lms} download of id {printable(student_id)}, which the roster does not list)"
+        lms, ids = found
+        listed = [by_id[student_id] for student_id in ids if student_id in by_id]
+        if len(listed) == 1:
+            return listed[0], ""
+        if listed:  # a name made to look like another student's download: neither, and say so
+            return None, f" (a {lms} download that could be {' or '.join(e.shown() for e in listed)})"
+        return None, f" (a {lms} download of id {printable(ids[0])}, which the roster does not list)"
     if folder in by_id:
         return by_id[folder], ""
     lowered = folder.lower()

@@ -21,7 +21,7 @@ from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
 from grader.classroom.merge import merge
 from grader.classroom.score_all import score_all
 from grader.classroom.lms_export import ExportOptions, export
-from grader.classroom.student_roster import RosterEntry, lms_id, match_students, read_roster
+from grader.classroom.student_roster import RosterEntry, lms_ids, match_students, read_roster
 from grader.cli import main
 
 # folder name -> (roster id, fraction of the points)
@@ -99,20 +99,33 @@ def _nbgrader_student_columns() -> set[str]:
             for target in node.targets if isinstance(target, ast.Name)}
 
 
-@pytest.mark.parametrize("folder, lms, student_id", [
-    ("Jane Doe_12345_assignsubmission_file_", "Moodle", "12345"),
-    ("Jane Doe_12345_assignsubmission_onlinetext_", "Moodle", "12345"),
-    ("Participant_23456_assignsubmission_file_attention", "Moodle", "23456"),
-    ("doejane_12345_67890_attention", "Canvas", "12345"),
-    ("doejane_LATE_12345_67890_attention-1", "Canvas", "12345"),
-    # a file name of the student's own cannot give their work another's id
-    ("Mallory_555_assignsubmission_file_x_12345_assignsubmission_file_.zip", "Moodle", "555"),
-    ("malloryx_555_1_doejane_12345_67890_attention", "Canvas", "555"),
+@pytest.mark.parametrize("folder, lms, ids", [
+    ("Jane Doe_12345_assignsubmission_file_", "Moodle", ["12345"]),
+    ("Jane Doe_12345_assignsubmission_onlinetext_", "Moodle", ["12345"]),
+    ("Participant_23456_assignsubmission_file_attention", "Moodle", ["23456"]),
+    ("doejane_12345_67890_attention", "Canvas", ["12345"]),
+    ("doejane_LATE_12345_67890_attention-1", "Canvas", ["12345"]),
+    # text of the student's own (a name, a file name) that looks like an id: every candidate, the roster decides
+    ("Mallory_555_assignsubmission_file_x_12345_assignsubmission_file_.zip", "Moodle", ["555", "12345"]),
+    ("mallory_12345_1_555_67890_attention", "Canvas", ["12345", "1", "555"]),
     ("attention-kata-jdoe", None, None),
     ("jdoe", None, None),
+    ("_12345_67890_x", None, None),
 ])
-def test_lms_folder_names_give_the_students_id(folder: str, lms: str | None, student_id: str | None) -> None:
-    assert lms_id(folder) == ((lms, student_id) if lms else None)
+def test_lms_folder_names_give_the_students_id(folder: str, lms: str | None, ids: list[str] | None) -> None:
+    assert lms_ids(folder) == ((lms, ids) if lms else None)
+
+
+def test_a_name_made_to_hold_another_students_id_matches_no_one(course: Path) -> None:
+    roster = read_roster(course / "roster.csv")
+    forged = ["Mallory_777_assignsubmission_file_x_12345_assignsubmission_file_",
+              "doejohn_12345_1_777_888_attention"]
+    matching = match_students(forged, roster)
+    assert not matching.matched
+    assert matching.lines[:2] == [f"no roster row for submission {name} (a {lms} download that could be "
+                                  f"{first} or {second})" for name, lms, first, second in [
+                                      (forged[0], "Moodle", "777 (Doe, John)", "12345 (Jane Doe)"),
+                                      (forged[1], "Canvas", "12345 (Jane Doe)", "777 (Doe, John)")]]
 
 
 def test_roster_matches_each_pattern_and_says_what_matched_nothing(course: Path) -> None:
