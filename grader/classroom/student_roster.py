@@ -105,7 +105,7 @@ class RosterEntry:
 
 def read_roster(path: Path) -> list[RosterEntry]:
     """The roster's rows (see the module docstring). RosterError: no such file, not a CSV, no id column,
-    an id given twice."""
+    an id or a login (without case) given twice."""
     try:
         text = Path(path).read_bytes().decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
@@ -127,9 +127,11 @@ def read_roster(path: Path) -> list[RosterEntry]:
         student_id = MOODLE_IDENTIFIER.sub(r"\1", values.get("id", ""))
         if not student_id:
             continue  # a blank line, Canvas's "Points Possible" row
-        if student_id in seen:
-            raise RosterError(f"--roster {path}: id {printable(student_id)} is given twice")
-        seen.add(student_id)
+        login = "login:" + values.get("login", "").lower()
+        for key, what in ((student_id, "id"), (login, "login")):
+            if key in seen:
+                raise RosterError(f"--roster {path}: {what} {printable(key.removeprefix('login:'))} is given twice")
+        seen.update((student_id, login) if values.get("login") else (student_id,))
         entries.append(RosterEntry(**{**values, "id": student_id}))
     return entries
 

@@ -177,6 +177,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
     write_grades(mixed, [csv_row("a", {"report": fake_report()}, "a" * 64),
                          csv_row("b", {"report": fake_report(gpu=None)}, "b" * 64)])
     (tmp_path / "no-id.csv").write_text("name,email\nJane,j@x\n")
+    (tmp_path / "twice.csv").write_text("id,login\n1,jdoe\n2,JDoe\n")
     grades, roster = str(course / "grades.csv"), str(course / "roster.csv")
     cases = {
         "no such file": [str(tmp_path / "none.csv"), "--roster", roster, "--to", "canvas"],
@@ -184,6 +185,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
         "not one of canvas, moodle, nbgrader": [grades, "--roster", roster, "--to", "blackboard"],
         "no id column": [grades, "--roster", str(tmp_path / "no-id.csv"), "--to", "moodle"],
         "cannot read it": [grades, "--roster", str(tmp_path / "none.csv"), "--to", "moodle"],
+        "login jdoe is given twice": [grades, "--roster", str(tmp_path / "twice.csv"), "--to", "moodle"],
         "different totals": [str(mixed), "--roster", roster, "--to", "canvas"],
         "--strict": [grades, "--roster", roster, "--to", "canvas", "--strict"],
     }
