@@ -41,13 +41,25 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if not 0 < value <= 3600:
         raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds, got {text}")
     return value
+
+
+def share(text: str) -> float:
+    """A share, above 0 and at most 1 (a threshold)."""
+    value = _number(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {text}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
 def check_writable(path: Path | None, flag: str) -> None:
@@ -72,7 +84,7 @@ def say_warnings_and_outputs(warnings: Sequence[str], outputs: Sequence[Path]) -
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for path in outputs:
-        print(f"summary: {path}", file=sys.stderr)
+        print(f"written: {path}", file=sys.stderr)
 
 
 def stop_on_sigterm() -> None:

@@ -84,7 +84,7 @@ def backward_with(out: torch.Tensor, grad_output: torch.Tensor) -> None:
 
     The same gradients bit for bit (the product's backward hands ``grad_output`` on unchanged),
     without what a tensor argument to ``backward`` costs on its first use in torch 2.13: an import of
-    sympy, 0.4 s, in the grader and again in every worker. ``kata_worker/probes.py`` (the worker) does the same.
+    sympy, 0.4 s, in the grader and again in every worker. ``kata_worker/worker.py`` (the worker) does the same.
     """
     if out.shape != grad_output.shape:
         raise ValueError(f"the output has shape {tuple(out.shape)}; the gradient given has {tuple(grad_output.shape)}")

@@ -3,9 +3,9 @@ the class summary gets every student by their opaque id (grader/blind_ids.py), a
 the grades CSV, ``<csv stem>-blind-ids.csv``: (``student``, ``blind_id``) for each folder. The instructor
 alone sees the CSV: it keeps the folder names, which resume, ``merge`` and ``export`` need.
 
-Left as it is: the grades CSV, the JSON reports (``--json-dir``), the progress lines and the nbgrader
-gradebook (the instructor's), and any text of the student's own that names them (a file name in a
-warning).
+Left as it is: the grades CSV, the JSON reports (``--json-dir``), the similarity report, the progress
+lines and the nbgrader gradebook (the instructor's), and any text of the student's own that names them
+(a file name in a warning).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ TEXT_COLUMNS = ("message", REVIEW_COLUMN)  # the cells of a row that may name th
 
 def blind_sheet(ids: BlindIds, sheet: ClassSheet) -> ClassSheet:
     """The class as the summary shows it under blind grading: every student by their id (each one's JSON
-    report read here, this run's or ``json_dir``'s, since the files keep the folder names)."""
+    report read here, this run's or ``json_dir``'s, since the files keep the folder names), and no
+    submissions folder (its folders are named after the students: the summary's similarity section,
+    which would name them, is left out; the similarity report, the instructor's, gets the real sheet)."""
     rows, reports = {}, {}
     for student, row in sheet.rows.items():
         shown = ids(student)

@@ -26,11 +26,12 @@ import base64
 import html
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from grader.files import write_atomically
 from grader.classroom.class_numbers import ClassSummary, summarize_class
 from grader.classroom.grades_sheet import ClassSheet
+from grader.classroom.similarity_report import summary_section
 from grader.safe_text import escape_controls
 
 NO_MATPLOTLIB = ('matplotlib is not installed, so this summary has no plots: '
@@ -69,7 +70,7 @@ def _md_cell(text: str) -> str:
     return " ".join(escape_controls(str(text)).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
+def to_markdown(summary: ClassSummary, plots_note: str = "", similar: Sequence[str] = ()) -> str:
     lines = [f"# Class summary: {_md_cell(summary.csv_name)}", "", _stats(summary), ""]
     lines += [line for note in [plots_note, *summary.notes] if note for line in (f"_{_md_cell(note)}_", "")]
     columns = _columns(summary)
@@ -94,6 +95,7 @@ def to_markdown(summary: ClassSummary, plots_note: str = "") -> str:
     if summary.errors:
         lines += ["", "## Not graded", "", "| student | why |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.errors.items())]
+    lines += ["", *similar] if similar else []  # similarity_report.summary_section: escaped there
     return escape_controls("\n".join(lines)) + "\n"
 
 
@@ -172,7 +174,7 @@ def _html_tables(summary: ClassSummary) -> list[str]:
     return parts
 
 
-def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None) -> str:
+def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None, similar: Sequence[str] = ()) -> str:
     e = _html
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>Class summary: {e(summary.csv_name)}</title>",
@@ -185,8 +187,7 @@ def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None) -> str:
         parts.append(f'<p class="note">{e(NO_MATPLOTLIB, quote=False)}</p>')
     else:
         parts += [f'<figure><img alt="{e(title)}" src="{uri}"></figure>' for title, uri in plots]
-    parts += _html_tables(summary)
-    parts.append("</body></html>")
+    parts += [*_html_tables(summary), *similar, "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -203,6 +204,7 @@ def write_summary(sheet: ClassSheet) -> list[Path]:
     summary = summarize_class(sheet)
     plots = _plots(summary)
     html_path, md_path = summary_paths(sheet.csv_path)
-    write_atomically(html_path, to_html(summary, plots))
-    write_atomically(md_path, to_markdown(summary, "" if plots is not None else NO_MATPLOTLIB))
+    similar_md, similar_html = summary_section(sheet)  # the similarity report's pairs (none without a folder)
+    write_atomically(html_path, to_html(summary, plots, similar_html))
+    write_atomically(md_path, to_markdown(summary, "" if plots is not None else NO_MATPLOTLIB, similar_md))
     return [html_path, md_path]

@@ -16,6 +16,7 @@ from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.roster import parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
+from grader.classroom.similarity_report import add_similarity_arguments, run_similarity
 from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs, stop_on_sigterm
 from grader.grading.commands import add_grading_options, grade_options
 from grader.reports.commands import add_feedback_options
@@ -52,10 +53,15 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
                         help="the CSV to write, sorted by student; an existing one is resumed: its rows stay unless the "
-                             "student's submission changed, the row is an error, or --only names them")
+                             "student's submission changed, the row is an error, or --only names them; rows graded under "
+                             "another rubric, hidden tests, grader, torch or grading options are refused (exit 2), "
+                             "see --regrade-stale; one run at a time (a lock beside the CSV)")
     parser.add_argument("--json-dir", type=Path, metavar="DIR",
                         help="also write each student's JSON report to DIR/<student>.json (DIR is created)")
     parser.add_argument("--force", action="store_true", help="grade everyone again and write the CSV anew")
+    parser.add_argument("--regrade-stale", action="store_true",
+                        help="grade again the rows graded under another rubric, hidden tests, grader, torch or grading "
+                             "options (instead of refusing them), so that the CSV holds one grading")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="grade (again) these students only; the other rows stay")
     parser.add_argument("--shard", metavar="K/N", help="grade the K-th of N disjoint slices of the class (by a hash of "
                                                        "the student's name); python -m grader merge joins the shards")
@@ -80,7 +86,8 @@ def run_score_all(args: argparse.Namespace) -> int:
     options = BatchOptions(jobs=args.jobs, grading=grade_options(args), force=args.force, json_dir=args.json_dir,
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
-                           gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args))
+                           gradebook=args.gradebook, assignment=args.assignment, regrade_stale=args.regrade_stale,
+                           blind=blind_ids(args))
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -139,9 +146,11 @@ def run_nbgrader(args: argparse.Namespace) -> int:
         check_gradebook(course)
         prepare_work_dir(course)
         stop_on_sigterm()
-        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args)), args.visibility,
-                               progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
-    except CourseError as err:
+        # The course's own grading folder: a row graded under another rubric or grader is graded again
+        # (a warning says so), never kept beside the others; the gradebook is the course's record.
+        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args), regrade_stale=True),
+                               args.visibility, progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
+    except (CourseError, BatchError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(summary.warnings, [])
     for assignment in course.assignments:
@@ -162,5 +171,7 @@ COMMANDS = [
     Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
     Command("merge", "join the CSVs (and JSON reports) of score-all --shard runs into one", add_merge_arguments, run_merge),
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
+    Command("similarity", "report the pairs of submissions whose code for a module is alike beyond the book and "
+                          "the stub", add_similarity_arguments, run_similarity),
     EXPORT,
 ]

@@ -175,9 +175,9 @@ class ClassGradebook:
     def _layout(self) -> _Layout:
         from nbgrader.api import MissingEntry
 
-        gb, exercises = self.gb, self._rubric.exercises
+        exercises = self._rubric.exercises
         try:
-            assignment = gb.find_assignment(self.assignment)
+            assignment = self.gb.find_assignment(self.assignment)
         except MissingEntry:
             if self.must_exist:
                 raise GradebookError(f"the gradebook has no assignment {self.assignment!r}: run nbgrader "
@@ -188,24 +188,36 @@ class ClassGradebook:
         groups = {ex.group for ex in exercises.values()}
         if notebooks and set(notebooks) <= groups and all(
                 course_cell(ex_id) in grade_cells for ex_id, ex in exercises.items() if ex.group in notebooks):
-            covered = {ex_id: ex for ex_id, ex in exercises.items() if ex.group in notebooks}
-            cells = {ex_id: course_cell(ex_id) for ex_id in covered}
-            max_scores = {(nb.name, cell.name): cell.max_score for nb in notebooks.values() for cell in nb.grade_cells}
-            differ = [f"{ex_id} ({max_scores[cells[ex_id]]:g} there, {ex.points:g} in the rubric)"
-                      for ex_id, ex in covered.items() if max_scores[cells[ex_id]] != ex.points]
-            if differ:
-                self.warnings.append(f"the nbgrader course's max scores differ from the rubric's, and stay: "
-                                     f"{', '.join(differ)}")
-            gpu = sorted(key for key in grade_cells if key[1] == GPU_CELL)
-            if gpu:
-                cells[GPU_CELL] = gpu[0]
-            elif gpu_group() in notebooks:
-                self.warnings.append(
-                    f"the nbgrader course's assignment {self.assignment!r} has no grade cell for the GPU-run check: "
-                    "its points are in the CSV, not in the gradebook (whose max scores stay the course's)")
-            solution_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.solution_cells}
-            comments = [(ex.group, ex.module) for ex in covered.values() if (ex.group, ex.module) in solution_cells]
-            return _Layout("course", cells, comments)
+            return self._course_layout(notebooks, grade_cells)
+        return self._kata_layout(notebooks)
+
+    def _course_layout(self, notebooks: dict, grade_cells: set) -> _Layout:
+        """The course of ``python -m grader release``: its own grade cells, one notebook per group, whose
+        max scores stay the course's (a difference from the rubric is a warning)."""
+        exercises = self._rubric.exercises
+        covered = {ex_id: ex for ex_id, ex in exercises.items() if ex.group in notebooks}
+        cells = {ex_id: course_cell(ex_id) for ex_id in covered}
+        max_scores = {(nb.name, cell.name): cell.max_score for nb in notebooks.values() for cell in nb.grade_cells}
+        differ = [f"{ex_id} ({max_scores[cells[ex_id]]:g} there, {ex.points:g} in the rubric)"
+                  for ex_id, ex in covered.items() if max_scores[cells[ex_id]] != ex.points]
+        if differ:
+            self.warnings.append(f"the nbgrader course's max scores differ from the rubric's, and stay: "
+                                 f"{', '.join(differ)}")
+        gpu = sorted(key for key in grade_cells if key[1] == GPU_CELL)
+        if gpu:
+            cells[GPU_CELL] = gpu[0]
+        elif gpu_group() in notebooks:
+            self.warnings.append(
+                f"the nbgrader course's assignment {self.assignment!r} has no grade cell for the GPU-run check: "
+                "its points are in the CSV, not in the gradebook (whose max scores stay the course's)")
+        solution_cells = {(nb.name, cell.name) for nb in notebooks.values() for cell in nb.solution_cells}
+        comments = [(ex.group, ex.module) for ex in covered.values() if (ex.group, ex.module) in solution_cells]
+        return _Layout("course", cells, comments)
+
+    def _kata_layout(self, notebooks: dict) -> _Layout:
+        """The layout one score-all makes: a notebook of its own, one grade cell per exercise and the GPU-run
+        check, created (or completed) here before anyone is recorded."""
+        gb, exercises = self.gb, self._rubric.exercises
         if self.must_exist:  # nothing is created in an assignment nbgrader has not generated
             raise GradebookError(f"assignment {self.assignment!r} of the gradebook has no notebook of this kata's "
                                  f"course: run nbgrader generate_assignment {self.assignment} first")
@@ -214,7 +226,6 @@ class ClassGradebook:
                 f"assignment {self.assignment!r} of the gradebook has notebooks {', '.join(sorted(notebooks))}: "
                 f"neither the course of 'python -m grader release' nor one score-all made; "
                 f"choose another --assignment")
-        # the kata layout: made (or completed) here before anyone is recorded
         gb.update_or_create_assignment(self.assignment)
         if NOTEBOOK not in notebooks:
             gb.add_notebook(NOTEBOOK, self.assignment)

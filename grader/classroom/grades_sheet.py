@@ -5,7 +5,9 @@ the nbgrader course, the class-level outputs), in this one module:
 
 - the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
   rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``review`` (the report's lines
-  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``;
+  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``,
+  ``graded_by`` and ``graded_at`` (what graded the row, a short hash of its provenance key, and when:
+  grader/classroom/provenance.py);
 - a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
   raised); the file holds it escaped: text that a spreadsheet would run as a formula gets a leading
   apostrophe (:func:`csv_cell`). Escaping happens here alone, once, as a row is written
@@ -37,6 +39,9 @@ from grader.safe_text import printable
 
 HASH_COLUMN = "submission_sha256"
 REVIEW_COLUMN = "review"
+# What graded a row (grader/classroom/provenance.py): its key's short hash, and when (UTC).
+GRADED_BY_COLUMN, GRADED_AT_COLUMN = "graded_by", "graded_at"
+PROVENANCE_COLUMNS = (GRADED_BY_COLUMN, GRADED_AT_COLUMN)
 STATUSES = ("graded", "error")
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -50,7 +55,7 @@ class SheetError(Exception):
 
 def csv_columns() -> list[str]:
     return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", REVIEW_COLUMN,
-            HASH_COLUMN]
+            HASH_COLUMN, *PROVENANCE_COLUMNS]
 
 
 def csv_cell(value: Any) -> Any:
@@ -113,8 +118,10 @@ class CsvContent:
 def read_grades(csv_path: Path) -> CsvContent:
     """Read a score-all CSV (none: empty). A last row without its line end (a write cut short) is
     dropped; a row that is not one of ours (wrong number of cells, unknown status, no hash) is
-    dropped with a warning, so that student is graded again. SheetError: the file is not a
-    score-all CSV of this version (another header)."""
+    dropped with a warning, so that student is graded again (a row whose ``graded_by`` is not this
+    run's key is the resume's to judge: grader/classroom/score_all.py). SheetError: the file is not a
+    score-all CSV of this version (another header; one line saying how to go on, for a CSV of a
+    grader that wrote no provenance columns)."""
     content = CsvContent()
     if not csv_path.is_file():
         return content
@@ -123,6 +130,10 @@ def read_grades(csv_path: Path) -> CsvContent:
     first_line = text.split("\n", 1)[0].rstrip("\r")
     if not text.strip() or (header.startswith(first_line) and "\n" not in text):
         return content  # empty, or killed while writing the header
+    if first_line == ",".join(c for c in csv_columns() if c not in PROVENANCE_COLUMNS):
+        raise SheetError(f"{csv_path} was written by an older grader, without the columns that say what graded "
+                         f"each row ({', '.join(PROVENANCE_COLUMNS)}): grade the class again into it with "
+                         "score-all --force, or move it away")
     if first_line != header:
         raise SheetError(f"{csv_path} exists and is not a score-all CSV with this rubric's columns "
                          f"(its header differs): move it away, or use --force to overwrite it")
@@ -185,18 +196,20 @@ def _escaped(row: Mapping[str, Any]) -> dict[str, Any]:
 class ClassSheet:
     """A whole class's grades, as every class-level output gets them (grader/classroom/class_outputs.py):
     the CSV's rows as plain text by student (a student graded twice: their last row), this run's JSON
-    reports, and the folder holding every graded student's report (``--json-dir``; None: only this run's)."""
+    reports, and the folder holding every graded student's report (``--json-dir``; None: only this run's)
+    and the submissions folder score-all graded (None: not known, as after ``merge``)."""
 
     csv_path: Path
     rows: dict[str, dict[str, str]]
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     json_dir: Path | None = None
+    submissions: Path | None = None
 
 
 def read_class(csv_path: Path, reports: Mapping[str, dict[str, Any]] | None = None,
-               json_dir: Path | None = None) -> ClassSheet:
+               json_dir: Path | None = None, submissions: Path | None = None) -> ClassSheet:
     """The :class:`ClassSheet` of the grades CSV at ``csv_path`` (SheetError: not one of ours)."""
-    return ClassSheet(Path(csv_path), read_grades(Path(csv_path)).rows, dict(reports or {}), json_dir)
+    return ClassSheet(Path(csv_path), read_grades(Path(csv_path)).rows, dict(reports or {}), json_dir, submissions)
 
 
 # --- the JSON reports, named after the students --------------------------------------------------

@@ -15,12 +15,16 @@ merged CSV with the reports of ``--json-dir``.
 
 Refused (MergeError, nothing written): a shard CSV that is not complete (a last row cut short: resume
 that shard first) or not a score-all CSV; a student with two different rows in two shards; a
-graded student whose JSON report none of ``--from-json-dirs`` holds.
+graded student whose JSON report none of ``--from-json-dirs`` holds; shards graded under different
+provenance keys, or under another rubric than this checkout's (grader/classroom/provenance.py: the
+merged CSV's sidecar describes the shards' one key); a shard or the output that another run holds
+(grader/classroom/sheet_lock.py: merge holds the locks of all of them while it runs).
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,7 +32,10 @@ from typing import Any, Sequence
 from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
-from grader.classroom.grades_sheet import SheetError, json_path, read_grades, safe_file_name, write_grades
+from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, SheetError, json_path, read_grades, safe_file_name,
+                                           write_grades)
+from grader.classroom.provenance import MixedGradings, one_grading, record_key
+from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.files import private_files, write_atomically
 
 
@@ -57,14 +64,24 @@ def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, fr
           gradebook: Path | None = None, assignment: str | None = None, blind: BlindIds | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
     it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
-    with private_files():
+    with private_files(), ExitStack() as locks:
+        try:
+            existing = [Path(out), *(Path(p) for p in shards if Path(p).is_file())]
+            for csv_path in {p.resolve(): p for p in reversed(existing)}.values():  # each file once
+                locks.enter_context(take_lock(csv_path, "merge"))
+        except SheetBusy as err:
+            raise MergeError(str(err)) from None
         return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, blind)
 
 
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
            gradebook: Path | None, assignment: str | None, blind: BlindIds | None) -> MergeResult:
     result = MergeResult()
-    rows = _read_shards(Path(out), shards)
+    rows, graded_by = _read_shards(Path(out), shards)
+    try:
+        grading = one_grading(graded_by)
+    except MixedGradings as err:
+        raise MergeError(str(err)) from None
     found = _find_reports(rows, json_dir, from_json_dirs, result.warnings) if json_dir is not None else _Reports()
     book = None
     if gradebook is not None:
@@ -76,6 +93,8 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
         for target in found.stale:
             if target.is_file() or target.is_symlink():
                 target.unlink()
+        if grading is not None:
+            record_key(Path(out), next(iter(graded_by)), grading)
         write_grades(Path(out), rows.values())
         if book is not None:
             for name in sorted(rows):
@@ -88,10 +107,12 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
     return result
 
 
-def _read_shards(out: Path, shards: Sequence[Path]) -> dict[str, dict[str, str]]:
-    """Every row of the shards, by student; MergeError for a shard that is not whole or not disjoint."""
+def _read_shards(out: Path, shards: Sequence[Path]) -> tuple[dict[str, dict[str, str]], dict[str, Path]]:
+    """Every row of the shards, by student, and {graded_by: the first shard with a row graded under it};
+    MergeError for a shard that is not whole or not disjoint."""
     rows: dict[str, dict[str, str]] = {}
     source: dict[str, Path] = {}
+    graded_by: dict[str, Path] = {}
     for shard in map(Path, shards):
         if not shard.is_file():
             raise MergeError(f"{shard}: no such file")
@@ -109,7 +130,8 @@ def _read_shards(out: Path, shards: Sequence[Path]) -> dict[str, dict[str, str]]
                                  "shards must be disjoint (the same N, each K once)")
             rows[name] = row
             source.setdefault(name, shard)
-    return rows
+            graded_by.setdefault(row[GRADED_BY_COLUMN], shard)
+    return rows, graded_by
 
 
 def _find_reports(rows: dict[str, dict[str, str]], json_dir: Path, from_json_dirs: Sequence[Path],

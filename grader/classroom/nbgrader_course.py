@@ -39,6 +39,7 @@ from grader.classroom.grades_sheet import SheetError, csv_row, read_grades, writ
 from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
+from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports.nbgrader_feedback import feedback_html
@@ -148,9 +149,10 @@ def staged_name(assignment: str, student: str) -> str:
 # --- grading ---------------------------------------------------------------------------------------
 
 
-def stage(course: Course) -> dict[tuple[str, str], str]:
+def stage(course: Course, notes: list[str] | None = None) -> dict[tuple[str, str], str]:
     """Write each notebook's module layout into the intake folder; {(assignment, student): error} for
-    the notebooks that cannot be graded (their staged folder is removed)."""
+    the notebooks that cannot be graded (their staged folder is removed). ``notes`` gets a line for each
+    helper a graded cell borrows from a cell that is not graded (grader/classroom/notebook_intake.py)."""
     intake = course.work / "intake"
     errors: dict[tuple[str, str], str] = {}
     for assignment, students in course.students.items():
@@ -165,7 +167,10 @@ def stage(course: Course) -> dict[tuple[str, str], str]:
                     others = sorted(p.name for p in folder.glob("*.ipynb"))
                     raise NotebookError(f"no {notebook.name} in {folder.relative_to(course.root)}"
                                         + (f" (found {', '.join(others)})" if others else ""))
-                files = read_modules(notebook, modules)
+                borrowed: list[str] = []
+                files = read_modules(notebook, modules, borrowed)
+                if notes is not None:
+                    notes += [f"{student} ({assignment}): {note}" for note in borrowed]
             except NotebookError as err:
                 errors[(assignment, student)] = str(err)
                 continue
@@ -188,15 +193,24 @@ def grade_course(course: Course, options: BatchOptions, visibility: str = "full"
                  progress: Callable[[Progress], None] | None = None) -> CourseSummary:
     """Stage, grade (grader.classroom.score_all.score_all with ``options``, each notebook graded with
     its :func:`assignment_options`), record, write feedback. What it creates is for this user alone
-    (grader.files.private_files), but for the feedback pages themselves (see :func:`write_feedback`)."""
+    (grader.files.private_files), but for the feedback pages themselves (see :func:`write_feedback`).
+    One run at a time: it holds ``COURSE_DIR/kata-grading.lock`` (grader/classroom/sheet_lock.py) from
+    before it stages anything, since a second run would stage over the notebooks the first is grading
+    (CourseError: another run holds it)."""
     with private_files():
-        return _grade_course(course, options, visibility, progress)
+        try:
+            lock = take_lock(course.work, "nbgrader")
+        except SheetBusy as err:
+            raise CourseError(str(err)) from None
+        with lock:
+            return _grade_course(course, options, visibility, progress)
 
 
 def _grade_course(course: Course, options: BatchOptions, visibility: str,
                   progress: Callable[[Progress], None] | None) -> CourseSummary:
     prepare_work_dir(course)
-    errors = stage(course)
+    borrowed: list[str] = []
+    errors = stage(course, borrowed)
     csv_path, json_dir = course.work / "grades.csv", course.work / "json"
     staged = {p.name for p in (course.work / "intake").iterdir()}
     try:  # rows of notebooks that are gone or unreadable now must not be kept by the resume
@@ -210,7 +224,7 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
 
     batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir, grading_of=grading_of),
                       progress=progress)
-    summary = CourseSummary(warnings=list(batch.warnings))
+    summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
     rows = read_grades(csv_path).rows
     for assignment, students in course.students.items():
         for student in students:

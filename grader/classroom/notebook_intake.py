@@ -8,7 +8,9 @@ a regular file, never through a symlink), and each module is the source of the o
 nbgrader metadata names it (``grade_id`` = the module, ``solution`` true), the cells that
 grader/authoring/nbgrader_release.py wrote. The group's own modules and the modules it borrows from earlier
 groups (04_multihead's ``causal_attention`` cell) are all required; anything else in the notebook
-(markdown, the test cells, cells the student added) is ignored, as a .py submission's other files are.
+(markdown, the test cells, cells the student added) is ignored, as a .py submission's other files are,
+but for the helpers a solution cell uses from a cell the student added (``borrowed_helpers``): nbgrader's
+own autograde runs the whole notebook, so those are appended to the cell's module, and named in a note.
 Whatever is wrong (not JSON, not a notebook, a cell missing or twice, a cell over MAX_CELL_BYTES) is
 a NotebookError with one line for the instructor.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from grader.attention_view import INPUTS
 from grader.files import UnreadableFile, read_regular
+from grader.grading import script_split
 from grader.grading.intake import one_line
 from grader.sandbox.bundle import MAX_FILE_BYTES
 from grader.rubric import load_rubric
@@ -122,14 +125,8 @@ def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             result[module] = []
             continue
-        bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-        bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
-        bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        bound |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
-                  for a in n.names}
-        used = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         wanted: dict[str, list[str]] = {}
-        for name in sorted(used - bound - known):
+        for name in sorted(_free_names(nodes) - known):
             if name in defined:
                 wanted.setdefault(defined[name], []).append(name)
         result[module] = [f"from {other} import {', '.join(names)}" for other, names in wanted.items()]
@@ -137,6 +134,53 @@ def cell_imports(cells: dict[str, str]) -> dict[str, list[str]]:
             for name in _top_level_names(node):
                 defined[name] = module
     return result
+
+
+def _free_names(nodes: list[ast.AST]) -> set[str]:
+    """The names a cell's code (all its nodes) reads and binds nowhere."""
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.arg for n in nodes if isinstance(n, ast.arg)}
+    bound |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    bound |= {(a.asname or a.name).split(".")[0] for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in n.names}
+    return {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
+def helper_cells(nb: dict) -> list:
+    """The code cells a student added (no nbgrader metadata of a solution, test or locked cell), each
+    parsed as a script (grader/grading/script_split.py); a cell that does not parse is left out."""
+    scripts = []
+    for i, cell in enumerate(nb["cells"]):
+        meta = cell.get("metadata") if isinstance(cell, dict) else None
+        nbgrader = meta.get("nbgrader") if isinstance(meta, dict) else None
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or (isinstance(nbgrader, dict) and any(
+                nbgrader.get(key) is True for key in ("solution", "grade", "locked"))):
+            continue
+        source = cell.get("source")
+        source = "".join(source) if isinstance(source, list) and all(isinstance(p, str) for p in source) else source
+        if isinstance(source, str) and len(source.encode("utf-8", "surrogatepass")) <= MAX_CELL_BYTES:
+            script = script_split.parse_script(f"cell {i + 1}", source.encode("utf-8", "surrogatepass"))
+            if not isinstance(script, str):
+                scripts.append(script)
+    return scripts
+
+
+def borrowed_helpers(module: str, source: str, helpers: list) -> tuple[str, list[str]]:
+    """(the text of the helpers the ``module`` cell uses that cells added by the student define: their
+    imports and definitions, as nbgrader's own autograde, which runs the whole notebook, would see
+    them; the names borrowed)."""
+    try:
+        free = _free_names(list(ast.walk(ast.parse(source)))) - set(dir(builtins)) - SETUP_DEFINES
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "", []
+    public = set(load_rubric().owner_of)
+    texts, borrowed = [], []
+    for script in helpers:
+        names = {n for n in free if n in script.defs and n not in public}
+        if names:
+            texts.append(script_split.helper_text(script, names))
+            borrowed += sorted(names - set(borrowed))
+    return "".join(texts), borrowed
 
 
 def _top_level_names(node: object) -> list[str]:
@@ -161,9 +205,23 @@ def exercise_imports(module: str) -> list[str]:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in rubric.module_groups]
 
 
-def notebook_modules(path: Path, modules: list[str]) -> dict[str, bytes]:
-    """``{"<group>/<module>.py": bytes}`` for each of ``modules``, from the notebook at ``path``."""
+def notebook_modules(path: Path, modules: list[str], notes: list[str] | None = None) -> dict[str, bytes]:
+    """``{"<group>/<module>.py": bytes}`` for each of ``modules``, from the notebook at ``path``. A helper a
+    solution cell uses from a cell the student added is appended to its module (after the cell's own
+    lines, which keep their numbers), with a line in ``notes``."""
     groups = load_rubric().module_groups
-    cells = solution_cells(read_notebook(path), modules, path.name)
-    imports = cell_imports(cells)
-    return {f"{groups[module]}/{module}.py": module_file(module, cells[module], imports[module]) for module in modules}
+    nb = read_notebook(path)
+    cells = solution_cells(nb, modules, path.name)
+    imports, helpers = cell_imports(cells), helper_cells(nb)
+    files = {}
+    for module in modules:
+        extra, borrowed = borrowed_helpers(module, cells[module], helpers)
+        source = cells[module]
+        if borrowed:
+            source += f"\n\n# ---- used by this cell, defined in cells that are not graded ----\n{extra}"
+            if notes is not None:
+                shown = ", ".join(f"`{name}`" for name in borrowed)
+                notes.append(f"the {module} cell uses {shown}, defined in a cell that is not graded: graded with "
+                             f"it; move it into the {module} cell")
+        files[f"{groups[module]}/{module}.py"] = module_file(module, source, imports[module])
+    return files

@@ -14,7 +14,12 @@ that writes the kept students' feedback from their JSON reports (``python -m gra
 
 A run that starts over an existing CSV (a resume) keeps a row only when the student is still graded
 (``status`` ``graded``), their submission's content hash (``submission_sha256``) is unchanged, their JSON
-report is there (with ``--json-dir``) and ``--only`` does not name them; everyone else is graded again. A last row cut
+report is there (with ``--json-dir``) and ``--only`` does not name them; everyone else is graded again.
+A row it would keep that was graded under another provenance key (``graded_by``: another rubric, hidden
+tests, grader, torch or grading options; grader.classroom.provenance) is refused, saying what changed,
+or with ``regrade_stale`` graded again: a CSV never holds two gradings. Each row is stamped with the
+run's key and its time; the whole key goes to ``<csv>.provenance.json``. The run holds the CSV's lock
+(grader.classroom.sheet_lock) from before it reads the CSV to the end, so a second run is refused. A last row cut
 short (a kill mid-write) is dropped, never joined with the next one. Rows of students no longer in
 the folder (or outside this ``--shard``) are kept, with a warning. The CSV (grader.classroom.grades_sheet)
 is rewritten, atomically, sorted by student name (code point order), when the run starts and when it
@@ -41,10 +46,12 @@ from typing import Any, Callable, Mapping
 from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
-from grader.classroom.grades_sheet import (HASH_COLUMN, CsvContent, SheetError, append_grade, csv_row, json_path,
-                                           read_grades, write_grades)
+from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, HASH_COLUMN, CsvContent, SheetError, append_grade,
+                                           csv_row, json_path, read_grades, write_grades)
 from grader.classroom.jobs import Job
+from grader.classroom.provenance import Provenance, current, record_key, stale_reason, stale_refusal, stamp
 from grader.classroom.roster import in_shard, list_students, submission_hash
+from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports.feedback import write_error_feedback, write_feedback
@@ -75,6 +82,8 @@ class BatchOptions:
     # How each student is graded, where not all alike (grader nbgrader: each staged notebook is graded
     # on its assignment's exercises); the sandbox is always ``grading``'s.
     grading_of: Callable[[str], GradeOptions] | None = None
+    # Rows graded under another provenance key (grader.classroom.provenance) are graded again (False: refused)
+    regrade_stale: bool = False
     blind: BlindIds | None = None  # blind grading: the feedback and the summary name students by an opaque id
 
     def grading_for(self, student: str) -> GradeOptions:
@@ -131,6 +140,7 @@ class _Plan:
     queue: list[tuple[str, Path]]  # the students to grade, by name
     hashes: dict[str, str]
     warnings: list[str]
+    provenance: Provenance  # what grades this run's rows
 
 
 def plan(folder: Path, csv_path: Path, options: BatchOptions) -> _Plan:
@@ -162,12 +172,32 @@ def plan(folder: Path, csv_path: Path, options: BatchOptions) -> _Plan:
             hashes[name] = submission_hash(selected[name])
             if _still_valid(name, row, hashes[name], options):
                 kept[name] = row
-    wanted = options.only if options.only is not None else set(selected)
+    now = current(options.grading)
+    wanted = set(options.only) if options.only is not None else set(selected)
+    wanted |= _drop_stale(kept, set(selected), now, csv_path, options, warnings)
     queue = [(name, path) for name, path in selected.items() if name in wanted and name not in kept]
     for name, path in queue:
         if name not in hashes:
             hashes[name] = submission_hash(path)
-    return _Plan(kept, queue, hashes, warnings)
+    return _Plan(kept, queue, hashes, warnings, now)
+
+
+def _drop_stale(kept: dict[str, dict[str, str]], selected: set[str], now: Provenance, csv_path: Path,
+                options: BatchOptions, warnings: list[str]) -> set[str]:
+    """Never a CSV of two gradings: the rows ``kept`` graded under another key than ``now``'s are refused
+    (BatchError saying what changed), or with ``regrade_stale`` taken out of ``kept``: the students of
+    this run (``selected``) among them are returned, to be graded again, and the others' rows dropped."""
+    stale = {name: row[GRADED_BY_COLUMN] for name, row in kept.items() if row[GRADED_BY_COLUMN] != now.key}
+    if not stale:
+        return set()
+    if not options.regrade_stale:
+        raise BatchError(stale_refusal(csv_path, stale, now))
+    warnings.append(f"grading again (--regrade-stale): {stale_reason(csv_path, stale, now)}")
+    for name in sorted(stale):
+        del kept[name]
+        if name not in selected:
+            warnings.append(f"dropped the row of {printable(name)}: graded under another key, and not graded by this run")
+    return set(stale) & selected
 
 
 def _still_valid(name: str, row: Mapping[str, str], sha256: str, options: BatchOptions) -> bool:
@@ -189,20 +219,28 @@ def score_all(folder: Path, csv_path: Path, options: BatchOptions,
     """Grade the students of ``folder`` into ``csv_path`` (see the module docstring).
 
     BatchError (nothing graded): an existing CSV that is not ours (without ``force``), an
-    ``only`` naming no submission. grader.classroom.gradebook.GradebookError: the gradebook's assignment is
+    ``only`` naming no submission, rows graded under another provenance key (without ``force`` or
+    ``regrade_stale``), another run holding the CSV's lock (grader.classroom.sheet_lock, held for
+    the whole run). grader.classroom.gradebook.GradebookError: the gradebook's assignment is
     neither this kata's course nor one score-all made.
 
     What it writes (CSV, JSON reports, feedback, gradebook, class summary) is for this user alone
     (:func:`private_files`).
     """
     with private_files():
-        return _score_all(folder, csv_path, options, progress)
+        try:
+            lock = take_lock(csv_path, "score-all")
+        except SheetBusy as err:
+            raise BatchError(str(err)) from None
+        with lock:
+            return _score_all(folder, csv_path, options, progress)
 
 
 def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                progress: Callable[[Progress], None] | None) -> BatchSummary:
     started = time.monotonic()
     work = plan(folder, csv_path, options)
+    record_key(csv_path, work.provenance.key, work.provenance.describe())
     summary = BatchSummary(warnings=work.warnings, skipped=sorted(work.kept))
     for out_dir in (options.json_dir, options.feedback_dir):
         if out_dir is not None:
@@ -231,7 +269,8 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, options.blind)
+    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
+                                          options.blind)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
@@ -266,7 +305,8 @@ def _write_rows(csv_path: Path, work: _Plan, options: BatchOptions, summary: Bat
         with open(csv_path, "a", newline="", encoding="utf-8") as out:
 
             def record(student: str, result: dict[str, Any]) -> None:
-                row = _record(student, paths[student], result, work.hashes[student], options, summary)
+                row = {**_record(student, paths[student], result, work.hashes[student], options, summary),
+                       **stamp(work.provenance.key)}
                 # in rows before it can be on disk: the rewrite after an interrupt keeps what the file showed
                 rows[student] = row
                 append_grade(out, row)

@@ -46,7 +46,7 @@ exist (:meth:`DeviceRuns.scored`).
   the public tests' device checks). It runs in the student's process, so code that rewrites the worker
   could forge it, which is why the report calls it simulated.
 
-The probe ``device_run`` runs inside the worker (grader/sandbox/kata_worker/probes.py) and sends back plain
+The probe ``device_run`` runs inside the worker (grader/sandbox/kata_worker/worker.py) and sends back plain
 data only (the output as a CPU tensor, an error as text): the comparison is made here. The tests of the
 grader exercise it on the simulated GPU, and on a faked CUDA (the real branch on the CPU).
 """

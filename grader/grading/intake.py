@@ -6,7 +6,10 @@ receives files dragged in one by one), a ``.zip`` of any of these (possibly wrap
 folder), or a folder holding nothing gradable but one such ``.zip`` (Gradescope's submission folder
 when the student uploaded ``submission.zip``; other files beside it, ``__MACOSX/`` say, are ignored).
 A flat submission's module files are copied into group folders in the grader's scratch directory,
-placed by the rubric's module names; its other files are left out. Nothing here imports or runs the
+placed by the rubric's module names; its other files are left out. A submission that is one script
+holding the kata's names (``chapter3_attention.py``) is split by its top-level definitions into the
+modules it holds (grader/grading/script_split.py), and one that is none of these is refused with what
+was found. Nothing here imports or runs the
 student's code, and nothing writes into the student's files: a zip is extracted into the grader's
 own temporary directory, with every member checked first.
 
@@ -23,12 +26,14 @@ import zlib
 from pathlib import Path, PurePosixPath
 
 from grader.files import is_real_dir, is_regular_file
+from grader.grading import script_split
 from grader.rubric import GROUPS, load_rubric
 from grader.safe_text import escape_line
 from grader.sandbox.bundle import left_out_notes, read_module_file
 
 MAX_ZIP_MEMBERS = 5000
 MAX_ZIP_BYTES = 100 * 2**20
+MAX_SCRIPTS = 20  # .py files read and parsed when looking for one script that holds the kata
 _SEARCH_DEPTH = 3
 
 
@@ -46,22 +51,26 @@ def locate_submission(path: Path, scratch: Path, notes: list[str] | None = None)
     """
     if not path.exists():
         raise SubmissionError(f"{_shown(path)}: no such file or directory")
+    searched = path
     if path.is_file():
         if not zipfile.is_zipfile(path):
             raise SubmissionError(f"{_shown(path)}: not a directory and not a zip file")
-        root = _find_root(extract_zip(path, scratch / "unzipped"), scratch, notes)
+        searched = extract_zip(path, scratch / "unzipped")
+        root = _find_root(searched, scratch, notes)
     else:
         root = _find_root(path, scratch, notes)
         if root is None:
             archive = _only_zip(path)
             if archive is not None:  # e.g. Gradescope's submission folder holding submission.zip
-                root = _find_root(extract_zip(archive, scratch / "unzipped"), scratch, notes)
+                searched = extract_zip(archive, scratch / "unzipped")
+                root = _find_root(searched, scratch, notes)
+    if root is None:
+        root, found = _split_script(searched, scratch / "split", notes)
     if root is None:
         raise SubmissionError(
             f"{_shown(path)}: nothing that looks like a submission "
-            f"(expected group folders such as {GROUPS[0]}/, an exercises/ folder holding them, "
-            f"or the module files such as causal_mask.py)"
-        )
+            f"(expected group folders such as {GROUPS[0]}/, an exercises/ folder holding them, the module "
+            f"files such as causal_mask.py, or one script defining the kata's names); found {found}")
     if notes is not None:
         notes.extend(left_out_notes(root))
     return root
@@ -73,6 +82,42 @@ def _find_root(path: Path, scratch: Path, notes: list[str] | None) -> Path | Non
         return root
     flat = find_flat_root(path)
     return None if flat is None else regroup_flat(flat, scratch / "regrouped", notes)
+
+
+def _split_script(folder: Path, dest: Path, notes: list[str] | None) -> tuple[Path | None, str]:
+    """The scripts under ``folder`` that define the kata's public names, split into module files under
+    ``dest`` (grader/grading/script_split.py); else None and what was found, in words."""
+    scripts, why, others = [], [], []
+    frontier, budget = [folder], MAX_SCRIPTS
+    for _ in range(_SEARCH_DEPTH + 1):
+        for candidate in frontier:
+            for entry in _files(candidate):
+                shown = str(entry.relative_to(folder))
+                budget -= entry.suffix == ".py"
+                data = read_module_file(entry, shown, why) if entry.suffix == ".py" and budget >= 0 else None
+                parsed = script_split.parse_script(shown, data) if data is not None else None
+                if isinstance(parsed, str):
+                    why.append(parsed)
+                elif parsed is not None and script_split.defines_kata_names(parsed):
+                    scripts.append(parsed)
+                elif len(others) < 6:
+                    others.append(escape_line(shown) + (" (defines none of the kata's names)"
+                                                        if parsed is not None else ""))
+        frontier = [child for parent in frontier for child in _subdirs(parent)]
+    if not scripts:
+        found = "; ".join(why[:3] + others[:5]) + ("; ..." if len(why) > 3 or len(others) > 5 else "")
+        return None, found or "no file at all"
+    written = script_split.split_scripts(scripts, dest, notes if notes is not None else [])
+    for group in GROUPS:
+        (dest / group).mkdir(parents=True, exist_ok=True)
+    return (dest, "") if written else (None, "no module")
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return sorted(entry for entry in folder.iterdir() if not entry.name.startswith(".") and is_regular_file(entry))
+    except OSError:
+        return []
 
 
 def _only_zip(folder: Path) -> Path | None:

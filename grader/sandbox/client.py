@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.sandbox.limits import CALL_TIMEOUT, MEMORY_MB, STARTUP_TIMEOUT, WALL_FACTOR
+from grader.sandbox.limits import CALL_TIMEOUT, MEMORY_MB, STARTUP_TIMEOUT, WALL_CEILING, WALL_FACTOR
 from grader.rubric import STANDINS_DIR
 from grader.safe_text import escape_controls
 from grader.sandbox.bundle import bundle_fd, read_module_files
@@ -194,9 +194,9 @@ class WorkerClient:
                     self._await_ready(proc, started)
                 payload.update(release=self._release, t=float(timeout))
                 self._release = []
-                start, cpu0 = time.monotonic(), proc.cpu_seconds()
+                start, usage0 = time.monotonic(), proc.usage()
                 self._send(proc, wire.encode(payload), start + timeout, what, timeout)
-                self._await_answer(proc, start, cpu0, timeout, what)
+                await_answer(proc, start, usage0, timeout, what)
                 answer = self._receive(proc, max(start + WALL_FACTOR * timeout, time.monotonic() + timeout), what,
                                        timeout)
             except BaseException:
@@ -238,23 +238,6 @@ class WorkerClient:
         except wire.ProtocolError as exc:
             raise WorkerFailure(f"protocol error: {exc} (during {what})", "protocol") from None
 
-    def _await_answer(self, proc: RunningDomain, start: float, cpu0: float | None, timeout: float, what: str) -> None:
-        """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock."""
-        hard, deadline = start + WALL_FACTOR * timeout, start + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left > 0 and select.select([proc.sock], [], [], left)[0]:
-                return
-            now = time.monotonic()
-            cpu = proc.cpu_seconds(rescan=True)
-            used = None if cpu is None or cpu0 is None else cpu - cpu0
-            if used is None or used >= 0.9 * timeout:
-                raise WorkerFailure(f"timed out after {timeout:g} s in {what}{proc.hang_location()}", "timeout")
-            if now >= hard:
-                raise WorkerFailure(f"timed out after {now - start:.0f} s of wall-clock time ({used:.1f} s of CPU) "
-                                    f"in {what}{proc.hang_location()}", "timeout")
-            deadline = min(hard, now + max(0.1, timeout - used))
-
     def _send(self, proc: RunningDomain, data: bytes, deadline: float, what: str, timeout: float) -> None:
         """Send a frame; a worker that stops reading (SIGSTOP, a full buffer) times out like a hung one."""
         from grader.sandbox import wire  # imports torch (see above)
@@ -276,6 +259,30 @@ class WorkerClient:
 
 
 # ---- conversions -------------------------------------------------------------------------
+def await_answer(proc: RunningDomain, start: float, usage0: tuple[float, float] | None, timeout: float,
+                 what: str) -> None:
+    """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock not
+    counting the time the domain waited for a CPU: a busy machine delays a correct student's call, it
+    does not fail it, and a hang that spins reads the same on a quiet machine and a busy one."""
+    deadline = start + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left > 0 and select.select([proc.sock], [], [], left)[0]:
+            return
+        now = time.monotonic()
+        usage = proc.usage(rescan=True)
+        used, waited = (None, 0.0) if usage is None or usage0 is None else \
+            (usage[0] - usage0[0], usage[1] - usage0[1])
+        if used is None or used >= 0.9 * timeout:
+            raise WorkerFailure(f"timed out after {timeout:g} s in {what}{proc.hang_location()}", "timeout")
+        hard = start + min(WALL_FACTOR * timeout + waited, WALL_CEILING * timeout)
+        if now >= hard:
+            queued = f"; {waited:.0f} s more waiting for a CPU" if waited >= 0.5 else ""
+            raise WorkerFailure(f"timed out after {now - start - waited:.0f} s of wall-clock time ({used:.1f} s "
+                                f"of CPU{queued}) in {what}{proc.hang_location()}", "timeout")
+        deadline = min(hard, now + max(0.1, timeout - used))
+
+
 def _to_wire(obj: Any, generation: int, depth: int = 0) -> Any:
     """Grader-side values to plain data: Refs become markers (only this worker's), slices too."""
     import torch  # costly: see above

@@ -92,8 +92,8 @@ class Domain:
         self.owner = owner
         self.template = template
         self.template_pid = template_pid  # as the template sees it
-        # The host pid (to read CPU time from): the same outside bubblewrap, looked up in its pid namespace.
-        self.pid = _host_pid(template.proc.pid, template_pid) if owner.isolation.mode.bubblewrap else template_pid
+        # The host pid (to read CPU time from): the same for a plain process, else looked up in its pid namespace.
+        self.pid = _host_pid(template.proc.pid, template_pid) if owner.isolation.mode.pid_namespace else template_pid
         self.stdout_fd = stdout_fd
         self.root = root
         self.returncode: int | None = None

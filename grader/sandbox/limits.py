@@ -9,5 +9,8 @@ CALL_TIMEOUT = 5.0
 MEMORY_MB = 2048
 STARTUP_TIMEOUT = 120.0
 # A call is timed out when it has used call_timeout seconds of CPU, or WALL_FACTOR times that of wall
-# clock (a sleeping or starved worker): a busy grading machine does not fail correct code.
+# clock not spent waiting for a CPU (a sleeping or blocked worker): a busy grading machine delays correct
+# code, it does not fail it. WALL_CEILING times call_timeout of wall clock ends any call, however busy the
+# machine (a safety net: a correct call would need the machine 100 times oversubscribed to reach it).
 WALL_FACTOR = 3.0
+WALL_CEILING = 10.0

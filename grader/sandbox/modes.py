@@ -82,7 +82,9 @@ class Mode:
     label: str  # how a warning names it when it cannot run here ("bubblewrap: ...")
     problem: Callable[[], str | None]  # None when it can run here; else why not, in a few words
     isolates: bool  # the student's code runs apart from this user: other people's work may be graded in it
-    bubblewrap: bool  # the template runs in bubblewrap (its own pid namespace: host pids are looked up)
+    # The command line the template starts inside (grader/sandbox/bubblewrap.py's), up to the template's own,
+    # from what it shows the template ({host path: where}) and the folders it makes; None: a plain process.
+    launcher: Callable[[dict[str, str], list[str]], list[str]] | None
     namespaces: bool  # each domain has mount, pid, network and IPC namespaces of its own, and a fresh /tmp
     own_uid: bool  # each domain drops to the student's uid, a uid of this grading process alone
     seccomp: Filter | None  # the domains' seccomp filter; None: none
@@ -95,15 +97,21 @@ class Mode:
         (:func:`reap`) after each domain."""
         return self.own_uid and not self.namespaces
 
+    @property
+    def pid_namespace(self) -> bool:
+        """The template runs in a pid namespace of its own, a launcher's: a domain's host pid is looked up."""
+        return self.launcher is not None
+
 
 # (A mode's problem is looked up when it is asked for, so that a test may replace bwrap_problem or uid_problem.)
-BWRAP = Mode("bwrap", "bwrap", "bubblewrap", lambda: bwrap_problem(), isolates=True, bubblewrap=True,
+BWRAP = Mode("bwrap", "bwrap", "bubblewrap", lambda: bwrap_problem(), isolates=True,
+             launcher=lambda shown, folders: [*bwrap_argv(shown, folders), "--"],
              namespaces=True, own_uid=True, seccomp=Filter(ip_sockets=True, ipc=True))
 UID = Mode("uid", "uid (root without user namespaces)", "uid", lambda: uid_problem(), isolates=True,
-           bubblewrap=False, namespaces=False, own_uid=True, seccomp=Filter(ip_sockets=False, ipc=False),
+           launcher=None, namespaces=False, own_uid=True, seccomp=Filter(ip_sockets=False, ipc=False),
            warning="isolated by uid only{why}: no network or pid namespace, IP sockets refused, the uid's "
                    "processes and files removed after each domain")
-NONE = Mode("none", "none (a plain process)", "none", lambda: None, isolates=False, bubblewrap=False,
+NONE = Mode("none", "none (a plain process)", "none", lambda: None, isolates=False, launcher=None,
             namespaces=False, own_uid=False, seccomp=None, warning=NO_SANDBOX_WARNING + "{why}")
 # The modes, the best first: ``isolated`` and ``auto`` take the first isolating one that runs here.
 MODES = {mode.name: mode for mode in (BWRAP, UID, NONE)}
@@ -124,13 +132,13 @@ class Isolation:
     uid: int | None = None  # the student's uid, in a mode with one
 
     def template_command(self, fd: int) -> list[str]:
-        if not self.mode.bubblewrap:
+        if self.mode.launcher is None:
             return [sys.executable, "-I", "-B", "-c", _boot(str(WORKER_LIB), str(EXERCISES_DIR)), "--fd", str(fd)]
         boot = [sys.executable, "-I", "-B", "-c", _boot(SANDBOX_LIB, SANDBOX_TOOLS), "--fd", str(fd)]
         folders = [SANDBOX_ROOT, *domain_folders(SANDBOX_ROOT).values()]
         shown = {str(WORKER_PACKAGE): f"{SANDBOX_LIB}/kata_worker",
                  **{str(EXERCISES_DIR / f"{name}.py"): f"{SANDBOX_TOOLS}/{name}.py" for name in WORKER_TOOLS}}
-        return [*bwrap_argv(shown, folders), "--", *boot]
+        return [*self.mode.launcher(shown, folders), *boot]
 
     def domain_spec(self, root: Path | None) -> dict:
         """The mode's part of a spawn spec (kata_worker/domain.py): the flags the worker acts on, the

@@ -1,5 +1,5 @@
 """One running domain as the grader's client sees it: its socket, the tail of its output, the CPU time
-it has used, and how it ended.
+it has used (and the time it waited for a CPU), and how it ended.
 
 The output tail is what the student's code controls and the grader shows: it is escaped
 (grader.safe_text) as it is read out.
@@ -34,7 +34,8 @@ class RunningDomain:
         self.sock = sock
         self.ready = False
         self.pid: int | None = None
-        self.cpu_fds: list[int] = []  # /proc/<pid>/stat of the domain's processes, kept open
+        # /proc/<pid>/stat and /proc/<pid>/schedstat (None where absent) of the domain's processes, kept open
+        self.cpu_fds: list[tuple[int, int | None]] = []
         self.tail = bytearray()
         self._stop = threading.Event()
         self.drain = threading.Thread(target=self._drain, name=f"kata-worker-output-{proc.template_pid}", daemon=True)
@@ -59,24 +60,29 @@ class RunningDomain:
         finally:
             os.close(fd)
 
-    def cpu_seconds(self, rescan: bool = False) -> float | None:
-        """CPU time (user + system) used so far by the launched process and its descendants.
+    def usage(self, rescan: bool = False) -> tuple[float, float] | None:
+        """(CPU seconds used, seconds spent waiting for a CPU) so far by the launched process and its
+        descendants; None without a host pid.
 
-        The process tree is walked once (and again with ``rescan``); later calls re-read the ``stat``
-        files of the processes found then through descriptors kept open (a pread each: cheap
-        enough for every request).
+        The wait is the scheduler's run-queue delay (/proc/<pid>/schedstat; 0 where the kernel keeps
+        none): time a busy machine took from the domain, which a wall-clock limit must not count.
+        The process tree is walked once (and again with ``rescan``); later calls re-read the files of
+        the processes found then through descriptors kept open (a pread each: cheap enough for every
+        request).
         """
         if self.proc.pid is None:  # no host pid found for the domain: wall-clock timeouts only
             return None
         if self.cpu_fds and not rescan:
-            total = 0.0
-            for fd in self.cpu_fds:
+            cpu = waited = 0.0
+            for stat_fd, sched_fd in self.cpu_fds:
                 try:
-                    total += _stat_cpu(os.pread(fd, 1024, 0))
+                    cpu += _stat_cpu(os.pread(stat_fd, 1024, 0))
+                    waited += _run_queue_wait(os.pread(sched_fd, 256, 0)) if sched_fd is not None else 0.0
                 except (OSError, ValueError, IndexError):
                     pass
-            return total
-        total, todo, seen = 0.0, [self.proc.pid], set()
+            return cpu, waited
+        cpu = waited = 0.0
+        todo, seen = [self.proc.pid], set()
         try:
             while todo:
                 pid = todo.pop()
@@ -84,25 +90,36 @@ class RunningDomain:
                     continue
                 seen.add(pid)
                 with open(f"/proc/{pid}/stat", "rb") as f:
-                    total += _stat_cpu(f.read())
+                    cpu += _stat_cpu(f.read())
+                waited += _read_wait(pid)
                 for tid in os.listdir(f"/proc/{pid}/task"):
                     with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
                         todo.extend(int(c) for c in f.read().split())
         except (OSError, ValueError, IndexError):
-            return None if not seen or pid == self.proc.pid else total
+            return None if not seen or pid == self.proc.pid else (cpu, waited)
         if self.ready:
-            self._close_cpu_fds()
-            for pid in sorted(seen):
-                try:
-                    self.cpu_fds.append(os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC))
-                except OSError:
-                    pass
-        return total
+            self._keep_open(sorted(seen))
+        return cpu, waited
+
+    def _keep_open(self, pids: list[int]) -> None:
+        self._close_cpu_fds()
+        for pid in pids:
+            try:
+                stat_fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                sched_fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                sched_fd = None
+            self.cpu_fds.append((stat_fd, sched_fd))
 
     def _close_cpu_fds(self) -> None:
         fds, self.cpu_fds = self.cpu_fds, []
-        for fd in fds:
-            os.close(fd)
+        for stat_fd, sched_fd in fds:
+            os.close(stat_fd)
+            if sched_fd is not None:
+                os.close(sched_fd)
 
     def output_tail(self) -> str:
         return escape_controls(bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
@@ -158,3 +175,16 @@ def _stat_cpu(stat: bytes) -> float:
     """User + system CPU seconds from a /proc/<pid>/stat line."""
     fields = stat.rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def _run_queue_wait(schedstat: bytes) -> float:
+    """Seconds spent runnable but waiting for a CPU, from a /proc/<pid>/schedstat line."""
+    return int(schedstat.split()[1]) / 1e9
+
+
+def _read_wait(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return _run_queue_wait(f.read())
+    except (OSError, ValueError, IndexError):
+        return 0.0

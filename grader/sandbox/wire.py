@@ -7,7 +7,7 @@ decoded with tensors that require grad refused, and any malformed payload is a
 :class:`ProtocolError`.
 
 Opaque objects living in the worker travel as ``{"__ref__": n, "label": str, "calls": str}`` (what it
-is, what calling it runs; ``grader/sandbox/kata_worker/probes.py``); errors as
+is, what calling it runs; ``grader/sandbox/kata_worker/worker.py``); errors as
 ``{"type", "base", "message", "where"}`` inside a response. The worker imports the same codec as
 ``kata_worker.codec`` (it must not import the grader package).
 """

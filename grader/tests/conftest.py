@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox.domains import Domains
-from grader.sandbox.modes import choose_isolation
+from grader.sandbox.modes import MODES as ALL_MODES, choose_isolation
 from support import ISOLATING, MODES
 
 GRADER_DIR = Path(__file__).resolve().parents[1]
@@ -32,12 +32,12 @@ GRADER_DIR = Path(__file__).resolve().parents[1]
 # course, the forked pytest runs: split over two workers, each would build it), and a test whose
 # attacker writes to the host's /tmp while its other mode asserts it is clean: under pytest-xdist each
 # (module, or module::test) runs whole on one worker.
-# Every other test is scheduled on its own, but for those of the uid and none modes: all tests of such a
-# mode run on one worker (MODE_SCOPES), so that only one worker starts a template of that mode (2 to 4 s
-# of CPU, and more where an attack kills it; bwrap's is the shared_domains one that every worker starts
-# anyway). The uid chain is about 35 s of a run's 140. (xdist's own xdist_group marks do nothing under
-# pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
-MODE_SCOPES = {"uid": "mode uid", "none": "mode none"}
+# Every other test is scheduled on its own, but for those of the modes after the best (uid, none): all tests
+# of such a mode run on one worker (MODE_SCOPES), so that only one worker starts a template of that mode (2
+# to 4 s of CPU, and more where an attack kills it; the best mode's, bwrap's, is the shared_domains one that
+# every worker starts anyway). The uid chain is about 35 s of a run's 140. (xdist's own xdist_group marks do
+# nothing under pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads.)
+MODE_SCOPES = {name: f"mode {name}" for name in list(ALL_MODES)[1:]}
 ONE_WORKER = {
     "test_batch.py": "batch",
     "test_nbgrader_course.py": "nbgrader_course",
@@ -50,10 +50,11 @@ ONE_WORKER = {
     "test_gradebook.py": "gradebook",
 }
 HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("mode ")}
-# Tests whose attack kills their mode's template (in none mode the student's code runs as this user and
-# may kill its parent): run last, after every other test of that mode, so that none of them has to start
-# a new template (3 s of CPU).
-KILL_THEIR_TEMPLATE = ("test_engine.py::test_hostile_submission[none-kill_parent]",)
+# Tests whose attack kills their mode's template (in a mode without a uid of its own, none, the student's
+# code runs as this user and may kill its parent): run last, after every other test of that mode, so that
+# none of them has to start a new template (3 s of CPU).
+KILL_THEIR_TEMPLATE = tuple(f"test_engine.py::test_hostile_submission[{name}-kill_parent]"
+                            for name, mode in ALL_MODES.items() if not mode.own_uid)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@
 * ``overlay(mutant, dest)``: ``solutions/`` copied to ``dest`` with the mutant's patch applied;
 * ``over_standins(dest)``: ``solutions/`` with every stand-in (tests/standins/) in place, as re-grades
   give them;
+* ``one_script(dest)``: the solutions written as one script, split back into modules by the intake;
 * ``alone(exercise, dest)``: an implementation holding the reference modules of ``exercise`` and of
   what it depends on (rubric.json's ``depends_on``), every other module a tripwire that kills the
   process importing it;
@@ -117,6 +118,19 @@ def over_standins(dest: Path) -> Path:
     return dest
 
 
+def one_script(dest: Path) -> Path:
+    """The solutions as a student following the chapter in one file writes them (every module's file, in
+    the rubric's order, in ``chapter3_attention.py``, with a demo at the end), split back into modules by
+    the intake (grader/grading/script_split.py); returns the split's root."""
+    from grader.grading.intake import locate_submission
+
+    (dest / "upload").mkdir(parents=True)
+    script = "\n".join(ex.reference_file.read_text() for ex in load_rubric().exercises.values())
+    demo = "\nif __name__ == '__main__':\n    print(CausalAttention(3, 2, 6, 0.0)(torch.rand(1, 6, 3)))\n"
+    (dest / "upload" / "chapter3_attention.py").write_text(script + demo)
+    return locate_submission(dest / "upload", dest / "scratch")
+
+
 def alone(ex_id: str, dest: Path) -> Path:
     """``dest``: the reference modules of ``ex_id`` and of what it depends on; tripwires for all the others."""
     keep = {ex_id, *load_rubric().depends_on_all(ex_id)}
@@ -170,14 +184,15 @@ PRINTED_CONTROL = {"name": "control_printed_without_exp", "exercise": "01_simple
 @functools.cache
 def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[str, list[dict]]]:
     """``({run: {nodeid: Outcome} or the error}, {run: what its checks recorded})``: the solutions, the
-    stubs, the stand-ins alone and under a correct dependent, each exercise alone, every mutant and
+    stubs, the solutions as one script, the stand-ins alone and under a correct dependent, each exercise alone, every mutant and
     control, every book variant and its control, the printed variants and theirs (their printed tests alone; a
     patch that cannot be applied: its HiddenRunError)."""
     exercises = load_rubric().exercises
     with tempfile.TemporaryDirectory(prefix="hidden-proofs-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "records").mkdir()
-        jobs = {"solutions": (SOLUTIONS_DIR, None), "stubs": (EXERCISES_DIR, None)}
+        jobs = {"solutions": (SOLUTIONS_DIR, None), "stubs": (EXERCISES_DIR, None),
+                "one script": (one_script(tmp / "one-script"), None)}
         standins = over_standins(tmp / "standins")
         jobs["standins alone"] = (standins, CLASS_STANDINS)
         jobs["over standins"] = (standins, [ex_id for ex_id, ex in exercises.items() if ex.depends_on] + FUNCTION_STANDINS)

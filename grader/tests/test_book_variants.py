@@ -77,6 +77,16 @@ def test_every_hidden_test_passes_on_the_documents_own_code(runs):
 
 
 @pytest.mark.timeout(300)
+def test_one_script_holding_every_module_scores_as_the_module_files(runs):
+    """A student who follows the chapter in one file: the intake splits it by its top-level definitions,
+    and every hidden test passes on the split as on the module files (issue 39)."""
+    split, files = runs["one script"], runs["solutions"]
+    assert not isinstance(split, hr.HiddenRunError), split
+    failing = [f"{nodeid} {o.status}: {o.first_line}" for nodeid, o in sorted(split.items()) if not o.passed]
+    assert not failing and set(split) == set(files), "\n".join(failing) or sorted(set(files) ^ set(split))
+
+
+@pytest.mark.timeout(300)
 def test_the_verdict_rejects_a_real_mistake(runs):
     problems = variant_problems(CONTROL, runs[CONTROL["name"]])
     assert any("test_scaled_attention.py::" in p and " failed: " in p for p in problems), problems

@@ -80,8 +80,8 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
         "scaled_dot_product (the rubric's names): define it, or change 02_trainable_weights/scaled_attention's names "
         "in tests/rubric.json",
         "03_causal/attention_dropout: tests/03_causal/test_attention_dropout.py has no edge test, though the rubric "
-        "gives edge 2 points: add a test marked @pytest.mark.edge, or move those points to another kind in "
-        "tests/rubric.json",
+        f"gives edge {load_rubric().exercises['03_causal/attention_dropout'].kind_points['edge']:g} points: add a test "
+        "marked @pytest.mark.edge, or move those points to another kind in tests/rubric.json",
         "03_causal/causal_attention: exercises/03_causal/hints.md has no '## causal_attention' section: add it",
         "03_causal/attention_dropout: exercises/03_causal/test_attention_dropout.py has no test calling "
         "assert_does_its_own_work('attention_dropout'), though the rubric forbids operations in dropout: add "

@@ -335,8 +335,9 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path, shared_domain
     tests = tmp_path / "tests"
     for g in ("03_causal", "01_simple_attention"):
         (tests / g).mkdir(parents=True)
-    for name in ("conftest.py", "kata_seam.py", "reference.py", "rubric.json"):
-        shutil.copy(TESTS_DIR / name, tests / name)
+    for path in TESTS_DIR.iterdir():  # the hidden tests' own modules and data (links followed), not their tests
+        if path.is_file():
+            shutil.copy(path, tests / path.name)
     shutil.copytree(TESTS_DIR / "standins", tests / "standins")
     (tests / "03_causal" / "test_causal_mask.py").write_text("import no_such_module_here\n")
     (tests / "01_simple_attention" / "test_attention_scores.py").write_text(
@@ -360,7 +361,8 @@ def test_collection_errors_and_skips_are_failed_outcomes(tmp_path, shared_domain
     skipped = outcomes["tests/01_simple_attention/test_attention_scores.py::test_skipped"]
     assert not skipped.passed and skipped.message.startswith("skipped: ")
     broken = outcomes["tests/03_causal/test_causal_mask.py"]
-    assert not broken.passed and broken.exercise == "03_causal/causal_mask" and broken.max_points == 8
+    assert not broken.passed and broken.exercise == "03_causal/causal_mask"
+    assert broken.max_points == load_rubric().exercises["03_causal/causal_mask"].points
     assert "could not be collected" in broken.message
 
 
@@ -372,7 +374,8 @@ def test_timeouts_count_cpu_time_with_a_wall_clock_cap(tmp_path, shared_domains)
         fn = impl.attention_scores
         assert fn(0.6) == 0.6  # over the timeout in wall clock, far under it in CPU
         t0 = time.perf_counter()
-        with pytest.raises(WorkerFailure, match=r"timed out after 1 s of wall-clock time \(0\.\d s of CPU\) in "
+        with pytest.raises(WorkerFailure, match=r"timed out after 1 s of wall-clock time \(0\.\d s of CPU"
+                                                r"(; \d+ s more waiting for a CPU)?\) in "
                                                 r"attention_scores \(at 01_simple_attention/attention_scores.py:4"):
             fn(100)
         assert time.perf_counter() - t0 < 10

@@ -250,7 +250,8 @@ def test_text_report_names_the_first_failure_and_uses_no_colour_off_a_terminal()
 def test_text_report_indents_every_line_of_the_gpu_check() -> None:
     """The GPU-run check's message has one line per module: each sits under the check's row."""
     report = _report(set())
-    report.gpu_check = GpuCheckResult(20 / 3, 10.0, "simulated_failed", "cuda:0 (simulated)",
+    points = load_rubric().gpu_points
+    report.gpu_check = GpuCheckResult(points * 2 / 3, points, "simulated_failed", "cuda:0 (simulated)",
                                       "CausalAttention fails on the GPU\nMultiHeadAttentionWrapper: runs on the device")
     lines = to_text(to_json(report), colour=False).splitlines()
     row = next(i for i, line in enumerate(lines) if "GPU-run check" in line)
@@ -312,12 +313,95 @@ def test_reading_and_formatting_reports_imports_neither_torch_nor_the_worker_cli
 
 
 def test_a_grades_sheet_row_s_cells_add_up_to_its_score() -> None:
-    """Scores in thirds: the cells (4 places) and the total agree, as a spreadsheet's SUM of the row would."""
+    """Scores in thirds: the cells (4 places) and the total agree, as a spreadsheet's SUM of the row would.
+    (A third of a point each: whatever the rubric's points, the 4th place of the total is not 0.)"""
     rubric = load_rubric()
-    exercises = {ex_id: ExerciseResult(ex_id, round(ex.points / 3, 4), ex.points, "partial", "")
+    exercises = {ex_id: ExerciseResult(ex_id, round(1 / 3, 4), ex.points, "partial", "")
                  for ex_id, ex in rubric.exercises.items()}
     report = GradeReport("sub", exercises, GpuCheckResult(round(rubric.gpu_points / 3, 2), rubric.gpu_points,
                                                           "failed", "cpu", ""), "process", 1.0)
     row = csv_row("alice", {"report": to_json(report)})
     cells = [float(row[ex_id]) for ex_id in rubric.exercises] + [float(row["gpu_check"])]
     assert float(row["score"]) == round(sum(cells), 4) and float(row["score"]) != round(sum(cells), 2)
+
+
+SCRIPT = '''"""My chapter 3, in one file."""
+import torch
+import torch.nn as nn
+from causal_attention import CausalAttention
+
+SCALE_FLOOR = 1e-6
+
+
+def _scale(d):
+    return max(d, SCALE_FLOOR) ** 0.5
+
+
+def causal_mask(num_tokens):
+    return torch.ones(num_tokens, num_tokens)
+
+
+def causal_mask(num_tokens):  # fixed: the one that runs
+    return torch.tril(torch.ones(num_tokens, num_tokens))
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.scale = _scale(d_out)
+
+
+class MultiHeadAttentionWrapper(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList([CausalAttention(d_in, d_out, context_length, dropout) for _ in range(num_heads)])
+
+
+torch.manual_seed(123)
+print(MultiHeadAttentionWrapper(3, 2, 6, 0.0, 2))
+'''
+
+
+def test_one_script_is_split_by_its_top_level_definitions(tmp_path: Path) -> None:
+    """Each module gets the script's imports, its own definitions and the helpers they reach, on the
+    script's own lines; another module's name it uses is imported from that module; the demo is left out."""
+    (tmp_path / "upload").mkdir()
+    (tmp_path / "upload" / "chapter3.py").write_text(SCRIPT)
+    notes: list[str] = []
+    root = locate_submission(tmp_path / "upload", tmp_path / "scratch", notes)
+    found = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    assert found == ["03_causal/causal_attention.py", "03_causal/causal_mask.py", "04_multihead/multihead_wrapper.py"]
+    script = SCRIPT.splitlines()
+    for rel in found:
+        lines = (root / rel).read_text().splitlines()
+        assert len(lines) == len(script)
+        assert all(line in ("", script[i]) or line.startswith(script[i] + "; from ") for i, line in enumerate(lines))
+    kept = {rel: {line.split("(")[0] for line in (root / rel).read_text().splitlines() if line.startswith(("def", "class"))}
+            for rel in found}
+    assert kept == {"03_causal/causal_attention.py": {"def _scale", "class CausalAttention"},
+                    "03_causal/causal_mask.py": {"def causal_mask"},  # once: the later one
+                    "04_multihead/multihead_wrapper.py": {"class MultiHeadAttentionWrapper"}}
+    wrapper = (root / "04_multihead" / "multihead_wrapper.py").read_text()
+    assert "\nimport torch; from causal_attention import CausalAttention\n" in wrapper
+    assert "SCALE_FLOOR = 1e-6" in (root / "03_causal" / "causal_attention.py").read_text()
+    mask = (root / "03_causal" / "causal_mask.py").read_text()
+    assert mask.count("def causal_mask") == 1 and "torch.tril" in mask
+    assert "from causal_attention import" not in (root / "03_causal" / "causal_attention.py").read_text()
+    assert not any("print(" in (root / rel).read_text() for rel in found)
+    assert any("split by its top-level definitions into causal_mask, causal_attention, multihead_wrapper" in n for n in notes)
+    assert any("top-level code that defines nothing left out (lines 33, 34)" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("files, says", [
+    ({"hw.py": "def causal_mask(n:\n"}, "hw.py: a syntax error at line 1: it cannot be split into modules"),
+    ({"model.py": "def mask(n):\n    return n\n", "notes.txt": "x"},
+     "found model.py (defines none of the kata's names); notes.txt"),
+    ({}, "found no file at all"),
+])
+def test_what_is_no_submission_is_refused_with_what_was_found(tmp_path: Path, files: dict, says: str) -> None:
+    (tmp_path / "upload").mkdir()
+    for name, text in files.items():
+        (tmp_path / "upload" / name).write_text(text)
+    with pytest.raises(SubmissionError, match="nothing that looks like a submission") as err:
+        locate_submission(tmp_path / "upload", tmp_path / "scratch")
+    assert says in str(err.value) and "\n" not in str(err.value), str(err.value)

@@ -110,6 +110,28 @@ def test_intake_reads_solution_cells_by_grade_id_into_the_module_layout(tmp_path
     assert "from causal_attention import CausalAttention" in wrapper.splitlines()[0]
 
 
+def test_a_helper_in_a_cell_the_student_added_is_graded_with_the_cell_that_uses_it(tmp_path: Path):
+    """nbgrader's autograde runs the whole notebook, so a helper in a cell of its own works there: the intake
+    appends it (its cell's imports, and the helpers it reaches) after the graded cell's own lines, and says
+    so in one line; demo code and another module's public name stay out."""
+    helper = {"cell_type": "code", "metadata": {}, "outputs": [],
+              "source": "import math\n\ndef _floor(d):\n    return max(d, 1)\n\ndef scale(d):\n    return math.sqrt(_floor(d))\n\n"
+                        "class CausalAttention:\n    pass\n\nprint('demo')\n"}
+    uses = ["class CausalAttention:\n", "    def f(self, s):\n", "        return s / scale(s.shape[-1])\n"]
+    cells = [_solution_cell(m, uses if m == "causal_attention" else [f"def {m}():\n", "    return 1\n"]) for m in MODULES_03]
+    notes: list[str] = []
+    files = read_modules(_notebook_file(tmp_path, {"cells": [helper, *cells]}), MODULES_03, notes)
+    text = files["03_causal/causal_attention.py"].decode().splitlines()
+    assert text[1:4] == [line.rstrip("\n") for line in uses]  # the cell's lines keep their numbers
+    borrowed = "\n".join(text[4:])
+    assert "import math" in borrowed and "def scale(d):" in borrowed and "def _floor(d):" in borrowed
+    assert "print(" not in borrowed and "class CausalAttention" not in borrowed
+    compile("\n".join(text), "causal_attention.py", "exec")
+    assert "scale" not in files["03_causal/causal_mask.py"].decode()
+    assert notes == ["the causal_attention cell uses `scale`, defined in a cell that is not graded: graded with it; "
+                     "move it into the causal_attention cell"]
+
+
 def test_a_cell_gets_the_names_of_the_setup_cell_and_of_earlier_cells_as_its_py_file_would_import_them():
     kata_checks = ast.parse((REPO_ROOT / "exercises" / "kata_checks.py").read_text())
     (journey,) = [node.value for node in kata_checks.body if isinstance(node, ast.Assign) and node.targets[0].id == "JOURNEY"]

@@ -11,12 +11,15 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from grader.grading.engine import run_hidden_tests, start_worker
 from grader.rubric import REPO_ROOT
+from grader.sandbox.client import WorkerFailure, await_answer
+from grader.sandbox.limits import WALL_CEILING, WALL_FACTOR
 from grader.sandbox.modes import bwrap_problem
 from support import build_submission
 
@@ -76,3 +79,33 @@ def test_cli_sandbox_bwrap_without_bubblewrap_exits_2(tmp_path: Path) -> None:
                           capture_output=True, text=True, env=env, cwd=REPO_ROOT)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "bubblewrap (bwrap) is not installed" in proc.stderr
+
+
+class _SilentDomain:
+    """A domain that never answers and reports its usage as ``usage(elapsed)`` says."""
+
+    def __init__(self, usage):
+        self.sock, self._peer = socket.socketpair()
+        self.start, self._usage = time.monotonic(), usage
+
+    def usage(self, rescan: bool = False) -> tuple[float, float]:
+        return self._usage(time.monotonic() - self.start)
+
+    def hang_location(self) -> str:
+        return ""
+
+
+@pytest.mark.parametrize("usage, ends_at, says", [
+    (lambda t: (0.01, 0.0), WALL_FACTOR, r"timed out after \d s of wall-clock time \(0\.0 s of CPU\)"),
+    (lambda t: (0.01, 0.95 * t), WALL_CEILING, r"of wall-clock time \(0\.0 s of CPU; \d s more waiting for a CPU\)"),
+    (lambda t: (t, 0.0), 1.0, r"^timed out after 0\.2 s in a call$"),
+], ids=["sleeps", "starved by a busy machine", "spins"])
+def test_a_call_times_out_on_its_cpu_or_on_wall_clock_not_spent_waiting_for_a_cpu(usage, ends_at, says) -> None:
+    """A call that sleeps ends at WALL_FACTOR x the timeout; one that waits for a CPU (a busy machine) runs on
+    until WALL_CEILING x, whatever its wall-clock time; one that spins ends on its CPU time, with the same
+    words on any machine."""
+    timeout, domain = 0.2, _SilentDomain(usage)
+    with pytest.raises(WorkerFailure, match=says):
+        await_answer(domain, domain.start, (0.0, 0.0), timeout, "a call")
+    took = time.monotonic() - domain.start
+    assert ends_at * timeout <= took + 0.05 and took < ends_at * timeout + 2, took

@@ -275,10 +275,11 @@ def test_every_renderer_escapes_what_it_is_given(tmp_path: Path):
     rubric = load_rubric()
     results = {ex_id: ExerciseResult(ex_id, ex.points, ex.points, "passed", "all 1 tests passed")
                for ex_id, ex in rubric.exercises.items()}
-    outcome = TestOutcome("03_causal/test_causal_mask.py::test_x", "03_causal/causal_mask", 8.0, False, FAKE_TOTAL, 0.1)
-    results["03_causal/causal_mask"] = ExerciseResult("03_causal/causal_mask", 0.0, 8.0, "failed",
+    mask = rubric.exercises["03_causal/causal_mask"].points
+    outcome = TestOutcome("03_causal/test_causal_mask.py::test_x", "03_causal/causal_mask", mask, False, FAKE_TOTAL, 0.1)
+    results["03_causal/causal_mask"] = ExerciseResult("03_causal/causal_mask", 0.0, mask, "failed",
                                                       f"1 of 1 tests failed; first: {FAKE_TOTAL}", [outcome])
-    report = GradeReport(f"sub{FAKE_TOTAL}", results, GpuCheckResult(0.0, 10.0, "failed", "meta", FAKE_TOTAL),
+    report = GradeReport(f"sub{FAKE_TOTAL}", results, GpuCheckResult(0.0, rubric.gpu_points, "failed", "meta", FAKE_TOTAL),
                          "bwrap", 1.0, [f"warning {FAKE_TOTAL}"])
     assert_safe(to_text(to_json(report), colour=False), "text")
     data = to_json(report)

@@ -10,7 +10,7 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     template.py  the template: forks one isolation domain per request of the grader
     domain.py    one domain: namespaces, its private copy and scratch, the unprivileged uid, limits
     channel.py   framing and the plain-data codec on the domain's socket
-    probes.py    the requests the grader may make (import, call, getattr, ..., device_run)
+    worker.py    the requests the grader may make (import, call, getattr, ..., device_run)
     tracing.py   what each request's student code ran (exercises/kata_trace.py), for which public name,
                  and what could hide it: plain values beside the answer
     imports.py   which of the student's modules imported which, as they ran (plain data for the grader)

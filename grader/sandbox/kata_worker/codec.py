@@ -222,15 +222,7 @@ class _Reader:
             items = [self.value(depth + 1) for _ in range(n)]
             return items if tag == LIST else tuple(items)
         if tag == DICT:
-            n = self.count()
-            self.container(2 * n)
-            result = {}
-            for _ in range(n):
-                key = self.value(depth + 1)
-                if type(key) is not str and type(key) is not int:
-                    raise CodecError(f"dict key of type {type(key).__name__}")
-                result[key] = self.value(depth + 1)
-            return result
+            return self.mapping(depth)
         if tag == NONE:
             return None
         if tag == TRUE or tag == FALSE:
@@ -245,6 +237,24 @@ class _Reader:
             return complex(*_C128.unpack(self.take(16)))
         if tag == BYTES:
             return bytes(self.take(self.count()))
+        if tag in (DTYPE, DEVICE, SIZE):
+            return self.torch_value(tag)
+        raise CodecError(f"unknown tag {tag!r}")
+
+    def mapping(self, depth: int) -> dict:
+        """A dict whose keys are str or int: any other key is refused, never hashed."""
+        n = self.count()
+        self.container(2 * n)
+        result = {}
+        for _ in range(n):
+            key = self.value(depth + 1)
+            if type(key) is not str and type(key) is not int:
+                raise CodecError(f"dict key of type {type(key).__name__}")
+            result[key] = self.value(depth + 1)
+        return result
+
+    def torch_value(self, tag: bytes) -> object:
+        """A dtype, device or torch.Size: torch's own small types, each charged what it costs to build."""
         if tag == DTYPE:
             code = self.take(1)[0]
             if code >= len(DTYPES):
@@ -256,11 +266,9 @@ class _Reader:
                 return torch.device(self.text())
             except RuntimeError:
                 raise CodecError("malformed device") from None
-        if tag == SIZE:
-            n = self.count()
-            self.budget.spend(_SIZE_COST - 1 + n)
-            return torch.Size(_I64.unpack(self.take(8))[0] for _ in range(n))
-        raise CodecError(f"unknown tag {tag!r}")
+        n = self.count()
+        self.budget.spend(_SIZE_COST - 1 + n)
+        return torch.Size(_I64.unpack(self.take(8))[0] for _ in range(n))
 
     def container(self, items: int) -> None:
         """Charge a container (its items are charged as they are read, each at least 1: one that

@@ -6,7 +6,7 @@ as it does for the rubric's ``depends_on``. It learns of the edge from here: eve
 the student's modules that runs is noted with the student's module that ran it (the nearest frame of
 the student's files), whatever the route: an ``import`` or ``from`` statement at module or function
 level, ``__import__(...)``, ``importlib.import_module(...)``, or a first load through the meta-path
-finder (probes.KataModules).
+finder (worker.KataModules).
 
 Nothing here decides anything. Code that hides an import only loses its own re-grade; an edge that
 code invents is a re-grade over a stand-in that counts only when it does better, with the reference

@@ -20,7 +20,7 @@ import torch
 import kata_gpu
 import kata_trace
 
-from kata_worker import channel, codec, domain, probes, template
+from kata_worker import channel, codec, domain, template, worker as worker_module
 
 FSIZE_LIMIT = 64 * 2**20
 
@@ -39,7 +39,7 @@ def _prepare() -> None:
     domain.set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
     domain.set_limit(resource.RLIMIT_NOFILE, 256)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
-    probes.init(torch)
+    worker_module.init(torch)
     _warm_up(torch)
 
 
@@ -66,6 +66,6 @@ def _warm_up(torch) -> None:
 def serve_worker(sock_fd: int, copy_dir: str, groups: list, watch_parent: bool) -> None:
     """Serve one domain: the copy's group folders go on sys.path only now."""
     sys.path[:0] = [os.path.join(copy_dir, g) for g in groups]
-    worker = probes.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent, groups)
+    worker = worker_module.Worker(channel.Channel(socket.socket(fileno=sock_fd)), copy_dir, watch_parent, groups)
     worker.channel.send({"ready": {"pid": os.getpid(), "uid": os.getuid()}})
     worker.serve()
