@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, SheetError, json_path, read_grades, safe_file_name,
@@ -60,7 +61,7 @@ class _Reports:
 
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
-          gradebook: Path | None = None, assignment: str | None = None) -> MergeResult:
+          gradebook: Path | None = None, assignment: str | None = None, blind: BlindIds | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
     it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
     with private_files(), ExitStack() as locks:
@@ -70,11 +71,11 @@ def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, fr
                 locks.enter_context(take_lock(csv_path, "merge"))
         except SheetBusy as err:
             raise MergeError(str(err)) from None
-        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment)
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, blind)
 
 
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
-           gradebook: Path | None, assignment: str | None) -> MergeResult:
+           gradebook: Path | None, assignment: str | None, blind: BlindIds | None) -> MergeResult:
     result = MergeResult()
     rows, graded_by = _read_shards(Path(out), shards)
     try:
@@ -102,7 +103,7 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
         if book is not None:
             book.close()
     result.rows = len(rows)
-    result.outputs = write_class_outputs(Path(out), found.reports, result.warnings)
+    result.outputs = write_class_outputs(Path(out), found.reports, result.warnings, blind=blind)
     return result
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, HASH_COLUMN, CsvContent, SheetError, append_grade,
@@ -83,6 +84,7 @@ class BatchOptions:
     grading_of: Callable[[str], GradeOptions] | None = None
     # Rows graded under another provenance key (grader.classroom.provenance) are graded again (False: refused)
     regrade_stale: bool = False
+    blind: BlindIds | None = None  # blind grading: the feedback and the summary name students by an opaque id
 
     def grading_for(self, student: str) -> GradeOptions:
         return self.grading if self.grading_of is None else self.grading_of(student)
@@ -267,7 +269,8 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.close()
             else:
                 job.kill()
-    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder)
+    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
+                                          options.blind)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
@@ -345,11 +348,14 @@ def _record(student: str, path: Path, result: dict[str, Any], sha256: str, optio
         if target is not None and (target.is_file() or target.is_symlink()):
             target.unlink()  # an earlier grade's report would contradict this row
     if options.feedback_dir is not None:
+        shown, reason = student, _for_the_student(str(result.get("error", "unknown error")), path)
+        if options.blind is not None:
+            shown = options.blind(student)
+            reason = reason.replace(escape_line(student), shown)
         try:
             summary.feedback.append(
-                write_feedback(student, report, options.feedback_dir, options.visibility) if report is not None else
-                write_error_feedback(student, _for_the_student(str(result.get("error", "unknown error")), path),
-                                     options.feedback_dir))
+                write_feedback(shown, report, options.feedback_dir, options.visibility) if report is not None else
+                write_error_feedback(shown, reason, options.feedback_dir))
         except Exception as err:  # one student's feedback must not end the batch
             summary.warnings.append(f"no feedback for {printable(student)}: {type(err).__name__}: {err}")
     return csv_row(student, result, sha256, options.grading_for(student))
