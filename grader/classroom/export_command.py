@@ -35,7 +35,8 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Canvas: the assignment's id (without one, Canvas creates a new assignment)")
     parser.add_argument("--points", type=_points, metavar="P",
                         help="scale the scores to P points (the LMS assignment's total)")
-    parser.add_argument("--blind", action="store_true", help="no names or e-mail addresses in the file")
+    parser.add_argument("--no-names", dest="no_names", action="store_true",
+                        help="no names or e-mail addresses in the file (the LMS matches students by id)")
     parser.add_argument("--strict", action="store_true",
                         help="refuse (exit 2) when a submission or a roster row matches nothing")
 
@@ -43,7 +44,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 def run_export(args: argparse.Namespace) -> int:
     check_writable(args.out, "--out")
     options = ExportOptions(to=args.to, assignment=args.assignment, assignment_id=args.assignment_id,
-                            points=args.points, blind=args.blind, strict=args.strict)
+                            points=args.points, blind=args.no_names, strict=args.strict)
     try:
         lines = export(args.grades, args.roster, args.out, options)
     except ExportError as err:
