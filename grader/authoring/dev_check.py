@@ -15,7 +15,10 @@ needs and every place that disagrees with the rubric, so the maintainer's checkl
 * its public tests (``exercises/<group>/test_<module>.py``) are named after the module, and call
   ``assert_does_its_own_work`` when the rubric forbids operations in it, each of a kind the trace knows
   (``exercises/kata_trace.py``'s ``CATEGORIES``);
-* its group's ``README.md`` and ``hints.md`` have a ``## <module>`` section (the stub's message points there).
+* its group's ``README.md`` and ``hints.md`` have a ``## <module>`` section (the stub's message points there),
+  which the stub generator writes from the solution's student text (grader/authoring/student_text.py), as
+  it writes the README's build order: a section missing or out of date is fixed in the solution, then by
+  running the generator.
 
 No file in ``exercises/`` or ``solutions/`` that the rubric does not account for: the release copies
 ``exercises/`` to the students as it is, and the Gradescope bundle ``solutions/``, so a stray file (a
@@ -36,7 +39,7 @@ import argparse
 import ast
 from pathlib import Path
 
-from grader.authoring import stubs
+from grader.authoring import student_text, stubs
 from grader.authoring.nbgrader_release import _IGNORE as RELEASE_IGNORES
 from grader.rubric import EXERCISES_DIR, REPO_ROOT, Exercise, Rubric, load_rubric
 
@@ -52,6 +55,9 @@ GROUP_DOCUMENTS = ("README.md", "docs/students.md")
 KIT_FILES = ("conftest.py", "shortcuts.json", "known_results.json")
 KIT_FOLDERS = ("documents",)
 REGION_FIX = "put each body between ### BEGIN SOLUTION and ### END SOLUTION"
+GENERATOR = "python -m grader.authoring.stubs"
+STUDENT_TEXT = (f"BUILD_ORDER, README and HINTS between {student_text.BEGIN} and {student_text.END}, "
+                "docs/maintainers.md")
 
 
 def problems(root: Path = REPO_ROOT) -> list[str]:
@@ -216,11 +222,15 @@ def _public_test_problems(root: Path, ex: Exercise) -> list[str]:
 
 
 def _document_problems(root: Path, ex: Exercise) -> list[str]:
+    """The module's sections of its group's README.md and hints.md, which the generator writes from the
+    solution's student text: the fix is there, never in the generated file."""
     lines = []
-    for name in ("README.md", "hints.md"):
+    for name, part in (("README.md", "README"), ("hints.md", "HINTS")):
         path = _at(root, ex.stub_file).parent / name
         if path.is_file() and f"\n## {ex.module}\n" not in path.read_text(encoding="utf-8"):
-            lines.append(f"{_shown(root, path)} has no '## {ex.module}' section: add it")
+            lines.append(f"{_shown(root, path)} has no '## {ex.module}' section: write it as {part} in the student "
+                         f"text at the end of {_shown(root, _at(root, ex.reference_file))} ({STUDENT_TEXT}), then "
+                         f"run `{GENERATOR}`")
     return lines
 
 
@@ -231,13 +241,17 @@ def _stub_problems(root: Path, rubric: Rubric) -> list[str]:
         return []
     try:
         stale = stubs.check(root)
+    except student_text.StudentTextError as err:  # its message ends with the fix
+        return [f"the stubs cannot be generated: {err}"]
     except (SyntaxError, ValueError) as err:
         return [f"the stubs cannot be generated: {err}: fix the solution it names"]
     except ImportError as err:
         return [f"the stubs cannot be checked: {err}: pip install -e \".[instructor]\" (it brings nbgrader)"]
     owners = {_at(root, ex.stub_file): ex.id for ex in rubric.exercises.values()}
     return [(f"{owners[path]}: " if path in owners else "")
-            + f"{_shown(root, path)} is not what the stub generator writes: run `python -m grader.authoring.stubs`"
+            + f"{_shown(root, path)} is not what the stub generator writes"
+            + (" (its generated regions are the solutions' student text: a change to them belongs there)"
+               if path.suffix == ".md" else "") + f": run `{GENERATOR}`"
             for path in stale]
 
 
@@ -245,7 +259,8 @@ def _group_problems(root: Path, rubric: Rubric) -> list[str]:
     lines = []
     for group in rubric.groups:
         folder = _at(root, EXERCISES_DIR / group)
-        lines += [f"{group}: no {_shown(root, folder / name)}: write it, with a '## <module>' section per exercise"
+        lines += [f"{group}: no {_shown(root, folder / name)}: write the group's own text with the marker lines of its "
+                  f"generated regions (copy them from another group's), then run `{GENERATOR}`"
                   for name in ("README.md", "hints.md") if not (folder / name).is_file()]
         lines += [f"{group}: {doc} does not name `exercises/{group}`: add a line naming it" for doc in GROUP_DOCUMENTS
                   if f"`exercises/{group}`" not in _text(root / doc)]

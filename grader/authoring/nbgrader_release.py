@@ -33,6 +33,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grader.authoring.student_text import without_student_text
 from grader.rubric import EXERCISES_DIR, GROUPS, Exercise, load_rubric
 
 if TYPE_CHECKING:  # nbformat comes with nbgrader (the `instructor` extra): imported where notebooks are made
@@ -169,7 +170,9 @@ def _intro(group: str, exercises: list[Exercise]) -> str:
 
 
 def _split_module(source: str, module_names: set[str]) -> tuple[str, str]:
-    """(module docstring, the rest of the module) with imports of other exercise modules removed."""
+    """(module docstring, the rest of the module) with imports of other exercise modules removed, and a
+    solution's student text (the README's and the hints' source, grader/authoring/student_text.py)."""
+    source = without_student_text(source)
     tree = ast.parse(source)
     docstring = ast.get_docstring(tree) or ""
     lines = source.splitlines()

@@ -1,6 +1,7 @@
 """Generate the student stubs in ``exercises/`` from the reference solutions in ``solutions/``.
 
-    python -m grader.authoring.stubs           # (re)write exercises/<group>/<module>.py for every exercise
+    python -m grader.authoring.stubs           # (re)write exercises/<group>/<module>.py for every exercise,
+                                               # and the generated parts of each group's README.md and hints.md
     python -m grader.authoring.stubs --check   # exit 1 and list the files that differ; 0 when in sync
 
 Why nbgrader: the solutions mark their bodies with ``### BEGIN SOLUTION`` / ``### END SOLUTION``,
@@ -12,10 +13,23 @@ message must name the function it sits in (``CausalAttention.forward``) and the 
 to read. The stub therefore carries ``__KATA_WHERE__``; afterwards ``ast`` finds the ``def``
 enclosing each placeholder and fills in its qualified name.
 
-Only the modules listed in ``tests/rubric.json`` are generated, and ``exercises/shortcuts.json`` (the
-rubric's ``forbidden`` operations per public name, which the public tests read); READMEs, hints, public tests,
-``exercises/conftest.py`` and ``exercises/kata_checks.py`` (the checks and diagnoses shared with the
-hidden tests) are hand-written and left alone.
+Why the students' text is generated too: each solution ends with its student text (its line in the
+group README's build order, its README section, its hints), so that the solution is the single source
+of what its students read, as in nbgrader, and a new exercise is its rubric entry, its solution, its
+hidden and its public tests: nothing else by hand. Why its form, string literals named ``BUILD_ORDER``,
+``README`` and ``HINTS`` between the full-line markers ``### BEGIN STUDENT TEXT`` / ``### END STUDENT
+TEXT`` at the module's end: the markers are nbgrader's kind, so the block is stripped from the stub as a
+body is (the stub must not carry the hints: students open them level by level); the Markdown is pasted
+as it is (raw strings, no escapes, no comment marks) and read with ``ast`` (nothing imported); each part is
+named for where it goes. grader/authoring/student_text.py reads it and writes it into the group's
+``README.md`` and ``hints.md``, in their marked generated regions, around the group's own hand-written
+prose (intro, rules).
+
+Only the modules listed in ``tests/rubric.json`` are generated, the generated regions of their groups'
+``README.md`` and ``hints.md``, and ``exercises/shortcuts.json`` (the rubric's ``forbidden`` operations
+per public name, which the public tests read); public tests, ``exercises/conftest.py`` and
+``exercises/kata_checks.py`` (the checks and diagnoses shared with the hidden tests) are hand-written and
+left alone.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ import json
 import sys
 from pathlib import Path
 
+from grader.authoring.student_text import group_documents, without_student_text
 from grader.rubric import REPO_ROOT, load_rubric
 
 PLACEHOLDER = "__KATA_WHERE__"
@@ -83,7 +98,7 @@ def _enclosing_defs(tree: ast.Module) -> dict[int, str]:
 def make_stub(solution_source: str, exercise_id: str) -> str:
     """The stub text for one solution module: every solution region becomes a TODO and a raise."""
     group, module = exercise_id.split("/")
-    cleared = _clear_solutions(solution_source)
+    cleared = _clear_solutions(without_student_text(solution_source, f"solutions/{exercise_id}.py"))
     owner = _enclosing_defs(ast.parse(cleared))
     section = f"exercises/{group}/README.md, section '{module}'"
     lines = cleared.split("\n")
@@ -96,13 +111,17 @@ def make_stub(solution_source: str, exercise_id: str) -> str:
 
 
 def generate(repo_root: Path = REPO_ROOT) -> dict[Path, str]:
-    """``{exercises/<group>/<module>.py: stub text}`` for every exercise in the rubric, and
-    ``exercises/shortcuts.json``: the rubric's forbidden operations per public name, for the public tests."""
+    """``{exercises/<group>/<module>.py: stub text}`` for every exercise in the rubric, its group's
+    ``README.md`` and ``hints.md`` with their generated regions rewritten from the solutions' student text,
+    and ``exercises/shortcuts.json``: the rubric's forbidden operations per public name, for the public tests."""
     stubs: dict[Path, str] = {}
     for ex_id in exercise_ids(repo_root):
         source = (repo_root / "solutions" / f"{ex_id}.py").read_text()
         stubs[repo_root / "exercises" / f"{ex_id}.py"] = make_stub(source, ex_id)
-    table = load_rubric(repo_root / "tests").shortcut_table
+    rubric = load_rubric(repo_root / "tests")
+    for group in rubric.groups:
+        stubs.update(group_documents(repo_root, group, [ex.module for ex in rubric.in_group(group)]))
+    table = rubric.shortcut_table
     stubs[repo_root / "exercises" / "shortcuts.json"] = json.dumps(table, indent=1) + "\n"
     return stubs
 
@@ -126,7 +145,7 @@ def write(repo_root: Path = REPO_ROOT) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.authoring.stubs", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if any stub is out of date")
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 if any generated file is out of date")
     args = parser.parse_args(argv)
     if args.check:
         stale = check()
@@ -135,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print("run `python -m grader.authoring.stubs` to regenerate")
             return 1
-        print(f"{len(exercise_ids())} stubs in sync with solutions/")
+        print(f"{len(exercise_ids())} stubs and their groups' README.md and hints.md in sync with solutions/")
         return 0
     for path in write():
         print(f"wrote {path.relative_to(REPO_ROOT)}")

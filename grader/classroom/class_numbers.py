@@ -122,7 +122,7 @@ def _failed_most(reports: dict[str, dict[str, Any]]) -> list[tuple[str, int, int
     return [(name, count, attempted[_exercise_of(name)]) for name, count in ranked]
 
 
-def _read_report(json_dir: Path, student: str) -> Any:
+def read_report(json_dir: Path, student: str) -> Any:
     """``json_dir/<student>.json`` parsed, or None (missing, unreadable, not JSON, a name that is no file name)."""
     try:
         return json.loads(read_regular(json_path(json_dir, student), MAX_REPORT_BYTES).decode("utf-8"))
@@ -153,7 +153,7 @@ def _reports_of(rows: dict[str, dict[str, str]], graded: list[str], reports: dic
     for student in graded:
         report = reports.get(student)
         if report is None and json_dir is not None:
-            report = _read_report(Path(json_dir), student)
+            report = read_report(Path(json_dir), student)
         if _is_grading_of(report, rows[student]):
             found[student] = report
         else:

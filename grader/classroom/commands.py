@@ -1,7 +1,8 @@
 """The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
 ``score-all --shard`` runs), ``rescore`` (the CSV again from the JSON reports, under the rubric now),
-``nbgrader`` (an nbgrader course's notebooks) and ``similarity``; and the refusal every class grading
-shares (:func:`check_class_isolation`)."""
+``nbgrader`` (an nbgrader course's notebooks), ``similarity`` and ``export`` (the CSV as an LMS's import
+file: grader/classroom/export_command.py); and the refusal every class grading shares
+(:func:`check_class_isolation`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader.blind_ids import add_blind_option, blind_ids
+from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
@@ -84,6 +87,7 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_grading_options(parser, for_class=True)
     add_feedback_options(parser, "also write each graded student's feedback (Markdown) to DIR (created)")
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
+    add_blind_option(parser, "the feedback and the summary name")
     add_overrides_option(parser)
 
 
@@ -103,6 +107,7 @@ def run_score_all(args: argparse.Namespace) -> int:
                            only=frozenset(args.only) if args.only else None, shard=shard,
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment, regrade_stale=args.regrade_stale,
+                           blind=blind_ids(args),
                            overrides=_overrides(args))
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
@@ -123,6 +128,7 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-json-dirs", type=Path, nargs="+", metavar="D",
                         help="the shards' --json-dir folders (with --json-dir), searched for each student's report")
     add_gradebook_options(parser, "record every row in this nbgrader gradebook")
+    add_blind_option(parser, "the summary names")
     add_overrides_option(parser)
 
 
@@ -134,7 +140,8 @@ def run_merge(args: argparse.Namespace) -> int:
     make_dir(args.json_dir, "--json-dir")
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
-                       gradebook=args.gradebook, assignment=args.assignment, overrides=_overrides(args))
+                       gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args),
+                       overrides=_overrides(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
@@ -217,4 +224,5 @@ COMMANDS = [
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
     Command("similarity", "report the pairs of submissions whose code for a module is alike beyond the book and "
                           "the stub", add_similarity_arguments, run_similarity),
+    EXPORT,
 ]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from grader.blind_ids import BlindIds
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, json_path, read_grades, write_grades
 from grader.classroom.overrides import (Overrides, apply_overrides, check_held, notes, overridden_report,
                                         rows_without_overrides)
@@ -36,6 +37,7 @@ class Shown:
     gradebook: Path | None = None
     assignment: str | None = None
     every_report: bool = False  # the feedback of every student of ``reports`` too (a rescore's), not only the overridden
+    blind: BlindIds | None = None  # blind grading: feedback files by the students' opaque ids (grader/blind_ids.py)
 
 
 def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str] | None = None,
@@ -91,5 +93,6 @@ def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overr
             why = "an error row's feedback says why it was not graded" if row["status"] != "graded" else why
             warnings.append(f"the feedback of {printable(name)} does not show their overrides: {why}")
             continue
-        write_feedback(name, overridden_report(report, row), shown.feedback_dir, shown.visibility, notes(row, overrides))
+        write_feedback(name if shown.blind is None else shown.blind(name), overridden_report(report, row),
+                       shown.feedback_dir, shown.visibility, notes(row, overrides))
     return warnings

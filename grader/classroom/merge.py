@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
@@ -62,7 +63,8 @@ class _Reports:
 
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
-          gradebook: Path | None = None, assignment: str | None = None, overrides: Overrides | None = None) -> MergeResult:
+          gradebook: Path | None = None, assignment: str | None = None, blind: BlindIds | None = None,
+          overrides: Overrides | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
     it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
     with private_files(), ExitStack() as locks:
@@ -72,11 +74,12 @@ def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, fr
                 locks.enter_context(take_lock(csv_path, "merge"))
         except SheetBusy as err:
             raise MergeError(str(err)) from None
-        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, overrides)
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, blind, overrides)
 
 
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
-           gradebook: Path | None, assignment: str | None, overrides: Overrides | None = None) -> MergeResult:
+           gradebook: Path | None, assignment: str | None, blind: BlindIds | None,
+           overrides: Overrides | None = None) -> MergeResult:
     result = MergeResult()
     rows, graded_by = _read_shards(Path(out), shards)
     try:  # overrides: taken off the shards' rows, applied to the merged ones at the end
@@ -108,8 +111,8 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
             book.close()
     result.rows = len(rows)
     result.warnings += finish(Path(out), held, overrides, "merge of shards", Shown(found.reports, json_dir, None,
-                                                                                   gradebook=gradebook, assignment=assignment))
-    result.outputs = write_class_outputs(Path(out), found.reports, result.warnings)
+                              gradebook=gradebook, assignment=assignment, blind=blind))
+    result.outputs = write_class_outputs(Path(out), found.reports, result.warnings, blind=blind)
     return result
 
 

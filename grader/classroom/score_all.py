@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
@@ -85,6 +86,7 @@ class BatchOptions:
     grading_of: Callable[[str], GradeOptions] | None = None
     # Rows graded under another provenance key (grader.classroom.provenance) are graded again (False: refused)
     regrade_stale: bool = False
+    blind: BlindIds | None = None  # blind grading: the feedback and the summary name students by an opaque id
     overrides: Overrides | None = None  # applied at the end of the run (grader/classroom/final_grades.py)
 
     def grading_for(self, student: str) -> GradeOptions:
@@ -278,8 +280,10 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
     regraded = ("regrade (--only)" if options.only is not None else "regrade (--force)" if options.force else
                 "regrade (--regrade-stale)" if options.regrade_stale else "regrade")
     summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
-        summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment))
-    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder)
+        summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment,
+        blind=options.blind))
+    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
+                                          options.blind)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary
@@ -357,11 +361,14 @@ def _record(student: str, path: Path, result: dict[str, Any], sha256: str, optio
         if target is not None and (target.is_file() or target.is_symlink()):
             target.unlink()  # an earlier grade's report would contradict this row
     if options.feedback_dir is not None:
+        shown, reason = student, _for_the_student(str(result.get("error", "unknown error")), path)
+        if options.blind is not None:
+            shown = options.blind(student)
+            reason = reason.replace(escape_line(student), shown)
         try:
             summary.feedback.append(
-                write_feedback(student, report, options.feedback_dir, options.visibility) if report is not None else
-                write_error_feedback(student, _for_the_student(str(result.get("error", "unknown error")), path),
-                                     options.feedback_dir))
+                write_feedback(shown, report, options.feedback_dir, options.visibility) if report is not None else
+                write_error_feedback(shown, reason, options.feedback_dir))
         except Exception as err:  # one student's feedback must not end the batch
             summary.warnings.append(f"no feedback for {printable(student)}: {type(err).__name__}: {err}")
     return csv_row(student, result, sha256, options.grading_for(student))

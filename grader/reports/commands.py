@@ -9,6 +9,7 @@ import os
 import sys
 from pathlib import Path
 
+from grader.blind_ids import add_blind_option, blind_ids
 from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs
 from grader.files import private_files
 from grader.grading.commands import add_grading_options, grade_options
@@ -63,6 +64,7 @@ def add_feedback_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("json_dir", type=Path, metavar="JSON_DIR",
                         help="score-all's (or merge's) --json-dir: one <student>.json per graded student")
     add_feedback_options(parser, "write each student's feedback (Markdown) to DIR/<student>.md (created)", required=True)
+    add_blind_option(parser, "the feedback names")
 
 
 def run_feedback(args: argparse.Namespace) -> int:
@@ -72,9 +74,10 @@ def run_feedback(args: argparse.Namespace) -> int:
         files = report_files(args.json_dir)  # refuse before creating anything
     except FeedbackInputError as err:
         raise UsageError(str(err)) from None
+    ids = blind_ids(args)
     make_dir(args.feedback_dir, "--feedback-dir")
     with private_files():  # other people's feedback: readable by this user alone, as score-all's
-        done = rewrite_feedback(files, args.feedback_dir, args.visibility)
+        done = rewrite_feedback(files, args.feedback_dir, args.visibility, ids or str)
     if not done.written:
         why = done.problems[0] if len(files) == 1 else f"none of {len(files)} JSON files gave one ({done.problems[0]}; …)"
         raise UsageError(f"no feedback file written to {args.feedback_dir}: {why}")

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from numbers import Real
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from grader.files import UnreadableFile, read_regular
 from grader.reports.feedback import write_feedback
@@ -92,16 +92,18 @@ def shape_problem(data: Any) -> str | None:
     return None
 
 
-def rewrite_feedback(files: list[Path], out_dir: Path, visibility: str) -> Rewritten:
-    """``out_dir/<student>.md`` at ``visibility`` for each report file of ``files`` (:func:`report_files`);
-    a file that gives none is a line of ``problems``, and the next is written all the same."""
+def rewrite_feedback(files: list[Path], out_dir: Path, visibility: str,
+                     shown: Callable[[str], str] = str) -> Rewritten:
+    """``out_dir/<student>.md`` at ``visibility`` for each report file of ``files`` (:func:`report_files`),
+    the student named ``shown(student)`` (blind grading: their opaque id, grader/blind_ids.py); a file
+    that gives none is a line of ``problems``, and the next is written all the same."""
     check_visibility(visibility)
     done = Rewritten()
     for path in files:
         student = path.name.removesuffix(".json")
         try:
             report = read_report(path)
-            done.written.append(write_feedback(student, report, out_dir, visibility))
+            done.written.append(write_feedback(shown(student), report, out_dir, visibility))
         except (ValueError, OSError) as err:
             done.problems.append(f"{printable(path.name)}: {printable(str(err))}: no feedback for {printable(student)}")
         except (TypeError, KeyError) as err:  # a field of a shape no grader writes (a hand edit, another tool)

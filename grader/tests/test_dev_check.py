@@ -21,6 +21,16 @@ COPIED = ("solutions", "tests", "exercises", "README.md", "docs/students.md")
 # The fixes the check's lines end with (each line says what to do, as rustlings' dev check does).
 HIDDEN_TESTS = "the hidden tests through the impl and reference fixtures, one kind marker each (tests/README.md)"
 STALE = "is not what the stub generator writes: run `python -m grader.authoring.stubs`"
+STALE_TEXT = ("is not what the stub generator writes (its generated regions are the solutions' student text: a change "
+              "to them belongs there): run `python -m grader.authoring.stubs`")
+
+
+def no_section(document: str, module: str, solution: str) -> str:
+    """The line for a group document without the module's section: the fix is in the solution, then the generator."""
+    part = "HINTS" if document.endswith("hints.md") else "README"
+    return (f"{document} has no '## {module}' section: write it as {part} in the student text at the end of "
+            f"{solution} (BUILD_ORDER, README and HINTS between ### BEGIN STUDENT TEXT and ### END STUDENT TEXT, "
+            "docs/maintainers.md), then run `python -m grader.authoring.stubs`")
 
 
 def public_tests(module: str) -> str:
@@ -82,7 +92,8 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
         "03_causal/attention_dropout: tests/03_causal/test_attention_dropout.py has no edge test, though the rubric "
         f"gives edge {load_rubric().exercises['03_causal/attention_dropout'].kind_points['edge']:g} points: add a test "
         "marked @pytest.mark.edge, or move those points to another kind in tests/rubric.json",
-        "03_causal/causal_attention: exercises/03_causal/hints.md has no '## causal_attention' section: add it",
+        "03_causal/causal_attention: " + no_section("exercises/03_causal/hints.md", "causal_attention",
+                                                    "solutions/03_causal/causal_attention.py"),
         "03_causal/attention_dropout: exercises/03_causal/test_attention_dropout.py has no test calling "
         "assert_does_its_own_work('attention_dropout'), though the rubric forbids operations in dropout: add "
         "test_attention_dropout_does_its_own_work calling it",
@@ -93,6 +104,8 @@ def test_a_copy_with_files_removed_is_told_what_it_lacks(copy: Path) -> None:
     ]
     # the edited solution's stub is out of date too: one fix (the name) makes it right again
     expected.append(f"02_trainable_weights/scaled_attention: exercises/02_trainable_weights/scaled_attention.py {STALE}")
+    # the hints' section was edited by hand: the generator would put it back
+    expected.append(f"exercises/03_causal/hints.md {STALE_TEXT}")
     unmarked = [line for line in lines if "carries the kind markers []" in line]
     assert unmarked and all(line.startswith("03_causal/attention_dropout: tests/03_causal/test_attention_dropout.py::")
                             for line in unmarked), lines
@@ -127,8 +140,9 @@ def test_a_new_exercise_in_the_rubric_is_told_every_file_it_needs(copy: Path) ->
         "put each body between ### BEGIN SOLUTION and ### END SOLUTION",
         f"04_multihead/kv_cache: no tests/04_multihead/test_kv_cache.py: write it, {HIDDEN_TESTS}",
         f"04_multihead/kv_cache: no exercises/04_multihead/test_kv_cache.py: write it, {public_tests('kv_cache')}",
-        "04_multihead/kv_cache: exercises/04_multihead/README.md has no '## kv_cache' section: add it",
-        "04_multihead/kv_cache: exercises/04_multihead/hints.md has no '## kv_cache' section: add it",
+        *(f"04_multihead/kv_cache: " + no_section(f"exercises/04_multihead/{name}", "kv_cache",
+                                                  "solutions/04_multihead/kv_cache.py")
+          for name in ("README.md", "hints.md")),
     ]
 
 

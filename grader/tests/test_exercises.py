@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.nbgrader_release import CHECKS_FILES
-from grader.authoring import stubs
+from grader.authoring import student_text, stubs
 from grader.rubric import GROUPS, REPO_ROOT, load_rubric
 
 try:
@@ -87,6 +87,42 @@ def test_make_stub_names_the_enclosing_method():
         "section 'causal_attention'\")"
     ) in stub
     assert "        # TODO: write the body of A.f here" in stub
+
+
+def test_the_student_text_is_read_from_the_solutions_end_and_only_there():
+    """Every solution carries its student text; stripping it gives the module back; a block that is not the
+    module's end, or lacks a part, is refused in one line naming the fix."""
+    for ex in load_rubric().exercises.values():
+        source = ex.reference_file.read_text()
+        parts = student_text.student_text(source, ex.id)
+        assert parts and all(parts.values()), ex.id
+        stripped = student_text.without_student_text(source)
+        assert student_text.BEGIN not in stripped and parts["HINTS"] not in stripped, ex.id
+        assert source.startswith(stripped.rstrip("\n")), ex.id
+    block = f'{student_text.BEGIN}\nBUILD_ORDER = "b"\nREADME = "r"\nHINTS = "h"\n{student_text.END}\n'
+    assert student_text.student_text(f"x = 1\n\n\n{block}", "m.py") == {"BUILD_ORDER": "b", "README": "r", "HINTS": "h"}
+    with pytest.raises(student_text.StudentTextError, match="m.py: the student text must be one block at the module's end"):
+        student_text.student_text(f"{block}x = 1\n", "m.py")
+    with pytest.raises(student_text.StudentTextError, match="m.py: the student text lacks HINTS"):
+        student_text.student_text(block.replace('HINTS = "h"\n', ""), "m.py")
+
+
+def test_a_group_file_keeps_its_own_prose_and_gets_the_generated_regions(tmp_path: Path):
+    """What is hand-written stays; the build order and the sections are rewritten; a lost marker is one line."""
+    readme = tmp_path / "exercises" / "g" / "README.md"
+    readme.parent.mkdir(parents=True)
+    (tmp_path / "solutions" / "g").mkdir(parents=True)
+    (tmp_path / "solutions" / "g" / "m.py").write_text(
+        f'x = 1\n{student_text.BEGIN}\nBUILD_ORDER = "first"\nREADME = "Write m."\nHINTS = "h"\n{student_text.END}\n')
+    own = "# g\n\nIn this order:\n\n"
+    sections = student_text.SECTIONS.format(part="README")
+    readme.write_text(f"{own}{student_text.ORDER_BEGIN}\nstale\n{student_text.ORDER_END}\n\nRules.\n\n{sections}\nold\n")
+    documents = student_text.group_documents(tmp_path, "g", ["m"])
+    assert documents == {readme: f"{own}{student_text.ORDER_BEGIN}\n1. `m.py` — first\n{student_text.ORDER_END}\n\n"
+                                 f"Rules.\n\n{sections}\n## m\n\nWrite m.\n"}
+    readme.write_text(own)
+    with pytest.raises(student_text.StudentTextError, match="exercises/g/README.md has 0 lines '<!-- BEGIN GENERATED"):
+        student_text.group_documents(tmp_path, "g", ["m"])
 
 
 @pytest.fixture(scope="module")

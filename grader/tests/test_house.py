@@ -24,8 +24,8 @@ MAX_FUNCTION_LINES = 60
 # The floors of grader/, lowest first (docs/maintainers.md, "The layout"): a folder (its wing) or a file.
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("grader/__init__.py", "grader/rubric.py", "grader/files.py", "grader/safe_text.py", "grader/visibility.py",
-     "grader/commands.py", "grader/progress.py", "grader/progress_pytest.py", "grader/attention_view.py",
-     "grader/student_commands.py"),
+     "grader/commands.py", "grader/blind_ids.py", "grader/progress.py", "grader/progress_pytest.py",
+     "grader/attention_view.py", "grader/student_commands.py"),
     ("grader/sandbox/",),
     ("grader/grading/",),
     ("grader/authoring/",),

@@ -95,6 +95,135 @@ def assert_within_the_guide(copy: Path, title: str, expected: set[str], generate
     assert len(edited) <= files_the_guide_allows(title), (title, edited)
 
 
+# ---- Add an exercise -------------------------------------------------------------------------------
+
+# A small but real exercise as a maintainer writes it: the solution with its student text, hidden and public tests.
+MODULE = "head_average"
+SOLUTION = '''"""Section 3.6: one picture of a multi-head layer's attention, the mean of its heads' weights."""
+
+import torch
+
+
+def average_heads(attn_weights: torch.Tensor) -> torch.Tensor:
+    """(b, num_heads, T_q, T_k) -> (b, T_q, T_k): the mean of the heads' attention weights (rows sum to 1).
+
+    Example::
+
+        >>> average_heads(torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]]]]))
+        tensor([[[0.5000, 0.5000]]])
+    """
+    ### BEGIN SOLUTION
+    return attn_weights.mean(dim=1)
+    ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "one picture of all the heads' weights"
+README = r"""
+Section 3.6. `average_heads(attn_weights)`: (b, num_heads, T_q, T_k) → (b, T_q, T_k), the mean of the
+heads' attention weights (each row still sums to 1).
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+Which axis holds the heads?
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+A mean over one dimension removes that dimension.
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`.mean(dim=1)` of the weights.
+</details>
+"""
+### END STUDENT TEXT
+'''
+HIDDEN_TESTS = '''"""Hidden tests for {ex_id}: average_heads against the reference on random softmax weights."""
+
+import pytest
+import torch
+
+from diagnose import assert_close
+
+
+@pytest.mark.core
+def test_average_heads_matches_the_reference(impl, reference):
+    weights = torch.softmax(torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert_close(impl.average_heads(weights), reference.average_heads(weights), atol=1e-6,
+                 call="average_heads(weights of shape (2, 3, 4, 5))")
+'''
+PUBLIC_TESTS = '''"""Public tests for {module} ({group}): ``pytest exercises -k {module}``."""
+
+import torch
+
+from kata_checks import assert_close, load
+
+
+def test_{module}_takes_the_mean_of_the_heads():
+    m = load("{module}")
+    assert_close(m.average_heads(torch.tensor([[[[1.0, 0.0]], [[0.0, 1.0]]]])), torch.tensor([[[0.5, 0.5]]]),
+                 atol=1e-6, call="average_heads(two heads, one row each)")
+
+
+def test_{module}_rows_still_sum_to_one():
+    weights = torch.softmax(torch.randn(1, 3, 4, 4, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert_close(load("{module}").average_heads(weights).sum(dim=-1), torch.ones(1, 4), atol=1e-6, call="rows")
+'''
+
+
+def add_an_exercise(copy: Path) -> tuple[str, str]:
+    """The hand-edited files of "Add an exercise", for a new exercise in the rubric's last group (its entry
+    one line more: the rubric holds one exercise a line). Returns (group, exercise id)."""
+    rubric_file = copy / "tests" / "rubric.json"
+    group = list(json.loads(rubric_file.read_text())["groups"])[-1]
+    ex_id = f"{group}/{MODULE}"
+    entry = {"points": 1, "kinds": {"core": 1}, "names": ["average_heads"], "depends_on": []}
+    lines = rubric_file.read_text().split("\n")
+    last = max(i for i, line in enumerate(lines) if re.match(r'^\s*"[^"]+/[^"]+": \{"points"', line))
+    lines[last:last + 1] = [lines[last] + ",", f'    "{ex_id}": {json.dumps(entry)}']
+    rubric_file.write_text("\n".join(lines))
+    (copy / "solutions" / f"{ex_id}.py").write_text(SOLUTION)
+    (copy / "tests" / group / f"test_{MODULE}.py").write_text(HIDDEN_TESTS.format(ex_id=ex_id))
+    (copy / "exercises" / group / f"test_{MODULE}.py").write_text(PUBLIC_TESTS.format(module=MODULE, group=group))
+    return group, ex_id
+
+
+# pytest with the one plugin the tests use (pytest-xdist too, loaded for nothing, costs 1.5 CPU-s a run)
+PYTEST, NO_AUTOLOAD = ("-m", "pytest", "-p", "pytest_timeout", "-q"), {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+@pytest.mark.slow
+def test_a_new_exercise_is_four_files(tmp_path: Path) -> None:
+    """The recipe: the rubric entry, the solution with its student text, the hidden and public tests; the stub
+    generator writes the rest. Then dev check passes, the hidden tests pass, the public ones fail on the stub."""
+    copy = copy_of_repository(tmp_path / "copy")
+    group, ex_id = add_an_exercise(copy)
+    hand = {"tests/rubric.json", f"solutions/{ex_id}.py", f"tests/{group}/test_{MODULE}.py",
+            f"exercises/{group}/test_{MODULE}.py"}
+    assert_within_the_guide(copy, "Add an exercise", hand)  # counted before any generator ran
+    written = run_in(copy, "-m", "grader.authoring.stubs")
+    assert written.returncode == 0, written.stdout + written.stderr
+    stub, readme, hints = f"exercises/{ex_id}.py", f"exercises/{group}/README.md", f"exercises/{group}/hints.md"
+    generated = set(edited_by_hand(copy)) - hand
+    assert {stub, readme, hints} <= generated, sorted(generated)
+    readme_text, hints_text, stub_text = ((copy / name).read_text() for name in (readme, hints, stub))
+    assert f"\n## {MODULE}\n" in readme_text and f"\n## {MODULE}\n" in hints_text and f". `{MODULE}.py` — one" in readme_text
+    assert "Level 1" not in stub_text and "STUDENT TEXT" not in stub_text and "mean(dim=1)" not in stub_text, stub_text
+
+    check = run_in(copy, "-m", "grader", "dev", "check")
+    exercises = json.loads((copy / "tests" / "rubric.json").read_text())["exercises"]
+    assert (check.returncode, check.stdout) == (0, f"all {len(exercises)} exercises complete\n"), check.stdout + check.stderr
+    hidden = run_in(copy, *PYTEST, f"tests/{group}/test_{MODULE}.py", "--impl", "solutions", **NO_AUTOLOAD)
+    assert hidden.returncode == 0 and "1 passed" in hidden.stdout, hidden.stdout + hidden.stderr
+    public = run_in(copy, *PYTEST, f"exercises/{group}/test_{MODULE}.py", **NO_AUTOLOAD)
+    failed = f"{PUBLIC_TESTS.count('def test_')} failed"  # every one of them, each on the stub's "not written yet"
+    assert public.returncode == 1 and failed in public.stdout and "not written yet" in public.stdout, public.stdout
+    assert_within_the_guide(copy, "Add an exercise", hand, tuple(generated))  # the checks wrote nothing more
+
+
 # ---- Change the rubric's point split ---------------------------------------------------------------
 
 # The tests that check a point value and run no whole grading: re-run over a changed split, each must still

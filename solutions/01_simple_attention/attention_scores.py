@@ -53,3 +53,41 @@ def attention_score_matrix(inputs: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
     return inputs @ inputs.transpose(-2, -1)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "scores = dot products"
+README = r"""
+Section 3.3.1, step 1. The attention score of query token q against token i is the dot product
+`inputs[i] · q`: a large score means "similar direction".
+
+- `attention_scores(inputs, query)`: `inputs` (T, d), `query` (d,) → (T,). Write it as a loop over the
+  tokens (`torch.dot`), as the document does; that makes the next function obvious.
+- `attention_score_matrix(inputs)`: every token against every token, (..., T, d) → (..., T, T), in one
+  matrix product (section 3.3.2). It must also work with a leading batch dimension.
+
+Check: for query "journey" (`inputs[1]`) you get `tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+A score is one number per token: how much does token i point the same way as the query?
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+Loop over the rows of `inputs`, take `torch.dot(row, query)` each time, and turn the
+list of 0-d tensors into one tensor (`torch.stack` or `torch.tensor`). For the matrix, every
+(i, j) pair is row i of `inputs` dotted with row j: that is a matrix product with a transpose.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`inputs @ inputs.transpose(-2, -1)`; use `-2, -1` rather than `.T` so that a
+batch dimension in front keeps working.
+
+</details>
+"""
+### END STUDENT TEXT

@@ -55,3 +55,38 @@ def context_vectors(inputs: torch.Tensor) -> torch.Tensor:
     attn_weights = torch.softmax(attn_scores, dim=-1)
     return attn_weights @ inputs
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "weights → context vectors"
+README = r"""
+Section 3.3.1, step 3, and section 3.3.2. A context vector is the attention-weighted sum of all the
+input rows.
+
+- `context_vector(inputs, attn_weights)`: (T, d) and (T,) → (d,). For "journey":
+  `tensor([0.4419, 0.6515, 0.5683])`.
+- `context_vectors(inputs)`: simple self-attention for all tokens at once, softmax(X Xᵀ) X with the
+  softmax over each row: (..., T, d) → (..., T, d).
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+The context vector is `sum_i weight[i] * inputs[i]`; look at the shapes (T,) and (T, d).
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+A vector of T weights times a (T, d) matrix is a matrix product. For all tokens at
+once, the weights are a (T, T) matrix: one row of weights per query.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`attn_weights @ inputs`; for all tokens,
+`torch.softmax(inputs @ inputs.transpose(-2, -1), dim=-1) @ inputs`.
+
+</details>
+"""
+### END STUDENT TEXT

@@ -43,3 +43,38 @@ def scaled_dot_product(
     attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
     return attn_weights @ values, attn_weights
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "softmax(Q Kᵀ / √d_k) V as a function"
+README = r"""
+Section 3.4.1. `scaled_dot_product(queries, keys, values)` with shapes (..., T_q, d_k),
+(..., T_k, d_k), (..., T_k, d_v) returns `(context, attn_weights)`: (..., T_q, d_v) and
+(..., T_q, T_k). Divide the scores by √d_k before the softmax: large dot products would push the
+softmax towards a step function with vanishing gradients.
+
+Check (seed-123 `torch.rand(3, 2)` projections): the weights of "journey" are
+`tensor([0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820])`, its context vector `tensor([0.3061, 0.8210])`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+It is section 01's `context_vectors`, except that the scores compare queries with keys
+and the weighted sum runs over values.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+`scores = queries @ keys.transpose(-2, -1)`; `d_k = keys.shape[-1]`; softmax over the
+last dimension of `scores / d_k ** 0.5`; then weights @ values.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+Return `(attn_weights @ values, attn_weights)`, in that order.
+
+</details>
+"""
+### END STUDENT TEXT

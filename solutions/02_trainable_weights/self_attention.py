@@ -87,3 +87,44 @@ class SelfAttention_v2(nn.Module):
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
         return attn_weights @ values
         ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "the same inside an `nn.Module`, two ways"
+README = r"""
+Section 3.4.2. Two classes, forward x (..., T, d_in) → (..., T, d_out):
+
+- `SelfAttention_v1(d_in, d_out)`: `W_query`, `W_key`, `W_value` are `nn.Parameter(torch.rand(d_in, d_out))`;
+  queries are `x @ self.W_query`.
+- `SelfAttention_v2(d_in, d_out, qkv_bias=False)`: the three are `nn.Linear(d_in, d_out, bias=qkv_bias)`;
+  queries are `self.W_query(x)`. nn.Linear has a better initialization and stores its weight as
+  (d_out, d_in).
+
+Check: `torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)[0]` is `[0.2996, 0.8053]`;
+`torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)[0]` is `[-0.0739, 0.0713]`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+`__init__` only creates three parameters; `forward` is `scaled_dot_product` with
+queries, keys and values computed from `x`.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+V1: `keys = x @ self.W_key` (and so on). v2: `keys = self.W_key(x)`. Scale by
+`keys.shape[-1] ** 0.5`. Use `keys.transpose(-2, -1)`, not `keys.T`, so a batch still works.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+In `__init__`, exactly three lines, in the order query, key, value:
+each an `nn.Parameter` wrapping `torch.rand` of shape (d_in, d_out) (v1), or an
+`nn.Linear` from d_in to d_out with `bias=qkv_bias` (v2). A different order draws different
+random numbers and the seeded tests fail.
+
+</details>
+"""
+### END STUDENT TEXT

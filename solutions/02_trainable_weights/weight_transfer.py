@@ -97,3 +97,38 @@ def copy_weights_v1_to_v2(sa_v1: nn.Module, sa_v2: nn.Module) -> None:
             if linear.bias is not None:
                 linear.bias.zero_()
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "prove the two ways compute the same thing (uses your `self_attention.py`)"
+README = r"""
+The exercise at the end of section 3.4.2: copy the weights of a `SelfAttention_v2` into a
+`SelfAttention_v1` (and back) so that both give the same output.
+
+- `copy_weights_v2_to_v1(sa_v2, sa_v1)`: in place; copy values into v1's existing parameters. Raise
+  `ValueError` (copying nothing) if v2 has biases or the shapes do not fit.
+- `copy_weights_v1_to_v2(sa_v1, sa_v2)`: the reverse; zero v2's biases if it has any.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+`sa_v2.W_query.weight` has shape (d_out, d_in); `sa_v1.W_query` has (d_in, d_out).
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+Check every pair first (bias? shapes?) and only then copy, so that a `ValueError`
+leaves both modules untouched. Copy with `param.copy_(...)` inside `with torch.no_grad():`:
+assigning a new tensor would replace the module's parameter instead of updating it.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+Loop over the three names with `getattr`; for each, the v1 parameter's `copy_`
+receives the transpose (`.T`) of the v2 layer's `weight`.
+
+</details>
+"""
+### END STUDENT TEXT

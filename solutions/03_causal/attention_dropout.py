@@ -43,3 +43,37 @@ def dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
     keep = torch.empty_like(x).bernoulli_(1 - p)
     return x * keep.div_(1 - p)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "dropout from scratch"
+README = r"""
+Section 3.5.2. `dropout(x, p, training=True)`: zero each element with probability p and multiply
+the survivors by 1/(1-p), so that the expected value stays the same. Identity when not training
+(whatever p, 1 included) or when p == 0, zeros when training with p == 1, `ValueError` outside [0, 1]. Draw the mask with
+`torch.empty_like(x).bernoulli_(1 - p)`: then, on the CPU and under the same seed, you drop exactly
+what `torch.nn.Dropout(p)` drops.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+"inverted" dropout rescales at training time, so nothing needs to change at inference.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+Handle the edge cases first (p outside [0, 1], not training, p == 0, p == 1), then
+draw a keep-mask of 0s and 1s with probability 1 - p of a 1.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+An empty tensor shaped like `x`, filled in place by `bernoulli_` with the keep
+probability (1 - p, not p: p is the probability to drop), is the mask; multiply `x` by
+it and divide by the keep probability. At p = 0.5 both are the same: check at p = 0.2.
+
+</details>
+"""
+### END STUDENT TEXT

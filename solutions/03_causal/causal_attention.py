@@ -66,3 +66,49 @@ class CausalAttention(nn.Module):
         attn_weights = self.dropout(attn_weights)
         return attn_weights @ values
         ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "the `CausalAttention` class"
+README = r"""
+Section 3.5.3. `CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=False)`:
+forward x (b, T, d_in) → (b, T, d_out) for any T ≤ context_length.
+
+- Create `W_query`, `W_key`, `W_value` (`nn.Linear`), then `dropout` (`nn.Dropout`), then the mask.
+- Keep the mask with `self.register_buffer("mask", torch.triu(torch.ones(L, L), diagonal=1))`: a buffer
+  is saved with the model and moves with `.to(device)`; a plain attribute stays on the CPU.
+- Moved with `.to(device)`, it runs on a GPU and computes there what it computes on the CPU: the grader's
+  GPU-run check runs it on CUDA, or on a simulated GPU where there is none (`kata_gpu.py`, the same one
+  `test_causal_attention_runs_on_any_device` uses).
+- Cut the mask to T × T; raise `ValueError` naming both numbers when T > context_length.
+- The forward never changes the mask: cut a view of it for each call (`self.mask.bool()[:T, :T]`). Assigning
+  `self.mask = self.mask[:T, :T]`, or changing the buffer in place, breaks the next, longer input.
+
+Check (`notebook_causal_self_attention.txt`, seed 123, d_out=2, dropout 0.0): the first context vector is `[-0.4519, 0.2216]`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+It is `SelfAttention_v2` plus two lines: a mask before the softmax and dropout after it.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+`T = x.shape[1]`; scores `queries @ keys.transpose(1, 2)`; fill
+`self.mask.bool()[:T, :T]` with `-torch.inf`; softmax of scores / √d_out; `self.dropout(...)`;
+weights @ values.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+In `__init__`, after `super().__init__()`: three `nn.Linear`, then
+the `nn.Dropout` module named `dropout`, then the mask: `torch.triu` of a
+(context_length, context_length) matrix of ones above the diagonal, registered with
+`self.register_buffer` under the name `"mask"`.
+Remember `self.context_length` for the ValueError.
+
+</details>
+"""
+### END STUDENT TEXT

@@ -98,3 +98,44 @@ def causal_attention_weights(attn_scores: torch.Tensor, d_k: int) -> torch.Tenso
     ### BEGIN SOLUTION
     return torch.softmax(mask_future_scores(attn_scores) / d_k**0.5, dim=-1)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "masks, two ways"
+README = r"""
+Section 3.5.1. Four functions, all keeping the input's shape and never modifying the input:
+
+- `causal_mask(num_tokens)`: the (T, T) lower-triangular matrix of ones.
+- `mask_and_renormalize(attn_weights)`: zero the weights above the diagonal, then divide each row by
+  its new sum (the first way in the document).
+- `mask_future_scores(attn_scores)`: a copy with `-inf` above the diagonal.
+- `causal_attention_weights(attn_scores, d_k)`: the efficient way: mask the scores with `-inf`, scale
+  by 1/√d_k, softmax. It gives the same weights as the first way.
+
+Check (`notebook_causal_self_attention.txt`, seed 789): row 1 of the causal weights is `[0.5517, 0.4483, 0, 0, 0, 0]`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+PyTorch has `torch.tril` (keep the lower triangle) and `torch.triu(..., diagonal=1)`
+(strictly above the diagonal).
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+Renormalizing: multiply by the tril mask, then divide by
+`masked.sum(dim=-1, keepdim=True)`. Masking scores: `scores.masked_fill(future, float("-inf"))`
+with a *boolean* mask; `masked_fill` (no underscore) returns a copy, `masked_fill_` changes the input.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`;
+`torch.softmax(mask_future_scores(scores) / d_k ** 0.5, dim=-1)`. Build masks on the input's
+device (`device=x.device`).
+
+</details>
+"""
+### END STUDENT TEXT

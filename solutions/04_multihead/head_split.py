@@ -76,3 +76,40 @@ def per_head_scores(queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
     ### BEGIN SOLUTION
     return queries @ keys.transpose(2, 3)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "the reshapes that the efficient version needs"
+README = r"""
+Section 3.6.2, the reshaping text and the `a @ a.transpose(2, 3)` example.
+
+- `split_heads(x, num_heads)`: (b, T, d_out) → (b, num_heads, T, d_out // num_heads); head h gets the
+  features `h*head_dim : (h+1)*head_dim` of every token. `ValueError` if d_out is not divisible.
+- `merge_heads(x)`: the inverse, (b, num_heads, T, head_dim) → (b, T, num_heads * head_dim).
+- `per_head_scores(queries, keys)`: the scores of every head in one product, (b, h, T_q, T_k) (the
+  queries and the keys may hold different numbers of tokens).
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+You cannot go straight from (b, T, d_out) to (b, h, T, hd) with one `view`: the
+numbers would land in the wrong heads. Go through (b, T, h, hd).
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+`x.reshape(b, T, num_heads, head_dim)` splits each token's features into heads;
+`.transpose(1, 2)` moves the head axis in front of the token axis. Merging is the same in reverse.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`merge_heads`: `x.transpose(1, 2).reshape(b, T, num_heads * head_dim)` (use
+`reshape`, or `.contiguous().view(...)`: after a transpose, `view` alone fails).
+`per_head_scores`: `queries @ keys.transpose(2, 3)`.
+
+</details>
+"""
+### END STUDENT TEXT

@@ -89,3 +89,48 @@ def gpt2_attention() -> MultiHeadAttention:
     ### BEGIN SOLUTION
     return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "the efficient class"
+README = r"""
+Section 3.6.2. `MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)`:
+one `nn.Linear(d_in, d_out)` each for queries, keys and values, split into heads of
+`head_dim = d_out // num_heads`, causal attention per head scaled by 1/√head_dim, heads merged, then
+`out_proj = nn.Linear(d_out, d_out)`. Create `W_query`, `W_key`, `W_value`, `out_proj`, `dropout`,
+then the `mask` buffer, in that order. As in `CausalAttention`, the forward cuts a T × T view of the mask
+and never changes the buffer (a longer input after a shorter one must work).
+
+Careful: the listing in `chapter_notes_3.1-3.6.txt`, section 3.6.2, sets `self.head_dim = d_out`. That
+is a bug; use `d_out // num_heads` (as `article_attention_mechanisms.txt` does).
+
+`gpt2_attention()`: the GPT-2 (124M) sized layer, 768 → 768, 12 heads, context 1024, dropout 0.0 (not
+GPT-2's training value 0.1: in training mode it gives its eval-mode output); 2,360,064 parameters.
+
+Check (seed 123, d_in=3, d_out=2, 2 heads): the first row is `[0.3190, 0.4858]`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+It is `CausalAttention` with a head axis: every tensor gets shape (b, h, T, hd), and
+`matmul` handles the extra axis for you.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+Project, `split_heads`-style reshape + transpose for queries, keys and values;
+scores `queries @ keys.transpose(2, 3)`; mask with `self.mask.bool()[:T, :T]`; softmax of
+scores / `self.head_dim ** 0.5`; dropout; weights @ values; merge heads; `self.out_proj(...)`.
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+Check `d_out % num_heads` before creating any layer. Test yourself with
+`head_dim > 1` and distinct batch rows: the documents' own example (head_dim 1, identical rows)
+cannot catch a wrong scale or a mixed-up reshape.
+
+</details>
+"""
+### END STUDENT TEXT

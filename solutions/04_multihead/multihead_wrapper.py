@@ -68,3 +68,42 @@ def two_dim_wrapper(d_in: int, context_length: int, dropout: float = 0.0) -> Mul
     ### BEGIN SOLUTION
     return MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)
     ### END SOLUTION
+
+
+### BEGIN STUDENT TEXT
+BUILD_ORDER = "stacked heads (imports your `../03_causal/causal_attention.py`: do that first)"
+README = r"""
+Section 3.6.1. `MultiHeadAttentionWrapper(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)`
+holds `heads`, an `nn.ModuleList` of `num_heads` of your `CausalAttention` modules, and concatenates
+their outputs: (b, T, d_in) → (b, T, num_heads * d_out).
+
+`two_dim_wrapper(d_in, context_length, dropout=0.0)`: Exercise 3.2, a two-head wrapper whose output
+embeddings are two-dimensional.
+
+Check (seed 123, d_out=2, 2 heads): the first row is `[-0.4519, 0.2216, 0.4772, 0.1063]`.
+"""
+HINTS = r"""
+<details><summary>Level 1: a nudge</summary>
+
+The wrapper does no attention itself: it owns some `CausalAttention`s and glues their
+outputs together.
+
+</details>
+
+<details><summary>Level 2: an approach</summary>
+
+A plain Python list of modules is invisible to PyTorch (no parameters, no `.to()`);
+use `nn.ModuleList`. Concatenate on the last dimension with `torch.cat(..., dim=-1)`.
+For two-dimensional outputs with two heads, what must each head's d_out be?
+
+</details>
+
+<details><summary>Level 3: nearly the answer</summary>
+
+`heads` is an `nn.ModuleList` built from a list comprehension that makes one
+`CausalAttention` with the wrapper's own arguments per head;
+`two_dim_wrapper` returns `MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)`.
+
+</details>
+"""
+### END STUDENT TEXT
