@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_numbers import summarize_class
 from grader.classroom.class_summary import to_markdown
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, csv_row, json_path, read_class, read_grades, write_grades
@@ -165,6 +166,16 @@ def test_a_csv_holding_overrides_needs_the_file_again(tmp_path: Path) -> None:
         with pytest.raises(BatchError, match="grades.csv: overrides applied \\(alice\\): give --overrides FILE again"):
             score_all(root, tmp_path / "grades.csv", forgot)
     assert (tmp_path / "grades.csv").read_bytes() == before
+
+
+def test_under_blind_grading_the_overridden_feedback_names_no_one(tmp_path: Path) -> None:
+    root = fake_class(tmp_path / "class", {"alice": 0.5})
+    overrides = write_overrides(tmp_path / "overrides.csv", "alice,total,+1,regrade request,TA Kim")
+    blind = BlindIds.from_key_file(tmp_path / "blind.key")
+    score_all(root, tmp_path / "grades.csv", one_job(tmp_path, feedback_dir=tmp_path / "feedback", blind=blind,
+                                                     overrides=read_overrides(overrides)))
+    (written,) = (tmp_path / "feedback").iterdir()
+    assert written.name == feedback_filename(blind("alice")) and "overridden: +1 by TA Kim" in written.read_text()
 
 
 def test_merge_applies_overrides_and_the_gradebook_shows_them(tmp_path: Path) -> None:
