@@ -192,6 +192,20 @@ def _escaped(row: Mapping[str, Any]) -> dict[str, Any]:
     return {column: csv_cell(value) for column, value in row.items()}
 
 
+def read_spreadsheet(path: Path, flag: str) -> list[list[str]]:
+    """The records of a CSV an instructor gives (a roster, the overrides: often a spreadsheet's export, a
+    byte-order mark allowed), cells as written; SheetError (one line, ``flag`` first) when it cannot be
+    read or is not CSV."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise SheetError(f"{flag} {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    try:
+        return list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as err:
+        raise SheetError(f"{flag} {path}: not a CSV file ({err})") from None
+
+
 # --- what a class-level output is handed ------------------------------------------------------------
 
 

@@ -24,14 +24,12 @@ grade silently.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Mapping
 
-from grader.classroom.grades_sheet import OVERRIDES_COLUMN, unescaped
+from grader.classroom.grades_sheet import OVERRIDES_COLUMN, SheetError, read_spreadsheet, unescaped
 from grader.rubric import Rubric, load_rubric
 from grader.safe_text import printable
 
@@ -89,13 +87,9 @@ def read_overrides(path: Path, rubric: Rubric | None = None) -> Overrides:
     rubric = rubric or load_rubric()
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise OverrideError(f"--overrides {path}: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as err:
-        raise OverrideError(f"{path}: not a CSV file ({err})") from None
+        records = read_spreadsheet(path, "--overrides")
+    except SheetError as err:
+        raise OverrideError(str(err)) from None
     header = [cell.strip() for cell in records[0]] if records else []
     missing = [column for column in COLUMNS if column not in header]
     if missing:

@@ -43,14 +43,13 @@ shows them through :func:`grader.safe_text.printable`.
 
 from __future__ import annotations
 
-import csv
 import fnmatch
-import io
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Iterable
 
+from grader.classroom.grades_sheet import SheetError, read_spreadsheet
 from grader.safe_text import printable
 
 # Where an id can stand in a download's name: Moodle's "_<id>_assignsubmission_file_", Canvas's
@@ -107,13 +106,9 @@ def read_roster(path: Path) -> list[RosterEntry]:
     """The roster's rows (see the module docstring). RosterError: no such file, not a CSV, no id column,
     an id or a login (without case) given twice."""
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise RosterError(f"--roster {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
-    try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as err:
-        raise RosterError(f"--roster {path}: not a CSV file ({err})") from None
+        records = read_spreadsheet(path, "--roster")
+    except SheetError as err:
+        raise RosterError(str(err)) from None
     if not records:
         raise RosterError(f"--roster {path}: empty")
     columns = [COLUMN_ALIASES.get(" ".join(cell.strip().lower().replace("_", " ").split()), "") for cell in records[0]]
