@@ -82,7 +82,7 @@ def current(grading: GradeOptions) -> Provenance:
         rubric=_files_hash([tests_dir / "rubric.json"], tests_dir),
         hidden_tests=_files_hash(_tree(tests_dir, leave_out=("rubric.json", "mutants")), tests_dir),
         reference=_files_hash(_tree(SOLUTIONS_DIR), SOLUTIONS_DIR),
-        grader=f"{_version('attention-kata')}+{_files_hash(grading_code(), REPO_ROOT)[:KEY_DIGITS]}",
+        grader=grader_version(),
         torch=_version("torch"),
         options=json.dumps(grade_deciding_options(grading), sort_keys=True))
 
@@ -219,6 +219,12 @@ def _files_hash(paths: Iterable[Path], root: Path) -> str:
             data = f"unreadable: {err.strerror}".encode()
         digest.update(f"{len(data)}\0".encode() + data)
     return digest.hexdigest()
+
+
+def grader_version() -> str:
+    """This grader: its package version and a hash of the code a grading runs (``1.0+3f2a...``): what the
+    key and the regrade log record."""
+    return f"{_version('attention-kata')}+{_files_hash(grading_code(), REPO_ROOT)[:KEY_DIGITS]}"
 
 
 def _version(package: str) -> str:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import csv
 import os
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Mapping
 
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, SheetError, csv_cell, read_grades
 from grader.classroom.overrides import SEPARATOR, Overrides, without_overrides
+from grader.classroom.provenance import grader_version
 
 LOG_COLUMNS = ("student", "old", "new", "when", "grader_version", "why")
 
@@ -29,14 +29,6 @@ def log_path(csv_path: Path) -> Path:
     """``<csv stem>-regrades.csv`` beside the CSV."""
     csv_path = Path(csv_path)
     return csv_path.with_name(f"{csv_path.stem}-regrades.csv")
-
-
-def grader_version() -> str:
-    """The installed grader's version (pyproject.toml's), as the log records it."""
-    try:
-        return metadata.version("attention-kata")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def held_rows(csv_path: Path) -> dict[str, dict[str, str]]:
