@@ -96,8 +96,9 @@ def test_a_bad_overrides_file_is_one_line_and_exit_2(tmp_path: Path, capsys, lin
 def test_an_override_shows_in_the_csv_summary_feedback_and_survives_force(tmp_path: Path) -> None:
     root = fake_class(tmp_path / "class", {"alice": 0.5, "bob": 1.0, "carol": None})
     ex_id, _ = first_exercise()
+    by_hand = 7  # the override's own value (carol's grading failed)
     overrides = write_overrides(tmp_path / "overrides.csv", f"alice,{ex_id},+2,accepted regrade request,TA Kim",
-                                "bob,total,'-5,late; a day,Prof. Lee", "carol,total,7,graded by hand,Prof. Lee")
+                                "bob,total,'-5,late; a day,Prof. Lee", f"carol,total,{by_hand},graded by hand,Prof. Lee")
     options = one_job(tmp_path, json_dir=tmp_path / "reports", feedback_dir=tmp_path / "feedback",
                       overrides=read_overrides(overrides))
     csv_path = tmp_path / "grades.csv"
@@ -109,7 +110,7 @@ def test_an_override_shows_in_the_csv_summary_feedback_and_survives_force(tmp_pa
     assert float(rows["alice"][ex_id]) == pytest.approx(graded + 2)
     assert float(rows["alice"]["score"]) == pytest.approx(alice["score"] + 2)
     assert float(rows["bob"]["score"]) == pytest.approx(bob["score"] - 5)
-    assert rows["carol"]["status"] == "error" and float(rows["carol"]["score"]) == 7
+    assert rows["carol"]["status"] == "error" and float(rows["carol"]["score"]) == by_hand
     assert rows["alice"][OVERRIDES_COLUMN].startswith(f"{ex_id} {graded} -> {graded + 2}, total ")
     assert "(-5 by Prof. Lee: late, a day)" in rows["bob"][OVERRIDES_COLUMN]
     # never baked into the stored report: it holds the grading
