@@ -201,7 +201,7 @@ def run_nbgrader(args: argparse.Namespace) -> int:
                                args.visibility, progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
     except (CourseError, BatchError) as err:
         raise UsageError(str(err)) from None
-    say_warnings_and_outputs(summary.warnings, [])
+    say_warnings_and_outputs(summary.warnings, summary.outputs)
     for assignment in course.assignments:
         results = [r for r in summary.results if r.assignment == assignment]
         errors = [r for r in results if r.report is None]

@@ -36,6 +36,7 @@ from typing import Any, Callable
 from grader.authoring.nbgrader_release import gpu_group, notebook_modules
 from grader.classroom.gradebook import ClassGradebook, GradebookError
 from grader.classroom.grades_sheet import SheetError, csv_row, read_grades, write_grades
+from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
@@ -92,6 +93,7 @@ class CourseSummary:
     results: list[Graded] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     feedback: list[Path] = field(default_factory=list)
+    outputs: list[Path] = field(default_factory=list)  # the class-level outputs, one set per assignment
 
 
 # --- the course ------------------------------------------------------------------------------------
@@ -222,9 +224,10 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     def grading_of(name: str) -> GradeOptions:
         return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
 
-    batch = score_all(course.work / "intake", csv_path, replace(options, json_dir=json_dir, grading_of=grading_of),
-                      progress=progress)
+    batch = score_all(course.work / "intake", csv_path,
+                      replace(options, json_dir=json_dir, grading_of=grading_of, class_outputs=False), progress=progress)
     summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
+    summary.outputs = assignment_outputs(course, csv_path, batch.reports, summary.warnings)
     rows = read_grades(csv_path).rows
     for assignment, students in course.students.items():
         for student in students:
@@ -257,6 +260,23 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     for assignment, students in unreleasable.items():
         summary.warnings.append(release_feedback_warning(assignment, students))
     return summary
+
+
+def assignment_outputs(course: Course, csv_path: Path, reports: dict[str, dict], warnings: list[str]) -> list[Path]:
+    """The class-level outputs of each assignment apart (``kata-grading/<assignment>/grades.csv`` and,
+    beside it, its summary): one summary over 03 and 04 would count rows out of 26 under a total of 30."""
+    rows = read_grades(csv_path).rows
+    written: list[Path] = []
+    for assignment in course.students:
+        own = {name: row for name, row in rows.items() if name.split(SEPARATOR, 1)[0] == assignment}
+        if not own:
+            continue
+        sheet = course.work / assignment / "grades.csv"
+        sheet.parent.mkdir(exist_ok=True)
+        write_grades(sheet, own.values())
+        written += write_class_outputs(sheet, {name: report for name, report in reports.items() if name in own},
+                                       warnings, course.work / "json", course.work / "intake")
+    return written
 
 
 def release_feedback_warning(assignment: str, students: list[str]) -> str:

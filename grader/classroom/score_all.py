@@ -88,6 +88,7 @@ class BatchOptions:
     regrade_stale: bool = False
     blind: BlindIds | None = None  # blind grading: the feedback and the summary name students by an opaque id
     overrides: Overrides | None = None  # applied at the end of the run (grader/classroom/final_grades.py)
+    class_outputs: bool = True  # False: the caller writes them (grader nbgrader: one set per assignment)
 
     def grading_for(self, student: str) -> GradeOptions:
         return self.grading if self.grading_of is None else self.grading_of(student)
@@ -282,8 +283,9 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
     summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
         summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment,
         blind=options.blind))
-    summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
-                                          options.blind)
+    if options.class_outputs:
+        summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
+                                              options.blind)
     if options.feedback_dir is not None and not summary.feedback:
         summary.warnings.append(no_feedback_warning(options, len(work.kept)))
     return summary

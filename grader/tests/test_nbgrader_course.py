@@ -313,6 +313,21 @@ def test_the_gradebook_has_each_assignments_exercises_and_export_shows_them(cour
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
+def test_each_assignment_has_a_class_summary_of_its_own_rows(course: dict):
+    """One summary over 03 and 04 counted rows out of 26 under a total of 30 (issue 39): each assignment's
+    summary is over its rows alone, out of its own total, and no summary mixes them."""
+    work, rubric = course["course"] / "kata-grading", load_rubric()
+    assert not list(work.glob("*-summary.*")), sorted(p.name for p in work.iterdir())
+    for group in SUBMITTED:
+        full = sum(ex.points for ex in rubric.in_group(group)) + (rubric.gpu_points if group == gpu_group() else 0)
+        text = (work / group / "grades-summary.md").read_text()
+        assert f"(out of {full:g})" in text, text[:800]
+        assert all(other == group or f"{other}__" not in text for other in SUBMITTED)
+        assert f"kata-grading/{group}/grades-summary.html" in course["stderr"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_a_notebook_scores_what_the_same_code_in_py_files_scores(course: dict):
     root = course["course"]
     for student, report in course["py"].items():
