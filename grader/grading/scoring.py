@@ -139,6 +139,9 @@ def shortcuts_run(rubric: Rubric, outcome: TestOutcome) -> dict[str, list[str]]:
     return found
 
 
+SHORTCUT_CHARGED = "counts nothing: "  # how a test charged by the from-scratch rule starts (the class's flags read it)
+
+
 def charge_shortcuts(rubric: Rubric, outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
     """The outcomes with every passing test failed in which a kind of operation its exercise asks to write by
     hand ran inside a call of the public name that forbids it (unless the rubric's ``shortcuts_allowed``)."""
@@ -151,7 +154,7 @@ def charge_shortcuts(rubric: Rubric, outcomes: Iterable[TestOutcome]) -> list[Te
         if found:
             ran = "; ".join(f"{name} ran {', '.join(kinds)}" for name, kinds in found.items())
             o = replace(o, passed=False, message=(
-                f"counts nothing: {ran}, which does this exercise's work; write it yourself "
+                f"{SHORTCUT_CHARGED}{ran}, which does this exercise's work; write it yourself "
                 f"(exercises/shortcuts.json lists the operations each name must not run)"))
         charged.append(o)
     return charged
