@@ -432,7 +432,7 @@ def test_a_new_class_level_output_is_two_files(tmp_path: Path) -> None:
     copy = copy_of_repository(tmp_path / "copy")
     (copy / "grader" / "classroom" / "upload.py").write_text(NEW_OUTPUT)
     outputs = copy / "grader" / "classroom" / "class_outputs.py"
-    edit(outputs, "from grader.classroom import class_summary\n", "from grader.classroom import class_summary, upload\n")
+    edit(outputs, "from grader.classroom import class_summary", "from grader.classroom import upload\nfrom grader.classroom import class_summary")
     edit(outputs, '    "the class summary": class_summary.write_summary,\n',
          '    "the class summary": class_summary.write_summary,\n    "the upload file": upload.write,\n')
     students = {"ann": fake_report(fraction=1.0), "=cmd": fake_report(fraction=0.5)}
