@@ -17,8 +17,7 @@ from typing import Callable
 
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, MASK_NOT_CUT,
-                      SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, describe, fail,
+from diagnose import (DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, mask_errors, assert_close, assert_qkv_biases, call_checked, describe, fail,
                       load_reference_parameters)
 from kata_seam import backward_with
 from reference import printed, seed_reference
@@ -26,8 +25,9 @@ from reference import printed, seed_reference
 # float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
 # torch.sqrt(torch.tensor(d_k)), √d_k rounded to float32; a result that is not float64 fails the dtype check.
 TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
-# PyTorch's errors when a (context_length, context_length) mask meets fewer tokens, as call_checked's errors.
-MASK_NOT_CUT_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)]
+# PyTorch's errors when the student's mask meets T x T scores uncut or cut to the batch size, as call_checked's
+# errors: asked only when the module raised, and named only when its own mask's shape gives that very error.
+MASK_NOT_CUT_ERRORS = [mask_errors]
 Diagnoses = Callable[[torch.nn.Module, torch.Tensor], list]  # (reference, x) -> [(alternative, message), ...]
 
 

@@ -12,6 +12,8 @@ the text): then it is a known mistake whose results the public tests keep (grade
 and name when a student's result reproduces them. ``also_named``: other "likely cause:" lines its runs may
 show, each right for it (an exact check that names the same mistake in other words). Every "likely cause:"
 line of an entry's failing tests must contain its ``cause``, its ``expect_message`` or one of these.
+``not_said``: words no failing test of its run may say: a false cause the tests once printed for it (named on
+its symptom, not its premise), or a test's own crash on the student's object.
 """
 
 from __future__ import annotations
@@ -343,5 +345,62 @@ MISTAKES: list[dict] = [
         "with": "return torch.nn.functional.dropout(x, p, training)",
         "expect_test": "test_attention_dropout_does_its_own_work",
         "expect_message": "dropout ran dropout (torch function dropout",
+    },
+    # Causes once named on their symptom, not their premise (issue 38): each is gone, and the right one said.
+    {
+        "name": "multihead_attention_out_proj_without_bias",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": "        self.out_proj = nn.Linear(d_out, d_out)\n",
+        "with": "        self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)\n",
+        "expect_test": "test_multihead_attention_gpt2_size_has_the_documented_parameter_count",
+        "expect_message": "out_proj with bias",
+        "not_said": ["no scaling", "√1"],
+    },
+    {
+        "name": "multihead_attention_creates_out_proj_first",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": THREE_LINEARS + "\n        self.out_proj = nn.Linear(d_out, d_out)\n",
+        "with": "self.out_proj = nn.Linear(d_out, d_out)\n        " + THREE_LINEARS + "\n",
+        "expect_test": "test_multihead_attention_seed_123_matches_the_reference_values",
+        "expect_message": "create W_query, W_key, W_value (then out_proj) in that order",
+        "not_said": ["no scaling", "√1"],
+    },
+    {
+        "name": "attention_score_matrix_swaps_axes_0_and_1",
+        "exercise": "01_simple_attention/attention_scores",
+        "replace": "return inputs @ inputs.transpose(-2, -1)",
+        "with": "return inputs @ inputs.transpose(0, 1)",
+        "expect_test": "test_attention_scores_matrix_keeps_a_batch_dimension",
+        "expect_message": "swapped axes 0 and 1",
+        "not_said": [".T on a batch"],
+    },
+    {
+        "name": "causal_attention_counts_tokens_on_the_batch_axis",
+        "exercise": "03_causal/causal_attention",
+        "replace": "num_tokens = x.shape[-2]",
+        "with": "num_tokens = x.shape[0]",
+        "expect_test": "test_causal_attention_seed_123_matches_the_document",
+        "expect_message": "the number of tokens was read from the batch axis",
+        "not_said": ["not cut to T × T", "raise ValueError naming both numbers"],
+    },
+    {
+        "name": "self_attention_v2_ignores_qkv_bias_seen_from_weight_transfer",
+        "exercise": "02_trainable_weights/self_attention",
+        "replace": THREE_LINEARS,
+        "with": THREE_LINEARS.replace("bias=qkv_bias", "bias=False"),
+        "run": "group",
+        "expect_test": "test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing",
+        "expect_message": "qkv_bias is ignored",
+        "expect_passed": ["test_weight_transfer_v2_to_v1", "test_weight_transfer_copies_values"],
+        "not_said": ["nowhere to put v2's biases", "'NoneType' object has no attribute"],
+    },
+    {
+        "name": "causal_mask_returns_the_complement",
+        "exercise": "03_causal/causal_mask",
+        "replace": "    return torch.tril(torch.ones(num_tokens, num_tokens))",
+        "with": "    return torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)",
+        "expect_test": "test_causal_mask_is_lower_triangular_ones",
+        "expect_message": "the complement",
+        "not_said": ["a constant factor", "× 0"],
     },
 ]
