@@ -40,7 +40,8 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     KEYS_TIMES_QUERIES, DIVIDED_BY_P, RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED,
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
-    too_many_tokens, transpose_errors)
+    too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, GPT2_WITH_QKV_BIAS,
+    MASK_COMPLEMENT)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 

@@ -74,10 +74,16 @@ QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention 
 NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
 SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
                    "then transpose(1, 2)")
+OUT_PROJ_WITHOUT_BIAS = ("out_proj has no bias: create it as nn.Linear(d_out, d_out), whose bias=True is the default; "
+                         "qkv_bias is for W_query, W_key and W_value only")
+GPT2_WITH_QKV_BIAS = ("gpt2_attention() gives W_query, W_key and W_value biases, which MultiHeadAttention's default "
+                      "(qkv_bias=False) does not: build it with the default")
 MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
                       "then reshape to (b, T, d_out)")
 
 SCALED_BY_D_IN = "scaled by 1/√d_in, the input's size: the scale is 1/√d_k, with d_k = keys.shape[-1] (d_out)"
+MASK_COMPLEMENT = ("the mask is the complement: causal_mask marks with 1 what each token may see (itself and the tokens "
+                   "before it: torch.tril), not what it must not see (torch.triu(..., diagonal=1))")
 MASK_TRANSPOSED = "the mask is transposed: keep the lower triangle (token i sees tokens 0..i), torch.tril"
 NOT_RENORMALIZED = "the future weights are zeroed but the rows are not renormalized: divide each row by its sum"
 MASKED_WITH_ZEROS = ("masked the scores with 0 instead of -inf: exp(0) = 1 still gives the future tokens weight; "

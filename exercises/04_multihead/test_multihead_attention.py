@@ -10,7 +10,7 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (DROPOUT_NOT_APPLIED, assert_does_its_own_work, creation_order, DEVICE_MIX, differing, GPT2_WITH_DROPOUT,
+from kata_checks import (DROPOUT_NOT_APPLIED, GPT2_WITH_QKV_BIAS, OUT_PROJ_WITHOUT_BIAS, assert_does_its_own_work, creation_order, DEVICE_MIX, differing, GPT2_WITH_DROPOUT,
                          MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, describe,
                          SAME_DEVICE, SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
@@ -146,10 +146,22 @@ def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
     m = load("multihead_attention")
     # exercises/documents/README.md: MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
-    got = sum(p.numel() for p in m.gpt2_attention().parameters())
+    mha = m.gpt2_attention()
+    got = sum(p.numel() for p in mha.parameters())
     if got != 2_360_064:
         fail("sum(p.numel() for p in gpt2_attention().parameters())", f"returned {got:,}", "expected 2,360,064",
-             "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias")
+             "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias",
+             *[f"likely cause: {c}" for c in _bias_causes(m, mha)])
+
+
+def _bias_causes(m, mha):
+    """What the module's own parameters show of its biases: out_proj without one; W_query, W_key, W_value with
+    them where a MultiHeadAttention of the default qkv_bias has none (so gpt2_attention() asked for them)."""
+    names = {name for name, _ in mha.named_parameters()}
+    qkv = any(f"{n}.bias" in names for n in ("W_query", "W_key", "W_value"))
+    default = {name for name, _ in m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).named_parameters()} if qkv else set()
+    return ([OUT_PROJ_WITHOUT_BIAS] if "out_proj.weight" in names and "out_proj.bias" not in names else []) + (
+        [GPT2_WITH_QKV_BIAS] if qkv and not any(f"{n}.bias" in default for n in ("W_query", "W_key", "W_value")) else [])
 
 
 def test_multihead_attention_gpt2_size_has_no_dropout():

@@ -353,8 +353,17 @@ MISTAKES: list[dict] = [
         "replace": "        self.out_proj = nn.Linear(d_out, d_out)\n",
         "with": "        self.out_proj = nn.Linear(d_out, d_out, bias=qkv_bias)\n",
         "expect_test": "test_multihead_attention_gpt2_size_has_the_documented_parameter_count",
-        "expect_message": "out_proj with bias",
+        "expect_message": "out_proj has no bias",
         "not_said": ["no scaling", "√1"],
+    },
+    {
+        "name": "gpt2_attention_with_qkv_bias",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)",
+        "with": "return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12, qkv_bias=True)",
+        "expect_test": "test_multihead_attention_gpt2_size_has_the_documented_parameter_count",
+        "expect_message": "gpt2_attention() gives W_query, W_key and W_value biases",
+        "not_said": ["out_proj has no bias"],
     },
     {
         "name": "multihead_attention_creates_out_proj_first",
@@ -400,7 +409,7 @@ MISTAKES: list[dict] = [
         "replace": "    return torch.tril(torch.ones(num_tokens, num_tokens))",
         "with": "    return torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1)",
         "expect_test": "test_causal_mask_is_lower_triangular_ones",
-        "expect_message": "the complement",
+        "expect_message": "the mask is the complement",
         "not_said": ["a constant factor", "× 0"],
     },
 ]
