@@ -40,7 +40,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     KEYS_TIMES_QUERIES, DIVIDED_BY_P, RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED,
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
-    too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, GPT2_WITH_QKV_BIAS,
+    too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
     MASK_COMPLEMENT)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
@@ -329,9 +329,9 @@ def assert_exactly_zero_above_diagonal(got: torch.Tensor, *, call: str) -> None:
 
 
 def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, call: str,
-                  why: str | Callable[[], str], **kwargs: Any) -> None:
-    """``fn(*args)`` raises ``exc``; else say what happened instead, and why: ``why``, or ``why()`` when the
-    cause is read from the student's objects (asked only then; "" names none)."""
+                  why: str | Callable[[BaseException | None], str], **kwargs: Any) -> None:
+    """``fn(*args)`` raises ``exc``; else say what happened instead, and why: ``why``, or ``why(the error raised
+    instead, or None)`` when the cause is read from the student's error and objects (asked only then; "" names none)."""
     __tracebackhide__ = True
     try:
         result = fn(*args, **kwargs)
@@ -340,12 +340,12 @@ def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, 
     except NotImplementedError:
         raise
     except Exception as other:  # noqa: BLE001 - reported
-        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", _likely(why))
-    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", _likely(why))
+        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", _likely(why, other))
+    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", _likely(why, None))
 
 
-def _likely(why: str | Callable[[], str]) -> str:
-    cause = why() if callable(why) else why
+def _likely(why: str | Callable[[BaseException | None], str], raised: BaseException | None) -> str:
+    cause = why(raised) if callable(why) else why
     return f"likely cause: {cause}" if cause else ""
 
 

@@ -52,6 +52,7 @@ NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every el
 P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
 TOO_MANY_TOKENS = "more tokens than context_length: raise ValueError naming both numbers"
 NOT_DIVISIBLE = "d_out must be divisible by num_heads: raise ValueError (not assert: an assert raises AssertionError)"
+DIVISIBILITY_NOT_CHECKED = "d_out must be divisible by num_heads: check it first and raise ValueError naming both numbers"
 NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
 KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
                      "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
@@ -195,6 +196,12 @@ def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
                       (error_of(lambda: (scores + wrong).softmax(-1) @ values), cause)]
     return _told_apart(found)
 
+
+
+def not_divisible(raised: BaseException | None) -> str:
+    """Why d_out % num_heads != 0 was not refused with ValueError: NOT_DIVISIBLE (its "not assert") only for the
+    AssertionError an assert raises, else DIVISIBILITY_NOT_CHECKED."""
+    return NOT_DIVISIBLE if isinstance(raised, AssertionError) else DIVISIBILITY_NOT_CHECKED
 
 
 def too_many_tokens(module: Any, x: Any, context_length: int) -> str:

@@ -108,6 +108,6 @@ def test_weight_transfer_refuses_what_cannot_be_copied_and_copies_nothing():
         args = (sa_v2, sa_v1) if direction == "copy_weights_v2_to_v1" else (sa_v1, sa_v2)
         call = f"{direction}(...) with sa_v1.W_value of shape (3, 5) and sa_v2.W_value.weight of shape (4, 3)"
         assert_raises(ValueError, getattr(wt, direction), *args, call=call,  # half-copied: said only where it is
-                      why=lambda: SHAPES_NOT_REFUSED + (f". {PARTIAL_COPY}" if _changed(target, before) else ""))
+                      why=lambda _: SHAPES_NOT_REFUSED + (f". {PARTIAL_COPY}" if _changed(target, before) else ""))
         for k, v in target.named_parameters():
             assert_close(v.detach(), before[k], atol=0, call=call + f" raised; {k} must be unchanged", shown=PARTIAL_COPY)

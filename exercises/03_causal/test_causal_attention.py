@@ -129,7 +129,7 @@ def test_causal_attention_rejects_more_tokens_than_context_length():
     m = load("causal_attention")
     ca, x = m.CausalAttention(3, 2, 4, 0.0), torch.rand(1, 5, 3)
     assert_raises(ValueError, ca, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
-                  why=lambda: too_many_tokens(ca, x, 4))
+                  why=lambda _: too_many_tokens(ca, x, 4))
 
 
 def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only():

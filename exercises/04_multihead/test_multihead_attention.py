@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from kata_checks import (DROPOUT_NOT_APPLIED, GPT2_WITH_QKV_BIAS, OUT_PROJ_WITHOUT_BIAS, assert_does_its_own_work, creation_order, DEVICE_MIX, differing, GPT2_WITH_DROPOUT,
-                         MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, describe,
+                         MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, describe,
                          SAME_DEVICE, SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, WRONG_DEVICE, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
@@ -200,10 +200,10 @@ def test_multihead_attention_takes_a_longer_input_after_a_shorter_one():
 def test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens():
     m = load("multihead_attention")
     assert_raises(ValueError, m.MultiHeadAttention, 3, 6, 5, 0.0, num_heads=4,
-                  call="MultiHeadAttention(3, 6, 5, 0.0, num_heads=4)", why=NOT_DIVISIBLE)
+                  call="MultiHeadAttention(3, 6, 5, 0.0, num_heads=4)", why=not_divisible)
     mha, x = m.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2), torch.rand(2, 6, 3)
     assert_raises(ValueError, mha, x, call="MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
-                  "(x with 6 tokens)", why=lambda: too_many_tokens(mha, x, 5))
+                  "(x with 6 tokens)", why=lambda _: too_many_tokens(mha, x, 5))
 
 
 def test_multihead_attention_moved_to_float64_computes_in_float64():

@@ -78,3 +78,10 @@ def test_a_differs_line_says_only_what_holds_on_every_element():
     almost = 2 * expected
     almost[0, 3] = 1.0  # twice the expected value but where the expected value is 0
     assert not any("constant factor" in d for d in KNOWN.differences(almost, expected))
+
+
+def test_not_assert_is_said_only_to_an_assert():
+    assert MISTAKES.not_divisible(AssertionError("d_out must be divisible")) == MISTAKES.NOT_DIVISIBLE
+    for raised in (None, RuntimeError("shape '[1, 2, 2, 2]' is invalid for input of size 10")):
+        assert MISTAKES.not_divisible(raised) == MISTAKES.DIVISIBILITY_NOT_CHECKED
+        assert "assert" not in MISTAKES.not_divisible(raised)

@@ -102,7 +102,7 @@ def test_too_many_tokens_raises(impl):
     m = impl.CausalAttention(3, 2, 4, 0.0)
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(103))
     assert_raises(ValueError, m, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
-                  why=lambda: too_many_tokens(m, x, 4))
+                  why=lambda _: too_many_tokens(m, x, 4))
 
 
 @pytest.mark.edge
