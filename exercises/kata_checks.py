@@ -21,6 +21,7 @@ this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exer
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -41,7 +42,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -269,7 +270,9 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
             out = fn(*[a.to(kata_gpu.DEVICE) if isinstance(a, torch.Tensor) else a for a in args])
         except Exception as err:  # noqa: BLE001 - explained below
             text = f"{type(err).__name__}: {err}"
-            cause = (MASK_NOT_A_BUFFER if "a plain attribute" in text else DEVICE_MIX if "same device" in text else "")
+            plain = re.search(r"self\.([\w.]*), a plain attribute", text)  # the mask is blamed only by its name
+            cause = (((MASK_NOT_A_BUFFER if "mask" in plain.group(1) else TENSOR_NOT_A_BUFFER) if plain else "")
+                     or (DEVICE_MIX if "same device" in text else ""))
             fail(where, f"raised {text.strip()[:600]}", *([f"likely cause: {cause}"] if cause else []))
         finally:
             if module is not None:
@@ -427,24 +430,3 @@ def assert_qkv_biases(module: Any, qkv_bias: bool, *, call: str) -> None:
         layers = all(f"{n}.weight" in names for n in ("W_query", "W_key", "W_value"))
         fail(call, f"returned {names}", f"expected {'a bias' if qkv_bias else 'no bias'} for W_query, W_key and W_value "
              f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}" if layers else "")
-
-
-def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:
-    """Load the reference module's PARAMETERS into the student's module (same names required).
-
-    Buffers (the causal mask) are left as the student made them: a mask that is not a registered
-    buffer is judged by its own test, not by every forward test.
-    """
-    __tracebackhide__ = True
-    params = {k: v.detach() for k, v in reference.named_parameters()}
-    try:
-        result = student.load_state_dict(params, strict=False)
-    except RuntimeError as err:  # shape mismatch
-        fail(call, f"could not load the reference's parameters: {str(err).strip()[:600]}",
-             "W_query/W_key/W_value are nn.Linear(d_in, d_out) (weight shape (d_out, d_in)); out_proj nn.Linear(d_out, d_out)")
-    missing, unexpected = (list(result[0]), list(result[1])) if result is not None else ([], [])
-    student_params = set(dict(student.named_parameters()))
-    missing = [k for k in missing if k in student_params]
-    if missing or unexpected:
-        fail(call, f"parameter names differ from the documents' layout: reference has {sorted(params)}",
-             f"yours lacks {sorted(unexpected)}" if unexpected else "", f"yours has extra {sorted(missing)}" if missing else "")

@@ -41,6 +41,8 @@ DEVICE_MIX = ("a tensor created on the CPU (no device=) was mixed with an input 
               "with device=<the input>.device, or keep them in a buffer (self.register_buffer) so that .to() moves them")
 MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): a plain attribute is not saved "
                      "in state_dict and does not follow .to(device)")
+TENSOR_NOT_A_BUFFER = ("a tensor kept as a plain attribute (self.<name> = tensor) does not follow .to(device): register "
+                       "it with self.register_buffer('<name>', ...)")
 MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
                        "drop persistent=False (the documents save it with the model)")
 CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "

@@ -23,6 +23,15 @@ THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                  "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                  "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)")
 
+# CausalAttention's source from its dropout layer to the forward's token count (a patch in both).
+CAUSAL_INIT_TO_FORWARD = ("        self.dropout = nn.Dropout(dropout)\n"
+                          '        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))\n'
+                          "        ### END SOLUTION\n\n"
+                          "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+                          '        """x (b, T, d_in) -> context vectors (b, T, d_out); future tokens get attention weight 0."""\n'
+                          "        ### BEGIN SOLUTION\n"
+                          "        num_tokens = x.shape[-2]\n")
+
 MISTAKES: list[dict] = [
     {
         "name": "attention_score_matrix_preallocated_in_float32",
@@ -411,5 +420,15 @@ MISTAKES: list[dict] = [
         "expect_test": "test_causal_mask_is_lower_triangular_ones",
         "expect_message": "the mask is the complement",
         "not_said": ["a constant factor", "× 0"],
+    },
+    {
+        "name": "causal_attention_keeps_another_tensor_in_a_plain_attribute",
+        "exercise": "03_causal/causal_attention",
+        "replace": CAUSAL_INIT_TO_FORWARD,
+        "with": CAUSAL_INIT_TO_FORWARD.replace("nn.Dropout(dropout)\n", "nn.Dropout(dropout)\n        self.one = torch.ones(1)\n")
+                .replace("x.shape[-2]\n", "x.shape[-2]\n        x = x * self.one\n"),
+        "expect_test": "test_causal_attention_runs_on_any_device",
+        "expect_message": "a tensor kept as a plain attribute",
+        "not_said": ["register the mask"],
     },
 ]
