@@ -35,14 +35,14 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     DEVICE_MIX, DIM_IGNORED, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, GLOBAL_MAX, KEEP_PROB_SWAPPED, MASK_NOT_A_BUFFER,
     MASK_NOT_CUT, MASK_NOT_PERSISTENT, MERGE_BARE_RESHAPE, NAN_AT_P1, NOT_DIVISIBLE, NOT_RESCALED, NO_GRADIENT,
     NO_KEEPDIM, NO_MAX_SHIFT, NO_OUT_PROJ, NO_SOFTMAX, PARTIAL_COPY, P_NOT_CHECKED, QKV_BIAS_IGNORED, QKV_BIAS_NOT_USED,
-    SAME_DEVICE, SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR,
-    WRONG_DEVICE, WRONG_DIM, no_scale, scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED,
+    SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR,
+    WRONG_DIM, no_scale, scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED,
     NOT_RENORMALIZED, MASKED_WITH_ZEROS, DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS,
     KEYS_TIMES_QUERIES, DIVIDED_BY_P, RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED,
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -263,8 +263,12 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
         if module is not None:
             for prefix, sub in module.named_modules():
                 for name, value in vars(sub).items():
+                    attribute = f"self.{prefix + '.' if prefix else ''}{name}"
                     if isinstance(value, torch.Tensor):
-                        gpu.name(value, f"self.{prefix + '.' if prefix else ''}{name}, a plain attribute (not a buffer)")
+                        gpu.name(value, f"{attribute}, a plain attribute (not a buffer)")
+                    for i, item in enumerate(value if isinstance(value, (list, tuple)) else []):  # .to() misses them
+                        for param_name, param in (item.named_parameters() if isinstance(item, torch.nn.Module) else []):
+                            gpu.name(param, f"{attribute}[{i}].{param_name}, in a plain list (not an nn.ModuleList)")
             module.to(kata_gpu.DEVICE)
         try:
             out = fn(*[a.to(kata_gpu.DEVICE) if isinstance(a, torch.Tensor) else a for a in args])
@@ -272,7 +276,8 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
             text = f"{type(err).__name__}: {err}"
             plain = re.search(r"self\.([\w.]*), a plain attribute", text)  # the mask is blamed only by its name
             cause = (((MASK_NOT_A_BUFFER if "mask" in plain.group(1) else TENSOR_NOT_A_BUFFER) if plain else "")
-                     or (DEVICE_MIX if "same device" in text else ""))
+                     or (MODULES_IN_A_PLAIN_LIST if "in a plain list" in text else "")  # a tensor made in the run:
+                     or (DEVICE_MIX if "same device" in text and "made at" in text else ""))  # without device=
             fail(where, f"raised {text.strip()[:600]}", *([f"likely cause: {cause}"] if cause else []))
         finally:
             if module is not None:

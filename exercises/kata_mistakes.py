@@ -43,6 +43,8 @@ MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): 
                      "in state_dict and does not follow .to(device)")
 TENSOR_NOT_A_BUFFER = ("a tensor kept as a plain attribute (self.<name> = tensor) does not follow .to(device): register "
                        "it with self.register_buffer('<name>', ...)")
+MODULES_IN_A_PLAIN_LIST = ("modules kept in a plain Python list are not registered: .to(), .parameters() and state_dict() "
+                           "miss them; hold them in an nn.ModuleList")
 MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
                        "drop persistent=False (the documents save it with the model)")
 CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "
@@ -216,8 +218,3 @@ def too_many_tokens(module: Any, x: Any, context_length: int) -> str:
     except Exception:  # noqa: BLE001 - another failure: its own test's to report
         pass
     return TOO_MANY_TOKENS
-
-# Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``: a device's name in
-# the error is the student's own tensor's, so the pattern needs no recomputation.
-WRONG_DEVICE = "on the expected device"
-SAME_DEVICE = "on the same device"

@@ -431,4 +431,15 @@ MISTAKES: list[dict] = [
         "expect_message": "a tensor kept as a plain attribute",
         "not_said": ["register the mask"],
     },
+    {
+        "name": "multihead_wrapper_heads_in_a_plain_list",
+        "exercise": "04_multihead/multihead_wrapper",
+        "replace": "self.heads = nn.ModuleList(\n"
+                   "            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]\n"
+                   "        )",
+        "with": "self.heads = [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias) for _ in range(num_heads)]",
+        "expect_test": "test_multihead_wrapper_runs_on_any_device",
+        "expect_message": "hold them in an nn.ModuleList",
+        "not_said": ["created on the CPU (no device=)", "qkv_bias"],
+    },
 ]
