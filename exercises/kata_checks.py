@@ -42,7 +42,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -431,7 +431,9 @@ def assert_qkv_biases(module: Any, qkv_bias: bool, *, call: str) -> None:
     names = sorted(name for name, _ in module.named_parameters())
     wanted = [f"{n}.bias" for n in ("W_query", "W_key", "W_value")]
     wrong = [b for b in wanted if (b in names) != qkv_bias]
-    if wrong:  # qkv_bias is blamed only where the layers are there, nn.Linear with a weight each
-        layers = all(f"{n}.weight" in names for n in ("W_query", "W_key", "W_value"))
+    if wrong and not all(f"{n}.weight" in names for n in ("W_query", "W_key", "W_value")):  # qkv_bias not blamed
+        fail(call, f"returned {names}", "expected the nn.Linear layers W_query, W_key and W_value",
+             f"likely cause: {LAYERS_RENAMED}")
+    if wrong:
         fail(call, f"returned {names}", f"expected {'a bias' if qkv_bias else 'no bias'} for W_query, W_key and W_value "
-             f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}" if layers else "")
+             f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}")

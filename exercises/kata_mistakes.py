@@ -75,6 +75,8 @@ PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError hal
                 "half-copied")
 QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
                      "nn.Linear(d_in, d_out, bias=qkv_bias), so that qkv_bias=True gives each a bias")
+LAYERS_RENAMED = ("the layers are named otherwise: W_query, W_key and W_value are the documents' names, which the "
+                  "tests and the grader find them by")
 QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
 NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
 SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
