@@ -226,9 +226,9 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
 
 def call_checked(fn: Callable[..., Any], *args: Any, call: str, errors: Sequence[Any] = (), **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; an exception whose text contains one of ``errors``' patterns fails the
-    check, naming the likely cause: ``(pattern, message)`` pairs, the pattern best the very error a known
-    mistake raises (``error_of``), or a function ``(fn, *args) -> pairs`` asked only then, which looks at
-    the student's objects (``mask_errors``). Any other exception (among them the stubs'
+    check, naming the likely cause: ``(pattern, message)`` pairs (the pattern: the very error text a known
+    mistake raises on the same shapes, ``error_of``), or a function ``(fn, *args) -> pairs``, asked only on an
+    error, that reads the student's objects (``mask_errors``). Any other exception (among them the stubs'
     NotImplementedError) passes through unchanged."""
     __tracebackhide__ = True
     try:

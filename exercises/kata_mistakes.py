@@ -150,6 +150,7 @@ def differing(diagnoses: list[tuple[Any, str]], right: Any, atol: float = 1e-6) 
     return [(alt, message) for alt, message in diagnoses
             if alt.shape != right.shape or not bool(((alt - right).abs() <= atol).all())]
 
+
 def error_of(fn: Callable[[], Any]) -> str | None:
     """The text of the error ``fn()`` raises (``Type: message``, as ``call_checked`` reads a student's), or None:
     a known mistake recomputed on the student's own shapes, whose error must be the student's very one."""
