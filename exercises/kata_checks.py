@@ -42,7 +42,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -146,11 +146,12 @@ def max_abs_diff(got: torch.Tensor, expected: torch.Tensor) -> float:
 
 
 def is_close(got: Any, expected: torch.Tensor, atol: float, rtol: float = 0.0) -> bool:
-    """Same shape and all elements within atol + rtol*|expected| (equal infinities are close)."""
+    """Same shape and all elements within atol + rtol*|expected| (equal infinities are close, and NaN where the
+    expected value, a result of the student's own, has NaN too: what differs is said where it is)."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
         return False
     g, e = got.detach().to(torch.float64), expected.detach().to(torch.float64)
-    return bool(torch.isclose(g, e, atol=atol, rtol=rtol).all())
+    return bool(torch.isclose(g, e, atol=atol, rtol=rtol, equal_nan=True).all())
 
 
 # --- the core assertion -----------------------------------------------------------------------------

@@ -91,6 +91,8 @@ MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) bac
 SCALED_BY_D_IN = "scaled by 1/√d_in, the input's size: the scale is 1/√d_k, with d_k = keys.shape[-1] (d_out)"
 MASK_COMPLEMENT = ("the mask is the complement: causal_mask marks with 1 what each token may see (itself and the tokens "
                    "before it: torch.tril), not what it must not see (torch.triu(..., diagonal=1))")
+MASK_BUFFER_COMPLEMENT = ("the mask buffer marks what each token may see (torch.tril): forward fills the scores where it "
+                          "is 1, so it must mark what a token must not see, torch.triu(..., diagonal=1)")
 MASK_TRANSPOSED = "the mask is transposed: keep the lower triangle (token i sees tokens 0..i), torch.tril"
 NOT_RENORMALIZED = "the future weights are zeroed but the rows are not renormalized: divide each row by its sum"
 MASKED_WITH_ZEROS = ("masked the scores with 0 instead of -inf: exp(0) = 1 still gives the future tokens weight; "

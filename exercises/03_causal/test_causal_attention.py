@@ -9,7 +9,7 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, creation_order, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, differing,
+from kata_checks import (assert_does_its_own_work, MASK_BUFFER_COMPLEMENT, creation_order, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, differing,
                          MASK_CHANGED_BY_FORWARD, UNMASKED, assert_close, mask_errors, too_many_tokens,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, describe, fail, journey_batch, load, scale_diagnoses)
@@ -76,8 +76,7 @@ def test_causal_attention_mask_is_a_buffer():
     m = load("causal_attention")
     ca = m.CausalAttention(3, 4, 5, 0.0)
     assert_mask_buffer(ca, torch.ones(5, 5).triu(1), call="CausalAttention(3, 4, context_length=5, dropout=0.0)",
-                       diagnoses=[(torch.ones(5, 5).tril(), "stored the tril 'allowed' mask; the docstring asks for "
-                                                            "torch.triu(torch.ones(...), diagonal=1)")])
+                       diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT)])
 
 
 def test_causal_attention_runs_on_any_device():

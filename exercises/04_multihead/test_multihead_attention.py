@@ -10,7 +10,7 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (DROPOUT_NOT_APPLIED, GPT2_WITH_QKV_BIAS, OUT_PROJ_WITHOUT_BIAS, assert_does_its_own_work, creation_order, differing, GPT2_WITH_DROPOUT,
+from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_QKV_BIAS, OUT_PROJ_WITHOUT_BIAS, assert_does_its_own_work, creation_order, differing, GPT2_WITH_DROPOUT,
                          MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, describe,
                          SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
@@ -102,7 +102,8 @@ def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer
     got = getattr(mha, "head_dim", None)
     if got != 3:
         fail("MultiHeadAttention(3, 6, 5, 0.0, num_heads=2).head_dim", f"returned {got!r}", "expected 3 (d_out // num_heads)")
-    assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)")
+    assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)",
+                       diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT)])
 
 
 def test_multihead_attention_runs_on_any_device():
@@ -175,7 +176,7 @@ def test_multihead_attention_gpt2_size_has_no_dropout():
         in_training = call_checked(mha, x, call=call + " in training mode", errors=MASK_ERRORS)
         in_eval = call_checked(mha.eval(), x, call=call + " after .eval()", errors=MASK_ERRORS)
     check_tensor(in_training, call=call + " in training mode", shape=(1, 8, 768))
-    if not torch.allclose(in_training, in_eval, atol=1e-6, rtol=0):
+    if not torch.allclose(in_training, in_eval, atol=1e-6, rtol=0, equal_nan=True):  # NaN alike: no dropout shown
         fail(call + " in training mode", "differs from its output after .eval(): dropout acted",
              f"likely cause: {GPT2_WITH_DROPOUT}")
 

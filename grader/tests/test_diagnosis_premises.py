@@ -85,3 +85,6 @@ def test_not_assert_is_said_only_to_an_assert():
     for raised in (None, RuntimeError("shape '[1, 2, 2, 2]' is invalid for input of size 10")):
         assert MISTAKES.not_divisible(raised) == MISTAKES.DIVISIBILITY_NOT_CHECKED
         assert "assert" not in MISTAKES.not_divisible(raised)
+    nan = torch.tensor([float("nan"), 1.0, 2.0])
+    assert not KNOWN.differences(torch.tensor([float("nan"), 1.0, 2.0 + 1e-7]), nan)  # no "× 1": it holds nowhere new
+    assert not any("constant factor" in d for d in KNOWN.differences(torch.tensor([3.0, 2.0, 4.0]), nan))

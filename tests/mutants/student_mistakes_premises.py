@@ -121,4 +121,13 @@ MISTAKES: list[dict] = [
         "expect_message": "the layers are named otherwise",
         "not_said": ["qkv_bias is ignored"],
     },
+    {
+        "name": "multihead_attention_keeps_the_allowed_positions_in_its_mask",
+        "exercise": "04_multihead/multihead_attention",
+        "replace": 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))',
+        "with": 'self.register_buffer("mask", torch.tril(torch.ones(context_length, context_length)))',
+        "expect_test": "test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer",
+        "expect_message": "the mask buffer marks what each token may see",
+        "not_said": ["drops attention weights in training mode", "dropout acted"],
+    },
 ]
