@@ -1,12 +1,9 @@
 """The checks behind every test of the kata, and the mistakes they recognise.
 
-The public tests next to your exercises (``exercises/<group>/test_<module>.py``) and the hidden tests
-the grader runs use this one module, so a mistake gets the same explanation in both. It holds no
-solution code and no expected values: those are in the tests, taken from the documents
-(``exercises/documents/``) or computed there with plain torch ops.
-
-Every failed check raises ``KataCheckFailed`` (an ``AssertionError``) with a message that stands
-alone::
+The public tests (``exercises/<group>/test_<module>.py``) and the grader's hidden tests use this one module, so a
+mistake gets the same explanation in both. It holds no solution code and no expected values: those are in the
+tests, taken from the documents (``exercises/documents/``) or computed there with plain torch ops. Every failed
+check raises ``KataCheckFailed`` (an ``AssertionError``) with a message that stands alone::
 
     called causal_mask(4):
       expected shape (4, 4): [[1.0000, 0.0000, ...], ...]
@@ -14,10 +11,8 @@ alone::
       largest absolute difference 1 (tolerance: atol 0.0001, rtol 0)
       differs: got is the expected value transposed (rows and columns swapped)
 
-``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause:
-message`` when ``got`` matches an alternative, i.e. a known wrong computation. The messages of the
-known mistakes (``WRONG_DIM``, ``NO_KEEPDIM``, ...) are written once, in ``kata_mistakes.py``, and
-re-exported here.
+``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause: message`` when
+``got`` matches an alternative, a known wrong computation (``kata_mistakes.py``: written once, re-exported here).
 
 (For the instructors: ``tests/diagnose.py``, which the hidden tests import, is a symbolic link to
 this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exercises/``, carries it.)
@@ -26,6 +21,7 @@ this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exer
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -35,16 +31,18 @@ import kata_known
 import kata_trace
 from kata_known import creation_order  # noqa: F401 -- the tests import it from here
 from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: the tests import them from here
-    BATCH_DOT_T, BATCH_SIZE_MISMATCH, BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED,
-    COPY_REPLACES, CREATION_ORDER, DEVICE_MIX, DIM_IGNORED, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, GLOBAL_MAX,
-    KEEP_PROB_SWAPPED, MASK_NOT_A_BUFFER, MASK_NOT_CUT, MASK_NOT_PERSISTENT, MERGE_BARE_RESHAPE, NAN_AT_P1,
-    NOT_DIVISIBLE, NOT_RESCALED, NO_GRADIENT, NO_KEEPDIM, NO_MAX_SHIFT, NO_OUT_PROJ, NO_SOFTMAX, PARTIAL_COPY,
-    P_NOT_CHECKED, QKV_BIAS_IGNORED, QKV_BIAS_NOT_USED, SAME_DEVICE, SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED,
-    SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR, WRONG_DEVICE, WRONG_DIM, no_scale,
-    scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED, NOT_RENORMALIZED, MASKED_WITH_ZEROS,
-    DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS, KEYS_TIMES_QUERIES, DIVIDED_BY_P,
-    RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED, MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND,
-    DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD, P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT)
+    BATCH_DOT_T, BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, COPY_REPLACES, CREATION_ORDER,
+    DEVICE_MIX, DIM_IGNORED, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, GLOBAL_MAX, KEEP_PROB_SWAPPED, MASK_NOT_A_BUFFER,
+    MASK_NOT_CUT, MASK_NOT_PERSISTENT, MERGE_BARE_RESHAPE, NAN_AT_P1, NOT_DIVISIBLE, NOT_RESCALED, NO_GRADIENT,
+    NO_KEEPDIM, NO_MAX_SHIFT, NO_OUT_PROJ, NO_SOFTMAX, PARTIAL_COPY, P_NOT_CHECKED, QKV_BIAS_IGNORED, QKV_BIAS_NOT_USED,
+    SHAPES_NOT_REFUSED, SIMPLE_NOT_SCALED, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WHOLE_TENSOR,
+    WRONG_DIM, no_scale, scale_diagnoses, scaled_by_d_out, SCALED_BY_D_IN, MASK_TRANSPOSED,
+    NOT_RENORMALIZED, MASKED_WITH_ZEROS, DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS,
+    KEYS_TIMES_QUERIES, DIVIDED_BY_P, RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED,
+    MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
+    P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
+    too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -148,11 +146,12 @@ def max_abs_diff(got: torch.Tensor, expected: torch.Tensor) -> float:
 
 
 def is_close(got: Any, expected: torch.Tensor, atol: float, rtol: float = 0.0) -> bool:
-    """Same shape and all elements within atol + rtol*|expected| (equal infinities are close)."""
+    """Same shape and all elements within atol + rtol*|expected| (equal infinities are close, and NaN where the
+    expected value, a result of the student's own, has NaN too: what differs is said where it is)."""
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
         return False
     g, e = got.detach().to(torch.float64), expected.detach().to(torch.float64)
-    return bool(torch.isclose(g, e, atol=atol, rtol=rtol).all())
+    return bool(torch.isclose(g, e, atol=atol, rtol=rtol, equal_nan=True).all())
 
 
 # --- the core assertion -----------------------------------------------------------------------------
@@ -226,11 +225,12 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
 
 
 
-def call_checked(fn: Callable[..., Any], *args: Any, call: str,
-                 errors: Sequence[tuple[str, str]] = (), **kwargs: Any) -> Any:
+def call_checked(fn: Callable[..., Any], *args: Any, call: str, errors: Sequence[Any] = (), **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; an exception whose text contains one of ``errors``' patterns fails the
-    check, naming the likely cause (``(pattern, message)`` pairs). Any other exception (among them the
-    stubs' NotImplementedError) passes through unchanged."""
+    check, naming the likely cause: ``(pattern, message)`` pairs (the pattern: the very error text a known
+    mistake raises on the same shapes, ``error_of``), or a function ``(fn, *args) -> pairs``, asked only on an
+    error, that reads the student's objects (``mask_errors``). Any other exception (among them the stubs'
+    NotImplementedError) passes through unchanged."""
     __tracebackhide__ = True
     try:
         return fn(*args, **kwargs)
@@ -240,7 +240,8 @@ def call_checked(fn: Callable[..., Any], *args: Any, call: str,
         kata_known.record(call, err)
         kata_known.mark_recorded(err, call)
         text = f"{type(err).__name__}: {err}"
-        causes = kata_known.causes(call, err) or [message for pattern, message in errors if pattern in text]
+        pairs = [pair for e in errors for pair in (e(fn, *args) if callable(e) else [e])]
+        causes = kata_known.causes(call, err) or list(dict.fromkeys(m for pattern, m in pairs if pattern and pattern in text))
         if not causes:
             raise
         fail(call, f"raised {text.strip()[:400]}", *[f"likely cause: {c}" for c in causes])
@@ -263,14 +264,21 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
         if module is not None:
             for prefix, sub in module.named_modules():
                 for name, value in vars(sub).items():
+                    attribute = f"self.{prefix + '.' if prefix else ''}{name}"
                     if isinstance(value, torch.Tensor):
-                        gpu.name(value, f"self.{prefix + '.' if prefix else ''}{name}, a plain attribute (not a buffer)")
+                        gpu.name(value, f"{attribute}, a plain attribute (not a buffer)")
+                    for i, item in enumerate(value if isinstance(value, (list, tuple)) else []):  # .to() misses them
+                        for param_name, param in (item.named_parameters() if isinstance(item, torch.nn.Module) else []):
+                            gpu.name(param, f"{attribute}[{i}].{param_name}, in a plain list (not an nn.ModuleList)")
             module.to(kata_gpu.DEVICE)
         try:
             out = fn(*[a.to(kata_gpu.DEVICE) if isinstance(a, torch.Tensor) else a for a in args])
         except Exception as err:  # noqa: BLE001 - explained below
             text = f"{type(err).__name__}: {err}"
-            cause = (MASK_NOT_A_BUFFER if "a plain attribute" in text else DEVICE_MIX if "same device" in text else "")
+            plain = re.search(r"self\.([\w.]*), a plain attribute", text)  # the mask is blamed only by its name
+            cause = (((MASK_NOT_A_BUFFER if "mask" in plain.group(1) else TENSOR_NOT_A_BUFFER) if plain else "")
+                     or (MODULES_IN_A_PLAIN_LIST if "in a plain list" in text else "")  # a tensor made in the run:
+                     or (DEVICE_MIX if "same device" in text and "made at" in text else ""))  # without device=
             fail(where, f"raised {text.strip()[:600]}", *([f"likely cause: {cause}"] if cause else []))
         finally:
             if module is not None:
@@ -329,8 +337,10 @@ def assert_exactly_zero_above_diagonal(got: torch.Tensor, *, call: str) -> None:
              "mask before the softmax with -inf (or multiply by the 0/1 mask), not after renormalizing")
 
 
-def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, call: str, why: str, **kwargs: Any) -> None:
-    """``fn(*args)`` raises ``exc``; else say what happened instead."""
+def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, call: str,
+                  why: str | Callable[[BaseException | None], str], **kwargs: Any) -> None:
+    """``fn(*args)`` raises ``exc``; else say what happened instead, and why: ``why``, or ``why(the error raised
+    instead, or None)`` when the cause is read from the student's error and objects (asked only then; "" names none)."""
     __tracebackhide__ = True
     try:
         result = fn(*args, **kwargs)
@@ -339,8 +349,13 @@ def assert_raises(exc: type[BaseException], fn: Callable[..., Any], *args: Any, 
     except NotImplementedError:
         raise
     except Exception as other:  # noqa: BLE001 - reported
-        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", f"likely cause: {why}")
-    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", f"likely cause: {why}")
+        fail(call, f"raised {type(other).__name__}({str(other)[:300]}); expected {exc.__name__}", _likely(why, other))
+    fail(call, f"returned {describe(result)}; expected it to raise {exc.__name__}", _likely(why, None))
+
+
+def _likely(why: str | Callable[[BaseException | None], str], raised: BaseException | None) -> str:
+    cause = why(raised) if callable(why) else why
+    return f"likely cause: {cause}" if cause else ""
 
 
 def assert_unchanged(before: Sequence[torch.Tensor], after: Sequence[Any], *, call: str, names: Sequence[str]) -> None:
@@ -417,27 +432,9 @@ def assert_qkv_biases(module: Any, qkv_bias: bool, *, call: str) -> None:
     names = sorted(name for name, _ in module.named_parameters())
     wanted = [f"{n}.bias" for n in ("W_query", "W_key", "W_value")]
     wrong = [b for b in wanted if (b in names) != qkv_bias]
+    if wrong and not all(f"{n}.weight" in names for n in ("W_query", "W_key", "W_value")):  # qkv_bias not blamed
+        fail(call, f"returned {names}", "expected the nn.Linear layers W_query, W_key and W_value",
+             f"likely cause: {LAYERS_RENAMED}")
     if wrong:
         fail(call, f"returned {names}", f"expected {'a bias' if qkv_bias else 'no bias'} for W_query, W_key and W_value "
              f"({'missing' if qkv_bias else 'unexpected'}: {wrong})", f"likely cause: {QKV_BIAS_NOT_USED}")
-
-
-def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:
-    """Load the reference module's PARAMETERS into the student's module (same names required).
-
-    Buffers (the causal mask) are left as the student made them: a mask that is not a registered
-    buffer is judged by its own test, not by every forward test.
-    """
-    __tracebackhide__ = True
-    params = {k: v.detach() for k, v in reference.named_parameters()}
-    try:
-        result = student.load_state_dict(params, strict=False)
-    except RuntimeError as err:  # shape mismatch
-        fail(call, f"could not load the reference's parameters: {str(err).strip()[:600]}",
-             "W_query/W_key/W_value are nn.Linear(d_in, d_out) (weight shape (d_out, d_in)); out_proj nn.Linear(d_out, d_out)")
-    missing, unexpected = (list(result[0]), list(result[1])) if result is not None else ([], [])
-    student_params = set(dict(student.named_parameters()))
-    missing = [k for k in missing if k in student_params]
-    if missing or unexpected:
-        fail(call, f"parameter names differ from the documents' layout: reference has {sorted(params)}",
-             f"yours lacks {sorted(unexpected)}" if unexpected else "", f"yours has extra {sorted(missing)}" if missing else "")

@@ -161,11 +161,15 @@ def differences(got: torch.Tensor, expected: torch.Tensor) -> list[str]:
         if 0 < int(rows.sum()) < rows.numel():
             found.append(f"rows (last dim) that differ: {int(rows.sum())} of {rows.numel()}, the first at row "
                          f"{int(rows.nonzero()[0])} (in the flattened leading dims)")
-    finite = torch.isfinite(g) & torch.isfinite(e) & (e.abs() > 1e-6)
-    if not found and finite.any():
-        ratio = g[finite] / e[finite]
-        if torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-3):
-            found.append(f"got = expected × {float(ratio[0]):.4g} everywhere: a constant factor")
+    both = torch.isfinite(g) & torch.isfinite(e)
+    finite = both & (e.abs() > 1e-6)
+    alike = torch.equal(g[~both].nan_to_num(), e[~both].nan_to_num())  # NaN and infinities where expected has them
+    if not found and finite.any() and alike:  # a factor is said only where it holds on every element, zeros too
+        ratio = float((g[finite] / e[finite])[0])
+        if abs(ratio - 1) > 1e-3 and torch.allclose(g[both], ratio * e[both], rtol=1e-3, atol=1e-6):
+            found.append(f"got = expected × {ratio:.4g} everywhere: a constant factor")
+        elif torch.equal(g[both].abs() > 1e-6, ~(e[both].abs() > 1e-6)):
+            found.append("got is non-zero exactly where expected is zero, and zero where it is not: the complement")
     return found
 
 

@@ -1,8 +1,12 @@
 """The mistakes the kata's checks recognise, and what a failed check says about each: one message each.
 
 A check (``kata_checks.py``) names a likely cause when a wrong result equals one of these mistakes
-recomputed (``assert_close(got, expected, diagnoses=[(alternative, MESSAGE), ...])``), or when PyTorch's
-error text contains one of the patterns at the end (``call_checked(..., errors=[(PATTERN, MESSAGE)])``).
+recomputed (``assert_close(got, expected, diagnoses=[(alternative, MESSAGE), ...])``), or when the error
+the student's code raised is the very one the mistake raises on the same objects (``error_of``,
+``transpose_errors``, ``mask_errors``: ``call_checked(..., errors=[(ERROR TEXT, MESSAGE)])``). Each cause
+checks its premise: an alternative that equals the right computation (a scale of 1/√1, a mask that
+needs no cut) names nothing, and a cause that names code (``.T``, "not cut") is named only when the
+student's objects (their error, their mask's shape) show it.
 ``kata_checks`` re-exports every name of this module: the tests import them from there.
 
 (For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``diagnose.py`` imports, is a
@@ -11,6 +15,7 @@ symbolic link to this file, as ``tests/diagnose.py`` is to ``kata_checks.py``.)
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 WRONG_DIM = "softmax over the wrong dim (columns instead of rows): normalize along the last dim"
@@ -28,10 +33,18 @@ BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and 
 UNMASKED = "output matches the unmasked attention: apply the causal mask"
 MASK_NOT_CUT = ("the mask was not cut to T × T: with fewer tokens than context_length, "
                 "index the (context_length, context_length) mask with [:T, :T] (T = x.shape[1])")
+AXES_0_1_SWAPPED = ("swapped axes 0 and 1 (transpose(0, 1)): on a batch, axis 0 is the batch; swap the last two "
+                    "with .transpose(-2, -1)")
+TOKENS_FROM_BATCH = ("the number of tokens was read from the batch axis: x.shape[0] is the batch size; the tokens are "
+                     "T = x.shape[1] (x.shape[-2]), for the mask's cut [:T, :T] and the check against context_length")
 DEVICE_MIX = ("a tensor created on the CPU (no device=) was mixed with an input on another device: create masks "
               "with device=<the input>.device, or keep them in a buffer (self.register_buffer) so that .to() moves them")
 MASK_NOT_A_BUFFER = ("register the mask with self.register_buffer('mask', ...): a plain attribute is not saved "
                      "in state_dict and does not follow .to(device)")
+TENSOR_NOT_A_BUFFER = ("a tensor kept as a plain attribute (self.<name> = tensor) does not follow .to(device): register "
+                       "it with self.register_buffer('<name>', ...)")
+MODULES_IN_A_PLAIN_LIST = ("modules kept in a plain Python list are not registered: .to(), .parameters() and state_dict() "
+                           "miss them; hold them in an nn.ModuleList")
 MASK_NOT_PERSISTENT = ("the mask is a buffer but registered with persistent=False, so state_dict leaves it out: "
                        "drop persistent=False (the documents save it with the model)")
 CREATION_ORDER = ("if only this seeded test fails (the tests with other seeds or loaded weights pass): create "
@@ -43,6 +56,7 @@ NAN_AT_P1 = ("divided by 1 - p = 0 at p = 1 (0 / 0 is NaN): when p == 1 every el
 P_NOT_CHECKED = "check that 0 <= p <= 1 first and raise ValueError otherwise, before drawing the mask"
 TOO_MANY_TOKENS = "more tokens than context_length: raise ValueError naming both numbers"
 NOT_DIVISIBLE = "d_out must be divisible by num_heads: raise ValueError (not assert: an assert raises AssertionError)"
+DIVISIBILITY_NOT_CHECKED = "d_out must be divisible by num_heads: check it first and raise ValueError naming both numbers"
 NOT_RESCALED = "survivors were not divided by 1 - p (inverted dropout keeps the expected value unchanged)"
 KEEP_PROB_SWAPPED = ("drew the keep-mask with bernoulli_(p): p is the probability to DROP an element, so each one is "
                      "KEPT with probability 1 - p: torch.empty_like(x).bernoulli_(1 - p)")
@@ -61,14 +75,24 @@ PARTIAL_COPY = ("check every shape (and bias) first, then copy: a ValueError hal
                 "half-copied")
 QKV_BIAS_NOT_USED = ("qkv_bias is ignored: create W_query, W_key and W_value as "
                      "nn.Linear(d_in, d_out, bias=qkv_bias), so that qkv_bias=True gives each a bias")
+LAYERS_RENAMED = ("the layers are named otherwise: W_query, W_key and W_value are the documents' names, which the "
+                  "tests and the grader find them by")
 QKV_BIAS_IGNORED = "qkv_bias is not passed on: give it to every CausalAttention head (its nn.Linear(..., bias=qkv_bias))"
 NO_OUT_PROJ = "output matches the heads' merged context before out_proj: apply self.out_proj to the merged heads"
 SPLIT_BARE_VIEW = ("split the heads with a bare .view(b, num_heads, T, head_dim): view as (b, T, num_heads, head_dim), "
                    "then transpose(1, 2)")
+OUT_PROJ_WITHOUT_BIAS = ("out_proj has no bias: create it as nn.Linear(d_out, d_out), whose bias=True is the default; "
+                         "qkv_bias is for W_query, W_key and W_value only")
+GPT2_WITH_QKV_BIAS = ("gpt2_attention() gives W_query, W_key and W_value biases, which MultiHeadAttention's default "
+                      "(qkv_bias=False) does not: build it with the default")
 MERGE_BARE_RESHAPE = ("merged the heads with a bare reshape: transpose(1, 2) back to (b, T, num_heads, head_dim) first, "
                       "then reshape to (b, T, d_out)")
 
 SCALED_BY_D_IN = "scaled by 1/√d_in, the input's size: the scale is 1/√d_k, with d_k = keys.shape[-1] (d_out)"
+MASK_COMPLEMENT = ("the mask is the complement: causal_mask marks with 1 what each token may see (itself and the tokens "
+                   "before it: torch.tril), not what it must not see (torch.triu(..., diagonal=1))")
+MASK_BUFFER_COMPLEMENT = ("the mask buffer marks what each token may see (torch.tril): forward fills the scores where it "
+                          "is 1, so it must mark what a token must not see, torch.triu(..., diagonal=1)")
 MASK_TRANSPOSED = "the mask is transposed: keep the lower triangle (token i sees tokens 0..i), torch.tril"
 NOT_RENORMALIZED = "the future weights are zeroed but the rows are not renormalized: divide each row by its sum"
 MASKED_WITH_ZEROS = ("masked the scores with 0 instead of -inf: exp(0) = 1 still gives the future tokens weight; "
@@ -114,16 +138,88 @@ def scaled_by_d_out(d_out: int, head_dim: int) -> str:
 def scale_diagnoses(fn: Callable[[float], Any], d_k: int, name: str = "d_k") -> list[tuple[Any, str]]:
     """Alternatives for a wrong 1/√d_k: ``fn(s)`` recomputes the result with the scores multiplied by s
     (the right s is 1/√d_k)."""
+    if d_k == 1:  # 1/√1 = 1: no scale, 1/d_k and √d_k all equal the right computation, no mistake among them
+        return []
     root = d_k**0.5
-    out = [(fn(1.0), no_scale(d_k, name))]
-    if d_k > 1:
-        out.append((fn(1.0 / d_k), f"divided by {name} = {d_k} instead of √{name}"))
-        out.append((fn(root), f"multiplied by √{name} instead of dividing"))
-    return out
+    return [(fn(1.0), no_scale(d_k, name)), (fn(1.0 / d_k), f"divided by {name} = {d_k} instead of √{name}"),
+            (fn(root), f"multiplied by √{name} instead of dividing")]
 
 
-# Patterns of PyTorch's error texts, for ``call_checked(..., errors=[(PATTERN, MESSAGE)])``.
-SIZE_MISMATCH = "must match the size of tensor"
-BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"
-WRONG_DEVICE = "on the expected device"
-SAME_DEVICE = "on the same device"
+def differing(diagnoses: list[tuple[Any, str]], right: Any, atol: float = 1e-6) -> list[tuple[Any, str]]:
+    """The ``(alternative, message)`` pairs whose alternative differs from ``right``, the right computation on
+    the student's own objects: one equal to it is no mistake there (a scale of 1/√1, no mask on one token),
+    and would name any student whose result differs from a document's for another reason."""
+    return [(alt, message) for alt, message in diagnoses
+            if alt.shape != right.shape or not bool(((alt - right).abs() <= atol).all())]
+
+
+def error_of(fn: Callable[[], Any]) -> str | None:
+    """The text of the error ``fn()`` raises (``Type: message``, as ``call_checked`` reads a student's), or None:
+    a known mistake recomputed on the student's own shapes, whose error must be the student's very one."""
+    try:
+        with warnings.catch_warnings():  # .T on a batch warns: the check's recomputation, not the student's code
+            warnings.simplefilter("ignore")
+            fn()
+    except Exception as err:  # noqa: BLE001 - any error is a text to compare
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def _told_apart(found: list[tuple[str | None, str]]) -> list[tuple[str, str]]:
+    """The (error text, cause) pairs whose text no other cause's mistake raises too: an error two mistakes
+    raise alike shows neither."""
+    return [(text, cause) for text, cause in found
+            if text is not None and all(t != text or c == cause for t, c in found)]
+
+
+def transpose_errors(queries: Any, keys: Any) -> list[tuple[str, str]]:
+    """``call_checked`` errors for ``queries @ keys`` transposed the wrong way on a batch: ``.T`` (all axes
+    reversed: BATCH_DOT_T) or ``.transpose(0, 1)`` (AXES_0_1_SWAPPED), each named only for its own error."""
+    return _told_apart([(error_of(lambda: queries @ keys.T), BATCH_DOT_T),
+                        (error_of(lambda: queries @ keys.transpose(0, 1)), AXES_0_1_SWAPPED)])
+
+
+def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
+    """``call_checked`` errors of an attention module on ``x`` (batch, T, d_in) whose (c, c) mask (the student's
+    ``module.mask``: its shape is what is blamed) met the T × T scores uncut (MASK_NOT_CUT) or cut to the
+    batch size (TOKENS_FROM_BATCH): the errors masked_fill or an added mask raise there, on the way to
+    ``softmax(...) @ values``; scores of (batch, T, T) and, with ``module.num_heads``, (batch, heads, T, T).
+    Nothing when the module shows no square mask."""
+    try:
+        mask, heads = getattr(module, "mask", None), getattr(module, "num_heads", None)
+        c = int(mask.shape[-1]) if mask.dim() == 2 and mask.shape[0] == mask.shape[1] else None
+    except Exception:  # noqa: BLE001 - no mask, or not a tensor: nothing to blame
+        return []
+    if c is None:
+        return []
+    b, t = x.shape[0], x.shape[-2]
+    layouts = [(b, t, t)] + ([(b, heads, t, t)] if isinstance(heads, int) and heads > 0 else [])
+    found = []
+    for shape in layouts:
+        scores, values = x.new_zeros(shape), x.new_zeros((*shape[:-1], 1))
+        for cut, cause in ((c, MASK_NOT_CUT), (b, TOKENS_FROM_BATCH)):
+            if cut == t or (cause == MASK_NOT_CUT and c < t):  # T × T is the right cut; c < T: no cut helps
+                continue
+            wrong = x.new_ones((c, c)).triu(1)[:cut, :cut]
+            found += [(error_of(lambda: scores.masked_fill(wrong.bool(), float("-inf")).softmax(-1) @ values), cause),
+                      (error_of(lambda: (scores + wrong).softmax(-1) @ values), cause)]
+    return _told_apart(found)
+
+
+
+def not_divisible(raised: BaseException | None) -> str:
+    """Why d_out % num_heads != 0 was not refused with ValueError: NOT_DIVISIBLE (its "not assert") only for the
+    AssertionError an assert raises, else DIVISIBILITY_NOT_CHECKED."""
+    return NOT_DIVISIBLE if isinstance(raised, AssertionError) else DIVISIBILITY_NOT_CHECKED
+
+
+def too_many_tokens(module: Any, x: Any, context_length: int) -> str:
+    """Why ``module`` let ``x`` (more tokens than context_length) through: TOO_MANY_TOKENS, or TOKENS_FROM_BATCH
+    where it does raise ValueError for a batch of context_length + 1 inputs of one token (it counts the batch)."""
+    try:
+        module(x[:1, :1].repeat(context_length + 1, 1, 1))
+    except ValueError:
+        return TOKENS_FROM_BATCH
+    except Exception:  # noqa: BLE001 - another failure: its own test's to report
+        pass
+    return TOO_MANY_TOKENS

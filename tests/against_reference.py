@@ -1,7 +1,7 @@
 """What the hidden tests share when they compare a student's result with the reference's.
 
 For the attention modules (CausalAttention, MultiHeadAttention, the wrapper): the student's module
-built next to the reference's with the reference's parameters loaded (``pair``), a forward pass that
+built next to the reference's with the reference's parameters loaded (``pair``, ``load_reference_parameters``), a forward pass that
 names a mask not cut to T x T (``forward``), the tolerances of those comparisons (``TOLERANCE``), the
 documents' seed-123 output, the gradients and the dropout compared with the reference's, and a shorter
 input before a longer one through one module (``assert_forwards_leave_the_mask``). For the
@@ -13,21 +13,21 @@ Like ``kata_seam`` and ``reference``, imported by its bare name from the hidden 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
-from diagnose import (BATCH_SIZE_MISMATCH, DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, MASK_NOT_CUT,
-                      SIZE_MISMATCH, assert_close, assert_qkv_biases, call_checked, describe, fail,
-                      load_reference_parameters)
+from diagnose import (DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, mask_errors, assert_close, assert_qkv_biases,
+                      call_checked, describe, fail)
 from kata_seam import backward_with
 from reference import printed, seed_reference
 
 # float64: float32 precision (rtol 1e-7 plus atol 1e-7), not 1e-10: the documents' notebook scales by
 # torch.sqrt(torch.tensor(d_k)), √d_k rounded to float32; a result that is not float64 fails the dtype check.
 TOLERANCE = {torch.float32: {"atol": 1e-5}, torch.float64: {"atol": 1e-7, "rtol": 1e-7}}
-# PyTorch's errors when a (context_length, context_length) mask meets fewer tokens, as call_checked's errors.
-MASK_NOT_CUT_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT)]
+# PyTorch's errors when the student's mask meets T x T scores uncut or cut to the batch size, as call_checked's
+# errors: asked only when the module raised, and named only when its own mask's shape gives that very error.
+MASK_NOT_CUT_ERRORS = [mask_errors]
 Diagnoses = Callable[[torch.nn.Module, torch.Tensor], list]  # (reference, x) -> [(alternative, message), ...]
 
 
@@ -37,6 +37,27 @@ def float32_loop_tolerance(got, dtype) -> dict:
     if dtype == torch.float64 and not (isinstance(got, torch.Tensor) and got.dtype == torch.float32):
         return {"atol": 1e-10}
     return {"atol": 1e-5, "check_dtype": False}
+
+
+def load_reference_parameters(student: Any, reference: torch.nn.Module, *, call: str) -> None:
+    """Load the reference module's PARAMETERS into the student's module (same names required).
+
+    Buffers (the causal mask) are left as the student made them: a mask that is not a registered
+    buffer is judged by its own test, not by every forward test.
+    """
+    __tracebackhide__ = True
+    params = {k: v.detach() for k, v in reference.named_parameters()}
+    try:
+        result = student.load_state_dict(params, strict=False)
+    except RuntimeError as err:  # shape mismatch
+        fail(call, f"could not load the reference's parameters: {str(err).strip()[:600]}",
+             "W_query/W_key/W_value are nn.Linear(d_in, d_out) (weight shape (d_out, d_in)); out_proj nn.Linear(d_out, d_out)")
+    missing, unexpected = (list(result[0]), list(result[1])) if result is not None else ([], [])
+    student_params = set(dict(student.named_parameters()))
+    missing = [k for k in missing if k in student_params]
+    if missing or unexpected:
+        fail(call, f"parameter names differ from the documents' layout: reference has {sorted(params)}",
+             f"yours lacks {sorted(unexpected)}" if unexpected else "", f"yours has extra {sorted(missing)}" if missing else "")
 
 
 def pair(impl, ref_module, name: str, *args, seed: int = 0, call: str = "", **kwargs):

@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or computed here with pl
 
 import torch
 
-from kata_checks import BATCH_DOT_T, SIZE_MISMATCH, assert_close, call_checked, call_in_float64, journey_inputs, load
+from kata_checks import assert_close, call_checked, call_in_float64, journey_inputs, load, transpose_errors
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -41,7 +41,7 @@ def test_attention_scores_matrix_keeps_a_batch_dimension():
     m = load("attention_scores")
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(11))  # batch 2, 5 tokens, d 3
     call = "attention_score_matrix(x) with x of shape (2, 5, 3)"
-    got = call_checked(m.attention_score_matrix, x, call=call, errors=[(SIZE_MISMATCH, BATCH_DOT_T)])
+    got = call_checked(m.attention_score_matrix, x, call=call, errors=transpose_errors(x, x))
     expected = torch.einsum("bid,bjd->bij", x, x)  # entry [b, i, j] = x[b, i] · x[b, j]
     assert_close(got, expected, atol=1e-5, call=call)
 

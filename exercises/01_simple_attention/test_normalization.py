@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or computed here with to
 
 import torch
 
-from kata_checks import (assert_does_its_own_work, DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, SIZE_MISMATCH, WHOLE_TENSOR, assert_close,
+from kata_checks import (assert_does_its_own_work, DIM_IGNORED, NO_KEEPDIM, NO_MAX_SHIFT, WHOLE_TENSOR, error_of, assert_close,
                          assert_softmax_has_no_nan, call_checked, call_in_float64, journey_inputs, load)
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
@@ -31,7 +31,8 @@ def test_normalization_normalize_by_sum_of_a_matrix_along_each_dim():
         scores = _matrix(*shape, seed)
         for dim in (-1, 0):
             call = f"normalize_by_sum(scores of shape {shape}, dim={dim})"
-            got = call_checked(m.normalize_by_sum, scores, dim, call=call, errors=[(SIZE_MISMATCH, NO_KEEPDIM)])
+            got = call_checked(m.normalize_by_sum, scores, dim, call=call,
+                               errors=[(error_of(lambda: scores / scores.sum(dim)), NO_KEEPDIM)])
             diagnoses = [(scores / scores.sum(-1 - dim, keepdim=True), DIM_IGNORED), (scores / scores.sum(), WHOLE_TENSOR)]
             if shape[0] == shape[1]:  # square: the sum without keepdim broadcasts silently
                 diagnoses.append((scores / scores.sum(dim), NO_KEEPDIM))
@@ -50,7 +51,7 @@ def test_normalization_softmax_naive_along_each_dim():
     scores = _matrix(3, 4, 3)
     for dim in (0, 1, -1):
         call = f"softmax_naive(scores of shape (3, 4), dim={dim})"
-        got = call_checked(m.softmax_naive, scores, dim, call=call, errors=[(SIZE_MISMATCH, NO_KEEPDIM)])
+        got = call_checked(m.softmax_naive, scores, dim, call=call, errors=[(error_of(lambda: scores / scores.sum(dim)), NO_KEEPDIM)])
         exp = torch.exp(scores)
         assert_close(got, torch.softmax(scores, dim), atol=1e-6, call=call,
                      diagnoses=[(torch.softmax(scores, 1 if dim == 0 else 0), DIM_IGNORED),

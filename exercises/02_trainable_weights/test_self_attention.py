@@ -10,7 +10,7 @@ W_query, W_key, W_value in that order, right after the seed.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, BATCH_DOT_T, creation_order, SIZE_MISMATCH, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
+from kata_checks import (assert_does_its_own_work, creation_order, transpose_errors, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
                          fail, journey_inputs, load, scale_diagnoses)
 
 
@@ -67,7 +67,8 @@ def test_self_attention_v1_and_v2_keep_a_batch_dimension():
         else:
             weights = (module.W_query.weight.T, module.W_key.weight.T, module.W_value.weight.T)
         call = f"{cls}(3, 4)(x) with x of shape (2, 5, 3)"
-        got = call_checked(module, x, call=call, errors=[(SIZE_MISMATCH, BATCH_DOT_T)])
+        projected = x.new_zeros(2, 5, 4)  # the queries' and keys' shape: what a transpose is tried on
+        got = call_checked(module, x, call=call, errors=transpose_errors(projected, projected))
         with torch.no_grad():
             expected = _expected(x, *weights, scale=None)
             diagnoses = scale_diagnoses(lambda s: _expected(x, *weights, scale=s), 4, "d_out")

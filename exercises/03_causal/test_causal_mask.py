@@ -11,7 +11,7 @@ your 02_trainable_weights code.
 import torch
 import torch.nn as nn
 
-from kata_checks import (NOT_RENORMALIZED, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
+from kata_checks import (MASK_COMPLEMENT, NOT_RENORMALIZED, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
                          load)
 
 # notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
@@ -40,7 +40,7 @@ def test_causal_mask_is_lower_triangular_ones():
     m = load("causal_mask")
     # notebook_causal_self_attention.txt: torch.tril(torch.ones(context_length, context_length))
     expected = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
-    assert_close(m.causal_mask(4), expected, atol=0, call="causal_mask(4)")
+    assert_close(m.causal_mask(4), expected, atol=0, call="causal_mask(4)", diagnoses=[(1 - expected, MASK_COMPLEMENT)])
 
 
 def test_causal_mask_mask_and_renormalize_matches_the_document():

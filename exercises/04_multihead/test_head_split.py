@@ -7,7 +7,7 @@ paths in the kata are relative to the repository root), or small hand-made ones.
 
 import torch
 
-from kata_checks import NOT_DIVISIBLE, SPLIT_BARE_VIEW, assert_close, assert_raises, call_in_float64, load
+from kata_checks import SPLIT_BARE_VIEW, assert_close, assert_raises, call_in_float64, load, not_divisible
 
 
 def test_head_split_gives_each_head_its_slice_of_features():
@@ -41,7 +41,7 @@ def test_head_split_per_head_scores_match_the_document():
 def test_head_split_rejects_an_indivisible_d_out():
     m = load("head_split")
     assert_raises(ValueError, m.split_heads, torch.zeros(1, 2, 5), 2, call="split_heads(x of shape (1, 2, 5), 2)",
-                  why=NOT_DIVISIBLE)
+                  why=not_divisible)
 
 
 def test_head_split_keeps_float64():

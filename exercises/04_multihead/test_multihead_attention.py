@@ -10,13 +10,14 @@ one head at a time, with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (DROPOUT_NOT_APPLIED, assert_does_its_own_work, BATCH_SIZE_MISMATCH, creation_order, DEVICE_MIX, GPT2_WITH_DROPOUT,
-                         MASK_CHANGED_BY_FORWARD, MASK_NOT_CUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, NOT_DIVISIBLE, describe,
-                         SAME_DEVICE, SIZE_MISMATCH, SPLIT_BARE_VIEW, TOO_MANY_TOKENS, UNMASKED, WRONG_DEVICE, assert_close,
+from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_QKV_BIAS, OUT_PROJ_WITHOUT_BIAS, assert_does_its_own_work, creation_order, differing, GPT2_WITH_DROPOUT,
+                         MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, describe,
+                         SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
 
-MASK_ERRORS = [(SIZE_MISMATCH, MASK_NOT_CUT), (BATCH_SIZE_MISMATCH, MASK_NOT_CUT), (WRONG_DEVICE, DEVICE_MIX), (SAME_DEVICE, DEVICE_MIX)]
+# On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask.
+MASK_ERRORS = [mask_errors]
 
 
 def _attention(mha, x, num_heads, scale=None, causal=True, split="slices", merge="cat", out_proj=True):
@@ -52,7 +53,7 @@ def _mistakes(mha, x, num_heads):
                (_attention(mha, x, num_heads, merge="bare-reshape"), MERGE_BARE_RESHAPE)]
         if d_out != hd:
             out.insert(0, (_attention(mha, x, num_heads, scale=d_out**-0.5), scaled_by_d_out(d_out, hd)))
-    return out
+        return differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
 
 
 def test_multihead_attention_seed_123_matches_the_reference_values():
@@ -101,7 +102,8 @@ def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer
     got = getattr(mha, "head_dim", None)
     if got != 3:
         fail("MultiHeadAttention(3, 6, 5, 0.0, num_heads=2).head_dim", f"returned {got!r}", "expected 3 (d_out // num_heads)")
-    assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)")
+    assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)",
+                       diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT)])
 
 
 def test_multihead_attention_runs_on_any_device():
@@ -146,10 +148,22 @@ def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
     m = load("multihead_attention")
     # exercises/documents/README.md: MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
-    got = sum(p.numel() for p in m.gpt2_attention().parameters())
+    mha = m.gpt2_attention()
+    got = sum(p.numel() for p in mha.parameters())
     if got != 2_360_064:
         fail("sum(p.numel() for p in gpt2_attention().parameters())", f"returned {got:,}", "expected 2,360,064",
-             "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias")
+             "4 nn.Linear(768, 768): W_query, W_key, W_value without bias, out_proj with bias",
+             *[f"likely cause: {c}" for c in _bias_causes(m, mha)])
+
+
+def _bias_causes(m, mha):
+    """What the module's own parameters show of its biases: out_proj without one; W_query, W_key, W_value with
+    them where a MultiHeadAttention of the default qkv_bias has none (so gpt2_attention() asked for them)."""
+    names = {name for name, _ in mha.named_parameters()}
+    qkv = any(f"{n}.bias" in names for n in ("W_query", "W_key", "W_value"))
+    default = {name for name, _ in m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2).named_parameters()} if qkv else set()
+    return ([OUT_PROJ_WITHOUT_BIAS] if "out_proj.weight" in names and "out_proj.bias" not in names else []) + (
+        [GPT2_WITH_QKV_BIAS] if qkv and not any(f"{n}.bias" in default for n in ("W_query", "W_key", "W_value")) else [])
 
 
 def test_multihead_attention_gpt2_size_has_no_dropout():
@@ -162,7 +176,7 @@ def test_multihead_attention_gpt2_size_has_no_dropout():
         in_training = call_checked(mha, x, call=call + " in training mode", errors=MASK_ERRORS)
         in_eval = call_checked(mha.eval(), x, call=call + " after .eval()", errors=MASK_ERRORS)
     check_tensor(in_training, call=call + " in training mode", shape=(1, 8, 768))
-    if not torch.allclose(in_training, in_eval, atol=1e-6, rtol=0):
+    if not torch.allclose(in_training, in_eval, atol=1e-6, rtol=0, equal_nan=True):  # NaN alike: no dropout shown
         fail(call + " in training mode", "differs from its output after .eval(): dropout acted",
              f"likely cause: {GPT2_WITH_DROPOUT}")
 
@@ -188,10 +202,10 @@ def test_multihead_attention_takes_a_longer_input_after_a_shorter_one():
 def test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens():
     m = load("multihead_attention")
     assert_raises(ValueError, m.MultiHeadAttention, 3, 6, 5, 0.0, num_heads=4,
-                  call="MultiHeadAttention(3, 6, 5, 0.0, num_heads=4)", why=NOT_DIVISIBLE)
-    mha = m.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2)
-    assert_raises(ValueError, mha, torch.rand(2, 6, 3), call="MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
-                  "(x with 6 tokens)", why=TOO_MANY_TOKENS)
+                  call="MultiHeadAttention(3, 6, 5, 0.0, num_heads=4)", why=not_divisible)
+    mha, x = m.MultiHeadAttention(3, 4, 5, 0.0, num_heads=2), torch.rand(2, 6, 3)
+    assert_raises(ValueError, mha, x, call="MultiHeadAttention(3, 4, context_length=5, dropout=0.0, num_heads=2)"
+                  "(x with 6 tokens)", why=lambda _: too_many_tokens(mha, x, 5))
 
 
 def test_multihead_attention_moved_to_float64_computes_in_float64():

@@ -1,7 +1,8 @@
 """The public tests (``exercises/<group>/test_<module>.py``) catch the mistakes students make, and say which.
 
 * every mistake in ``tests/mutants/student_mistakes.py`` (a small patch to one reference solution, the
-  format of grader/authoring/mutation.py) fails the public test it names, with a message that names the mistake;
+  format of grader/authoring/mutation.py) fails the public test it names, with a message that names the mistake,
+  and no failing test says its ``not_said`` words (a false cause once printed for it);
 * every known mistake of the library (those two files' entries with a ``cause``, the mutants among them)
   fails a public test whose "likely cause:" line names it, and no run of any library mistake shows a
   "likely cause:" line that is not its own; ``exercises/known_results.json`` is what the library gives
@@ -67,6 +68,10 @@ def test_public_tests_catch_the_mistake_and_name_it(runs, mistake):
     for prefix in mistake.get("expect_passed", []):
         chosen = {name: status for name, (status, _) in results.items() if name.startswith(prefix)}
         assert chosen and all(s == "passed" for s in chosen.values()), (prefix, chosen)
+    said = {(test, words) for words in mistake.get("not_said", []) for test, (status, message) in results.items()
+            if status == "failed" and words in message}
+    assert not said, f"{mistake['name']}: a failing test says what is false for it: {sorted(said)}"
+    assert not any(w in n for w in mistake.get("not_said", []) for n in _named(mistake)), "not_said contradicts its cause"
 
 
 def _named(patch: dict) -> list[str]:

@@ -14,7 +14,8 @@ grads atol 1e-5.
 import pytest
 import torch
 
-from diagnose import assert_close, assert_qkv_biases, fail, load_reference_parameters, scale_diagnoses
+from against_reference import load_reference_parameters
+from diagnose import assert_close, assert_qkv_biases, fail, scale_diagnoses
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
 

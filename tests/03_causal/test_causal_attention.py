@@ -17,10 +17,10 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
-from against_reference import (MASK_NOT_CUT_ERRORS, assert_dropout_as_reference, assert_forward_matches,
+from against_reference import (assert_dropout_as_reference, assert_forward_matches,
                                assert_forwards_leave_the_mask, assert_gradients_match, assert_printed_seed123, pair)
-from diagnose import (TOO_MANY_TOKENS, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
-                      call_checked, scale_diagnoses)
+from diagnose import (MASK_BUFFER_COMPLEMENT, too_many_tokens, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
+                      call_checked, mask_errors, scale_diagnoses)
 from reference import ref
 
 REF = ref("causal_attention")
@@ -84,7 +84,7 @@ def test_mask_values(impl):
     m = impl.CausalAttention(3, 2, 5, 0.0)
     call = "CausalAttention(3, 2, context_length=5, dropout=0.0).mask"
     assert_close(m.mask, torch.triu(torch.ones(5, 5), diagonal=1), atol=0, check_dtype=False, call=call,
-                 diagnoses=[(torch.tril(torch.ones(5, 5)), "stored the tril 'allowed' mask; the docstring asks for triu(…, diagonal=1)")])
+                 diagnoses=[(torch.tril(torch.ones(5, 5)), MASK_BUFFER_COMPLEMENT)])
 
 
 @pytest.mark.edge
@@ -102,7 +102,7 @@ def test_too_many_tokens_raises(impl):
     m = impl.CausalAttention(3, 2, 4, 0.0)
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(103))
     assert_raises(ValueError, m, x, call="CausalAttention(3, 2, context_length=4, dropout=0.0)(x with 5 tokens)",
-                  why=TOO_MANY_TOKENS)
+                  why=lambda _: too_many_tokens(m, x, 4))
 
 
 @pytest.mark.edge
@@ -153,5 +153,5 @@ def test_input_not_modified(impl):
     m = impl.CausalAttention(3, 2, 6, 0.0)
     x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(111))
     _, after = call_checked(impl.call_and_inputs, m, x.clone(), call="CausalAttention(3, 2, 6, 0.0)(x of shape (2, 4, 3))",
-                            errors=MASK_NOT_CUT_ERRORS)
+                            errors=[lambda _call, module, inputs: mask_errors(module, inputs)])
     assert_unchanged([x], after, call="CausalAttention(3, 2, 6, 0.0)(x)", names=["x"])

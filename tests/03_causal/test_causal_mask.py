@@ -13,7 +13,7 @@ Tolerances: masks exact; printed atol 1e-4; random vs reference atol 1e-6 (float
 import pytest
 import torch
 
-from diagnose import (assert_close, assert_exactly_zero_above_diagonal, assert_rows_sum_to_one, assert_unchanged, fail,
+from diagnose import (MASK_COMPLEMENT, assert_close, assert_exactly_zero_above_diagonal, assert_rows_sum_to_one, assert_unchanged, fail,
                       scale_diagnoses)
 from reference import printed, ref
 
@@ -34,7 +34,7 @@ def _seed789():
 def test_causal_mask_values(impl):
     """causal_mask(6) == 001's tril mask, causal_mask(3), causal_mask(1); masked seed-789 row sums [0.1921, ...]."""
     assert_close(impl.causal_mask(6), P.value("001/In818/tril_mask"), atol=0, check_dtype=False, call="causal_mask(6)  [001 In[818]]",
-                 diagnoses=[(torch.triu(torch.ones(6, 6), 1), "returned the triu(…, diagonal=1) 'future' mask: this one is 1 where j <= i"),
+                 diagnoses=[(torch.triu(torch.ones(6, 6), 1), MASK_COMPLEMENT),
                             (torch.triu(torch.ones(6, 6)), "returned triu: the allowed positions are on and BELOW the diagonal")])
     assert_close(impl.causal_mask(3), torch.tril(torch.ones(3, 3)), atol=0, check_dtype=False, call="causal_mask(3)")
     assert_close(impl.causal_mask(1), torch.ones(1, 1), atol=0, check_dtype=False, call="causal_mask(1)")
@@ -96,7 +96,7 @@ def test_causal_mask_against_reference(impl):
     """causal_mask(T) for T = 1..9 equals the reference's tril mask (exact; any dtype that holds 0 and 1)."""
     for t in range(1, 10):
         assert_close(impl.causal_mask(t), REF.causal_mask(t), atol=0, check_dtype=False, call=f"causal_mask({t})",
-                     diagnoses=[(torch.triu(torch.ones(t, t), 1), "returned the triu(…, diagonal=1) 'future' mask: this one is 1 where j <= i"),
+                     diagnoses=[(torch.triu(torch.ones(t, t), 1), MASK_COMPLEMENT),
                                 (torch.triu(torch.ones(t, t)), "returned triu: the allowed positions are on and BELOW the diagonal")])
 
 

@@ -12,7 +12,7 @@ Tolerances: split/merge exact (atol 0); printed atol 1e-4; random scores atol 1e
 import pytest
 import torch
 
-from diagnose import NOT_DIVISIBLE, assert_close, assert_raises
+from diagnose import assert_close, assert_raises, not_divisible
 from reference import printed, ref
 
 P = printed()
@@ -111,4 +111,4 @@ def test_split_heads_not_divisible_raises(impl):
     for d, h in [(6, 4), (5, 2)]:
         assert_raises(ValueError, impl.split_heads, torch.randn(2, 3, d, generator=g), h,
                       call=f"split_heads(x of shape (2, 3, {d}), num_heads={h})",
-                      why=NOT_DIVISIBLE)
+                      why=not_divisible)

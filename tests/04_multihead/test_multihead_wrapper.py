@@ -17,8 +17,8 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
-from against_reference import TOLERANCE
-from diagnose import QKV_BIAS_IGNORED, assert_close, check_tensor, fail, load_reference_parameters
+from against_reference import TOLERANCE, load_reference_parameters
+from diagnose import QKV_BIAS_IGNORED, assert_close, check_tensor, fail
 from reference import printed, seed_reference
 
 P = printed()

@@ -12,9 +12,14 @@ the text): then it is a known mistake whose results the public tests keep (grade
 and name when a student's result reproduces them. ``also_named``: other "likely cause:" lines its runs may
 show, each right for it (an exact check that names the same mistake in other words). Every "likely cause:"
 line of an entry's failing tests must contain its ``cause``, its ``expect_message`` or one of these.
+``not_said``: words no failing test of its run may say: a false cause the tests once printed for it (named on
+its symptom, not its premise), or a test's own crash on the student's object.
 """
 
 from __future__ import annotations
+
+import runpy
+from pathlib import Path
 
 # W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
 THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
@@ -345,3 +350,6 @@ MISTAKES: list[dict] = [
         "expect_message": "dropout ran dropout (torch function dropout",
     },
 ]
+
+# The mistakes that once got a false cause (issue 38), checked to get their own: the same list, in another file.
+MISTAKES += runpy.run_path(str(Path(__file__).with_name("student_mistakes_premises.py")))["MISTAKES"]

@@ -1,0 +1,90 @@
+"""Each diagnosis checks its premise (exercises/kata_mistakes.py, kata_known.py): a cause is named only where
+its alternative reproduces the student's result AND differs from the right one there, a cause that names code
+only where the student's own error or objects show it, and a ``differs:`` line only what holds on every
+element it speaks of. In-process, on small tensors; the student mistakes that once got the false causes run
+in test_public_tests.py (their ``not_said`` words).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from grader.authoring import known_results
+
+MISTAKES = known_results.students_module("kata_mistakes")
+KNOWN = known_results.students_module("kata_known")
+
+
+def _error(fn) -> str:
+    text = MISTAKES.error_of(fn)
+    assert text is not None, "the reproduction raised nothing"
+    return text
+
+
+def test_a_scale_of_one_over_root_1_and_an_alternative_equal_to_the_right_result_name_nothing():
+    assert MISTAKES.scale_diagnoses(lambda s: torch.ones(2) * s, 1) == []
+    assert len(MISTAKES.scale_diagnoses(lambda s: torch.ones(2) * s, 4)) == 3
+    right = torch.tensor([1.0, 2.0])
+    kept = MISTAKES.differing([(right.clone(), "same"), (right * 2, "double"), (torch.ones(3), "other shape")], right)
+    assert [message for _, message in kept] == ["double", "other shape"]
+
+
+def test_dot_T_is_named_only_for_the_error_dot_T_raises_and_a_swap_of_axes_0_and_1_for_its_own():
+    x = torch.rand(2, 5, 3)
+    pairs = dict(MISTAKES.transpose_errors(x, x))
+    assert pairs[_error(lambda: x @ x.T)] == MISTAKES.BATCH_DOT_T
+    assert pairs[_error(lambda: x @ x.transpose(0, 1))] == MISTAKES.AXES_0_1_SWAPPED
+    square = torch.rand(3, 3, 3)  # .T and a swap of axes 0 and 1 raise nothing here: nothing to name
+    assert MISTAKES.transpose_errors(square, square) == []
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self, context_length: int, num_heads: int | None = None):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(context_length, context_length).triu(1))
+        if num_heads is not None:
+            self.num_heads = num_heads
+
+
+def test_the_mask_is_blamed_only_from_its_own_shape_and_the_error_it_gives():
+    x = torch.rand(2, 5, 3)
+    uncut = _error(lambda: torch.zeros(2, 5, 5).masked_fill(torch.ones(6, 6).bool(), 0.0))
+    by_batch = _error(lambda: torch.zeros(2, 6, 6).masked_fill(torch.ones(2, 2).bool(), 0.0))
+    assert dict(MISTAKES.mask_errors(_Attention(6), x))[uncut] == MISTAKES.MASK_NOT_CUT
+    full = dict(MISTAKES.mask_errors(_Attention(6), torch.rand(2, 6, 3)))  # T = context_length: no cut needed
+    assert MISTAKES.MASK_NOT_CUT not in full.values() and full[by_batch] == MISTAKES.TOKENS_FROM_BATCH
+    heads = dict(MISTAKES.mask_errors(_Attention(6, num_heads=2), x))
+    assert heads[_error(lambda: torch.zeros(2, 2, 5, 5).masked_fill(torch.ones(6, 6).bool(), 0.0))] == MISTAKES.MASK_NOT_CUT
+    assert MISTAKES.mask_errors(torch.nn.Linear(3, 3), x) == []  # no mask: nothing to blame
+    assert MISTAKES.mask_errors(_Attention(6), torch.rand(6, 6, 3)) == []  # batch = T = context_length: no wrong cut shows
+
+
+def test_too_many_tokens_names_the_batch_axis_only_when_the_module_refuses_a_batch_of_one_token_inputs():
+    def counts_the_batch(x):
+        if x.shape[0] > 4:
+            raise ValueError("too many")
+        return x
+
+    x = torch.rand(1, 5, 3)
+    assert MISTAKES.too_many_tokens(counts_the_batch, x, 4) == MISTAKES.TOKENS_FROM_BATCH
+    assert MISTAKES.too_many_tokens(lambda x: x, x, 4) == MISTAKES.TOO_MANY_TOKENS
+
+
+def test_a_differs_line_says_only_what_holds_on_every_element():
+    expected = torch.tril(torch.ones(4, 4))
+    complement = KNOWN.differences(1 - expected, expected)
+    assert not any("constant factor" in d for d in complement) and any("the complement" in d for d in complement)
+    assert any("× 2 everywhere" in d for d in KNOWN.differences(2 * expected, expected))
+    almost = 2 * expected
+    almost[0, 3] = 1.0  # twice the expected value but where the expected value is 0
+    assert not any("constant factor" in d for d in KNOWN.differences(almost, expected))
+
+
+def test_not_assert_is_said_only_to_an_assert():
+    assert MISTAKES.not_divisible(AssertionError("d_out must be divisible")) == MISTAKES.NOT_DIVISIBLE
+    for raised in (None, RuntimeError("shape '[1, 2, 2, 2]' is invalid for input of size 10")):
+        assert MISTAKES.not_divisible(raised) == MISTAKES.DIVISIBILITY_NOT_CHECKED
+        assert "assert" not in MISTAKES.not_divisible(raised)
+    nan = torch.tensor([float("nan"), 1.0, 2.0])
+    assert not KNOWN.differences(torch.tensor([float("nan"), 1.0, 2.0 + 1e-7]), nan)  # no "× 1": it holds nowhere new
+    assert not any("constant factor" in d for d in KNOWN.differences(torch.tensor([3.0, 2.0, 4.0]), nan))
