@@ -13,6 +13,7 @@ from pathlib import Path
 from grader.blind_ids import add_blind_option, blind_ids
 from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
+from grader.classroom.late_policy import LatePolicy, LatePolicyError, read_late_policy
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.overrides import OverrideError, Overrides, read_overrides
@@ -68,6 +69,19 @@ def _overrides(args: argparse.Namespace) -> Overrides | None:
         raise UsageError(str(err)) from None
 
 
+def add_late_policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--late-policy", type=Path, metavar="FILE",
+                        help="apply the late policy of FILE (JSON: due date, extensions, penalty rule, grace, cutoff; "
+                             "docs/class-grading.md, Late submissions) at the end of the run, before the overrides")
+
+
+def _late_policy(args: argparse.Namespace) -> LatePolicy | None:
+    try:
+        return None if args.late_policy is None else read_late_policy(args.late_policy)
+    except LatePolicyError as err:
+        raise UsageError(str(err)) from None
+
+
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student")
     parser.add_argument("--csv", type=Path, required=True, metavar="GRADES.csv",
@@ -89,6 +103,7 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
     add_blind_option(parser, "the feedback and the summary name")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_score_all(args: argparse.Namespace) -> int:
@@ -100,6 +115,7 @@ def run_score_all(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     _check_gradebook(args)
+    late_policy = _late_policy(args)
     check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
     make_dir(args.json_dir, "--json-dir")
     make_dir(args.feedback_dir, "--feedback-dir")
@@ -108,7 +124,7 @@ def run_score_all(args: argparse.Namespace) -> int:
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment, regrade_stale=args.regrade_stale,
                            blind=blind_ids(args),
-                           overrides=_overrides(args))
+                           overrides=_overrides(args), late_policy=late_policy)
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -182,12 +198,17 @@ def add_nbgrader_arguments(parser: argparse.ArgumentParser) -> None:  # Jupyter 
                         help="grade this assignment only (default: every assignment with submissions)")
     add_grading_options(parser, for_class=True)
     add_visibility_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_nbgrader(args: argparse.Namespace) -> int:
     """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
     try:
         course = find_course(args.course, args.assignment)
+        policy = _late_policy(args)
+        if policy is not None and len(course.assignments) > 1:
+            raise UsageError(f"--late-policy holds one due date: give --assignment too ({', '.join(course.assignments)} "
+                             "have submissions)")
         # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
         # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
         # course: the other students' notebooks, and the solutions in source/.
@@ -197,7 +218,8 @@ def run_nbgrader(args: argparse.Namespace) -> int:
         stop_on_sigterm()
         # The course's own grading folder: a row graded under another rubric or grader is graded again
         # (a warning says so), never kept beside the others; the gradebook is the course's record.
-        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args), regrade_stale=True),
+        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args), regrade_stale=True,
+                                                    late_policy=policy),
                                args.visibility, progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
     except (CourseError, BatchError) as err:
         raise UsageError(str(err)) from None
