@@ -172,6 +172,7 @@ def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source", type=Path, metavar="OLD.csv",
                         help="rescore the rows of this CSV instead (the one the reports were graded into)")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
     add_feedback_options(parser, "also write each graded student's feedback, rescored, to DIR (created)")
 
 
@@ -183,7 +184,8 @@ def run_rescore(args: argparse.Namespace) -> int:
     make_dir(args.feedback_dir, "--feedback-dir")
     try:
         result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args),
-                               feedback_dir=args.feedback_dir, visibility=args.visibility)
+                               feedback_dir=args.feedback_dir, visibility=args.visibility,
+                               late_policy=_late_policy(args))
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)

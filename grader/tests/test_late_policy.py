@@ -23,6 +23,7 @@ from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_PENALTY_COLUMN, 
 from grader.classroom.late_policy import LatePolicy, apply_late, lateness, read_late_policy
 from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import log_path
+from grader.classroom.rescore import RescoreError, rescore_class
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
 from grader.classroom.submission_time import submission_time
 from grader.cli import main
@@ -252,6 +253,12 @@ def test_late_penalty_then_override(tmp_path: Path) -> None:
     row = read_grades(csv_path).rows["alice"]
     graded = json.loads(json_path(tmp_path / "reports", "alice").read_text())["score"]
     assert float(taken) > 0 and row[LATE_PENALTY_COLUMN] == taken and float(row["score"]) == pytest.approx(graded)
+    # a rescore from the JSON reports applies it again, from the rows' own submitted_at, or is refused without it
+    with pytest.raises(RescoreError, match="give --late-policy FILE again"):
+        rescore_class(tmp_path / "reports", csv_path, overrides=read_overrides(overrides))
+    rescore_class(tmp_path / "reports", csv_path, overrides=read_overrides(overrides), late_policy=policy(tmp_path))
+    again = read_grades(csv_path).rows["alice"]
+    assert [again[c] for c in (SUBMITTED_AT_COLUMN, LATE_BY_COLUMN)] == [row[SUBMITTED_AT_COLUMN], "16.5"]
 
 
 # --- the nbgrader path -------------------------------------------------------------------------------
