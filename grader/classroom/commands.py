@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from grader.blind_ids import add_blind_option, blind_ids
 from grader.classroom.export_command import EXPORT
@@ -62,24 +63,26 @@ def add_overrides_option(parser: argparse.ArgumentParser) -> None:
                              "reason, who) to the grades, at the end of the run; give it to every run")
 
 
-def _overrides(args: argparse.Namespace) -> Overrides | None:
-    try:
-        return None if args.overrides is None else read_overrides(args.overrides)
-    except OverrideError as err:
-        raise UsageError(str(err)) from None
-
-
 def add_late_policy_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--late-policy", type=Path, metavar="FILE",
                         help="apply the late policy of FILE (JSON: due date, extensions, penalty rule, grace, cutoff; "
                              "docs/class-grading.md, Late submissions) at the end of the run, before the overrides")
 
 
-def _late_policy(args: argparse.Namespace) -> LatePolicy | None:
+def _read_given(path: Path | None, read: Callable[[Path], Any], error: type[Exception]) -> Any:
+    """``read(path)`` of a file option (None: not given); its ``error`` becomes the command's one-line refusal."""
     try:
-        return None if args.late_policy is None else read_late_policy(args.late_policy)
-    except LatePolicyError as err:
+        return None if path is None else read(path)
+    except error as err:
         raise UsageError(str(err)) from None
+
+
+def _overrides(args: argparse.Namespace) -> Overrides | None:
+    return _read_given(args.overrides, read_overrides, OverrideError)
+
+
+def _late_policy(args: argparse.Namespace) -> LatePolicy | None:
+    return _read_given(args.late_policy, read_late_policy, LatePolicyError)
 
 
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
