@@ -74,7 +74,10 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
     log_changes(csv_path, held, final, regraded, overrides)
     touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
     if shown.feedback_dir is not None:
-        students = sorted({*touched, *(shown.reports if shown.every_report else ())})
+        # an error row's feedback says why it was not graded: only an override is worth a warning there
+        overridden = {name for name in touched if final[name].get(OVERRIDES_COLUMN) or held.get(name, {}).get(OVERRIDES_COLUMN)}
+        students = sorted({*(name for name in touched if final[name]["status"] == "graded"), *overridden,
+                           *(shown.reports if shown.every_report else ())})
         warnings += _feedback(students, final, overrides, shown, late_notes)
     if shown.gradebook is not None and touched:
         from grader.classroom.gradebook import ClassGradebook  # imports nbgrader (2 s): only with a gradebook
