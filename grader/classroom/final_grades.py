@@ -58,7 +58,8 @@ def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str
 
 
 def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Overrides | None, regraded: str,
-           shown: Shown = Shown(), late: LatePolicy | None = None, times: Mapping[str, datetime] | None = None) -> list[str]:
+           shown: Shown = Shown(), late: LatePolicy | None = None,
+           times: Mapping[str, datetime] | None = None) -> list[str]:
     """Apply the ``late`` policy (the students' submission times: ``times``, else their rows' ``submitted_at``),
     then ``overrides``, to the CSV at ``csv_path`` (written by the run, no override applied), rewrite it
     when they change it, log the totals that changed from ``held``, and show the final grades in the
@@ -75,7 +76,8 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
     touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
     if shown.feedback_dir is not None:
         # an error row's feedback says why it was not graded: only an override is worth a warning there
-        overridden = {name for name in touched if final[name].get(OVERRIDES_COLUMN) or held.get(name, {}).get(OVERRIDES_COLUMN)}
+        overridden = {name for name in touched
+                      if final[name].get(OVERRIDES_COLUMN) or held.get(name, {}).get(OVERRIDES_COLUMN)}
         students = sorted({*(name for name in touched if final[name]["status"] == "graded"), *overridden,
                            *(shown.reports if shown.every_report else ())})
         warnings += _feedback(students, final, overrides, shown, late_notes)

@@ -141,7 +141,8 @@ def read_grades(csv_path: Path) -> CsvContent:
     older += [(*LATE_COLUMNS, *columns) for columns in older]
     if first_line == ",".join(c for c in csv_columns() if c not in LATE_COLUMNS):
         raise SheetError(f"{csv_path} was written by an older grader, without the late-policy columns "
-                         f"({', '.join(LATE_COLUMNS)}): grade the class again into it with score-all --force, or move it away")
+                         f"({', '.join(LATE_COLUMNS)}): grade the class again into it with score-all --force, "
+                         "or move it away")
     if first_line in {",".join(c for c in csv_columns() if c not in columns) for columns in older}:
         raise SheetError(f"{csv_path} was written by an older grader, without the columns that say what graded "
                          f"each row ({', '.join(PROVENANCE_COLUMNS)}): grade the class again into it with "

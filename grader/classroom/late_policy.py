@@ -192,7 +192,8 @@ def apply_late(rows: Mapping[str, Mapping[str, str]], policy: LatePolicy | None,
     result, notes = {}, {}
     for name, row in rows.items():
         row = without_late(row)
-        when = times.get(name) or (datetime.fromisoformat(row[SUBMITTED_AT_COLUMN]) if row.get(SUBMITTED_AT_COLUMN) else None)
+        held = row.get(SUBMITTED_AT_COLUMN)
+        when = times.get(name) or (datetime.fromisoformat(held) if held else None)
         if when is not None:
             late = lateness(policy, name, when, float(row["score"]))
             row[SUBMITTED_AT_COLUMN] = when.astimezone(timezone.utc).isoformat(timespec="seconds")

@@ -226,7 +226,8 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     def grading_of(name: str) -> GradeOptions:
         return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
 
-    options = replace(options, json_dir=json_dir, grading_of=grading_of, class_outputs=False, **late_options(course, options))
+    options = replace(options, json_dir=json_dir, grading_of=grading_of, class_outputs=False,
+                      **late_options(course, options))
     batch = score_all(course.work / "intake", csv_path, options, progress=progress)
     summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
     summary.outputs = assignment_outputs(course, csv_path, batch.reports, summary.warnings)

@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from grader.classroom.grades_sheet import LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN, SheetError, csv_cell, read_grades
+from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN, SheetError, csv_cell,
+                                           read_grades)
 from grader.classroom.overrides import SEPARATOR, Overrides, without_overrides
 from grader.classroom.provenance import grader_version
 
@@ -65,7 +66,8 @@ def _why(student: str, held: Mapping[str, str], final: Mapping[str, str], regrad
         parts.append(regraded)
     if not _same(held.get(LATE_PENALTY_COLUMN) or "0", final.get(LATE_PENALTY_COLUMN) or "0"):
         taken = final.get(LATE_PENALTY_COLUMN) or "0"
-        parts.append(f"late penalty -{taken} (late by {final[LATE_BY_COLUMN]} h)" if float(taken) else "late penalty removed")
+        parts.append(f"late penalty -{taken} (late by {final[LATE_BY_COLUMN]} h)" if float(taken)
+                     else "late penalty removed")
     if _decisions(held) != _decisions(final):
         reasons = [o.reason for o in overrides.of(student)] if overrides is not None and final.get(OVERRIDES_COLUMN) else []
         parts.append("override " + ", ".join(reasons) if reasons else "override removed")

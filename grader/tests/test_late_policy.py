@@ -18,8 +18,8 @@ import pytest
 
 from grader.classroom.class_numbers import summarize_class
 from grader.classroom.class_summary import to_markdown
-from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_PENALTY_COLUMN, SUBMITTED_AT_COLUMN, csv_row,
-                                           json_path, read_class, read_grades)
+from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_COLUMNS, LATE_PENALTY_COLUMN, SUBMITTED_AT_COLUMN,
+                                           SheetError, csv_columns, csv_row, json_path, read_class, read_grades)
 from grader.classroom.late_policy import LatePolicy, apply_late, lateness, read_late_policy
 from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import log_path
@@ -132,6 +132,13 @@ def test_the_row_says_it_and_applying_again_changes_nothing(tmp_path: Path) -> N
     assert again == first
     unknown, none = apply_late({"alice": row}, rules, {})
     assert unknown["alice"] == row and not none  # no time: no penalty
+
+
+def test_a_csv_without_the_late_columns_is_refused_in_one_line(tmp_path: Path) -> None:
+    csv_path = tmp_path / "grades.csv"
+    csv_path.write_text(",".join(c for c in csv_columns() if c not in LATE_COLUMNS) + "\r\n")
+    with pytest.raises(SheetError, match="without the late-policy columns \\(submitted_at, late_by, late_penalty\\)"):
+        read_grades(csv_path)
 
 
 # --- where a submission's time comes from ---------------------------------------------------------------
