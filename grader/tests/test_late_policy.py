@@ -155,6 +155,10 @@ def test_timestamp_txt_comes_first(tmp_path: Path) -> None:
     (tmp_path / "sub" / "attention.py").write_text("x = 1\n")
     found = submission_time(tmp_path / "sub")
     assert found is not None and found.source == "timestamp.txt" and found.when == LATE
+    stamp(tmp_path / "elsewhere", DUE)  # a timestamp.txt that is a link out of the submission is not read
+    (tmp_path / "sub" / "timestamp.txt").unlink()
+    (tmp_path / "sub" / "timestamp.txt").symlink_to(tmp_path / "elsewhere" / "timestamp.txt")
+    assert submission_time(tmp_path / "sub").source == "file time"
 
 
 def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path) -> None:
