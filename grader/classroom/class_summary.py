@@ -45,8 +45,18 @@ REVIEW_SAYS = ("code that could hide operations from the trace of the from-scrat
                "shortcuts\"): the grades stand as graded; a person decides")
 OVERRIDES_SAY = ("changed by the instructor's overrides (--overrides): the totals above hold them; each says what it "
                  "changed (old -> new), by how much, who decided and why")
+LATE_SAY = ("late by the late policy (--late-policy): the totals above hold the penalty (hours from the student's "
+            "own due date, extensions included); an override applies after it")
 FAILED_MOST_SAYS = ("each test counted among the students who attempted its exercise (those who did not start "
                     "it are left out), and only where failing it cost points")
+
+
+def _decided(summary: ClassSummary) -> list[tuple[str, str, str, dict[str, str]]]:
+    """The sections of what the instructor decided, where some student has it: (title, what it says, the
+    heading of its second column, student -> line)."""
+    sections = [("Late submissions", LATE_SAY, "how late, the penalty", summary.late),
+                ("Overrides", OVERRIDES_SAY, "what was applied", summary.overrides)]
+    return [section for section in sections if section[3]]
 
 
 def _columns(summary: ClassSummary) -> list[tuple[str, str, str]]:
@@ -94,9 +104,9 @@ def to_markdown(summary: ClassSummary, plots_note: str = "", similar: Sequence[s
     if summary.review:
         lines += ["", "## For review", "", REVIEW_SAYS, "", "| student | what was found |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(summary.review.items())]
-    if summary.overrides:
-        lines += ["", "## Overrides", "", OVERRIDES_SAY, "", "| student | what was applied |", "| --- | --- |"]
-        lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(summary.overrides.items())]
+    for title, says, heading, items in _decided(summary):
+        lines += ["", f"## {title}", "", says, "", f"| student | {heading} |", "| --- | --- |"]
+        lines += [f"| {_md_cell(s)} | {_md_cell(what)} |" for s, what in sorted(items.items())]
     if summary.errors:
         lines += ["", "## Not graded", "", "| student | why |", "| --- | --- |"]
         lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.errors.items())]
@@ -172,9 +182,9 @@ def _html_tables(summary: ClassSummary) -> list[str]:
         parts.append(f"<h2>For review</h2><p>{e(REVIEW_SAYS)}</p><table><tr><th>student</th><th>what was found</th></tr>")
         parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(summary.review.items())]
         parts.append("</table>")
-    if summary.overrides:
-        parts.append(f"<h2>Overrides</h2><p>{e(OVERRIDES_SAY)}</p><table><tr><th>student</th><th>what was applied</th></tr>")
-        parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(summary.overrides.items())]
+    for title, says, heading, items in _decided(summary):
+        parts.append(f"<h2>{e(title)}</h2><p>{e(says)}</p><table><tr><th>student</th><th>{e(heading)}</th></tr>")
+        parts += [f"<tr><td>{e(s)}</td><td>{e(what)}</td></tr>" for s, what in sorted(items.items())]
         parts.append("</table>")
     if summary.errors:
         parts.append("<h2>Not graded</h2><table><tr><th>student</th><th>why</th></tr>")

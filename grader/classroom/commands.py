@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from grader.blind_ids import add_blind_option, blind_ids
 from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
+from grader.classroom.late_policy import LatePolicy, LatePolicyError, read_late_policy
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.overrides import OverrideError, Overrides, read_overrides
@@ -61,11 +63,26 @@ def add_overrides_option(parser: argparse.ArgumentParser) -> None:
                              "reason, who) to the grades, at the end of the run; give it to every run")
 
 
-def _overrides(args: argparse.Namespace) -> Overrides | None:
+def add_late_policy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--late-policy", type=Path, metavar="FILE",
+                        help="apply the late policy of FILE (JSON: due date, extensions, penalty rule, grace, cutoff; "
+                             "docs/class-grading.md, Late submissions) at the end of the run, before the overrides")
+
+
+def _read_given(path: Path | None, read: Callable[[Path], Any], error: type[Exception]) -> Any:
+    """``read(path)`` of a file option (None: not given); its ``error`` becomes the command's one-line refusal."""
     try:
-        return None if args.overrides is None else read_overrides(args.overrides)
-    except OverrideError as err:
+        return None if path is None else read(path)
+    except error as err:
         raise UsageError(str(err)) from None
+
+
+def _overrides(args: argparse.Namespace) -> Overrides | None:
+    return _read_given(args.overrides, read_overrides, OverrideError)
+
+
+def _late_policy(args: argparse.Namespace) -> LatePolicy | None:
+    return _read_given(args.late_policy, read_late_policy, LatePolicyError)
 
 
 def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,6 +106,7 @@ def add_score_all_arguments(parser: argparse.ArgumentParser) -> None:
     add_gradebook_options(parser, "record the scores in this nbgrader gradebook (sqlite file)")
     add_blind_option(parser, "the feedback and the summary name")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_score_all(args: argparse.Namespace) -> int:
@@ -100,6 +118,7 @@ def run_score_all(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     _check_gradebook(args)
+    late_policy = _late_policy(args)
     check_class_isolation(args.sandbox, args.submissions)  # refuse before grading anyone
     make_dir(args.json_dir, "--json-dir")
     make_dir(args.feedback_dir, "--feedback-dir")
@@ -108,7 +127,7 @@ def run_score_all(args: argparse.Namespace) -> int:
                            feedback_dir=args.feedback_dir, visibility=args.visibility,
                            gradebook=args.gradebook, assignment=args.assignment, regrade_stale=args.regrade_stale,
                            blind=blind_ids(args),
-                           overrides=_overrides(args))
+                           overrides=_overrides(args), late_policy=late_policy)
     stop_on_sigterm()
     try:  # both refuse before anyone is graded
         summary = score_all(args.submissions, args.csv, options,
@@ -156,6 +175,7 @@ def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="source", type=Path, metavar="OLD.csv",
                         help="rescore the rows of this CSV instead (the one the reports were graded into)")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
     add_feedback_options(parser, "also write each graded student's feedback, rescored, to DIR (created)")
 
 
@@ -167,7 +187,8 @@ def run_rescore(args: argparse.Namespace) -> int:
     make_dir(args.feedback_dir, "--feedback-dir")
     try:
         result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args),
-                               feedback_dir=args.feedback_dir, visibility=args.visibility)
+                               feedback_dir=args.feedback_dir, visibility=args.visibility,
+                               late_policy=_late_policy(args))
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
@@ -182,12 +203,17 @@ def add_nbgrader_arguments(parser: argparse.ArgumentParser) -> None:  # Jupyter 
                         help="grade this assignment only (default: every assignment with submissions)")
     add_grading_options(parser, for_class=True)
     add_visibility_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_nbgrader(args: argparse.Namespace) -> int:
     """Stage, grade, record and write the feedback of an nbgrader course (grader/classroom/nbgrader_course.py)."""
     try:
         course = find_course(args.course, args.assignment)
+        policy = _late_policy(args)
+        if policy is not None and len(course.assignments) > 1:
+            raise UsageError(f"--late-policy holds one due date: give --assignment too ({', '.join(course.assignments)} "
+                             "have submissions)")
         # Refuse before anything is written, and before the gradebook is read (nbgrader takes 2 s to
         # import). Under uid isolation (no mount namespace) a student's code could otherwise read the
         # course: the other students' notebooks, and the solutions in source/.
@@ -197,7 +223,8 @@ def run_nbgrader(args: argparse.Namespace) -> int:
         stop_on_sigterm()
         # The course's own grading folder: a row graded under another rubric or grader is graded again
         # (a warning says so), never kept beside the others; the gradebook is the course's record.
-        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args), regrade_stale=True),
+        summary = grade_course(course, BatchOptions(jobs=args.jobs, grading=grade_options(args), regrade_stale=True,
+                                                    late_policy=policy),
                                args.visibility, progress=lambda p: print(p.line(), file=sys.stderr, flush=True))
     except (CourseError, BatchError) as err:
         raise UsageError(str(err)) from None

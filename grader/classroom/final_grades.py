@@ -3,7 +3,9 @@ the final grades. The instructor's overrides (grader/classroom/overrides.py) are
 the CSV is written with them, each change of a total from what the CSV held goes into the regrade log
 (grader/classroom/regrade_log.py), and what else shows a student's grade follows: their feedback file
 (a line per override, the scores overridden) and their nbgrader gradebook row (an exercise override is
-its cell's score; a total override has no cell there: nbgrader's total is the sum of its cells).
+its cell's score; a total override has no cell there: nbgrader's total is the sum of its cells). A late
+policy (grader/classroom/late_policy.py) is applied first, the same way: taken off the rows and applied
+anew on every run that is given it; in the gradebook it is the submission's ``late_submission_penalty``.
 
 Runs read the CSV they resume without the overrides (grader.classroom.overrides.rows_without_overrides), so an override is applied
 once per run, to whatever the grading or the rescore gave, and survives ``--force``.
@@ -12,11 +14,13 @@ once per run, to whatever the grading or the rescore gave, and survives ``--forc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping
 
 from grader.blind_ids import BlindIds
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN, json_path, read_grades, write_grades
+from grader.classroom.late_policy import LatePolicy, apply_late
 from grader.classroom.overrides import (Overrides, apply_overrides, check_held, notes, overridden_report,
                                         rows_without_overrides)
 from grader.classroom.regrade_log import held_rows, log_changes
@@ -54,18 +58,29 @@ def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str
 
 
 def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Overrides | None, regraded: str,
-           shown: Shown = Shown()) -> list[str]:
-    """Apply ``overrides`` to the CSV at ``csv_path`` (written by the run, no override applied), rewrite it
-    when they change it, log the totals that changed from ``held``, and show the overridden grades in the
-    feedback and the gradebook of ``shown``. The warnings."""
+           shown: Shown = Shown(), late: LatePolicy | None = None,
+           times: Mapping[str, datetime] | None = None) -> list[str]:
+    """Apply the ``late`` policy (the students' submission times: ``times``, else their rows' ``submitted_at``),
+    then ``overrides``, to the CSV at ``csv_path`` (written by the run, no override applied), rewrite it
+    when they change it, log the totals that changed from ``held``, and show the final grades in the
+    feedback and the gradebook of ``shown``. The warnings.
+
+    The penalty comes first, on the score the grading gave; an override (of an exercise or of the total)
+    then applies to the penalized row, so that an instructor can correct a penalty (an excused delay)."""
     base = read_grades(Path(csv_path)).rows
-    final, warnings = apply_overrides(base, overrides)
+    penalized, late_notes = apply_late(base, late, times or {})
+    final, warnings = apply_overrides(penalized, overrides)
     if final != base:
         write_grades(Path(csv_path), final.values())
     log_changes(csv_path, held, final, regraded, overrides)
     touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
     if shown.feedback_dir is not None:
-        warnings += _feedback(sorted({*touched, *(shown.reports if shown.every_report else ())}), final, overrides, shown)
+        # an error row's feedback says why it was not graded: only an override is worth a warning there
+        overridden = {name for name in touched
+                      if final[name].get(OVERRIDES_COLUMN) or held.get(name, {}).get(OVERRIDES_COLUMN)}
+        students = sorted({*(name for name in touched if final[name]["status"] == "graded"), *overridden,
+                           *(shown.reports if shown.every_report else ())})
+        warnings += _feedback(students, final, overrides, shown, late_notes)
     if shown.gradebook is not None and touched:
         from grader.classroom.gradebook import ClassGradebook  # imports nbgrader (2 s): only with a gradebook
 
@@ -76,7 +91,7 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
 
 
 def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overrides: Overrides | None,
-              shown: Shown) -> list[str]:
+              shown: Shown, late_notes: Mapping[str, str]) -> list[str]:
     """Write the feedback of ``students`` again with their final grades; the warnings."""
     warnings = []
     for name in students:
@@ -91,8 +106,10 @@ def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overr
             why = "no JSON report (--json-dir) to render it from"
         if row["status"] != "graded" or report is None:
             why = "an error row's feedback says why it was not graded" if row["status"] != "graded" else why
-            warnings.append(f"the feedback of {printable(name)} does not show their overrides: {why}")
+            warnings.append(f"the feedback of {printable(name)} does not show their final grade "
+                            f"(overrides, late penalty): {why}")
             continue
+        lines = [late_notes[name]] if name in late_notes else []
         write_feedback(name if shown.blind is None else shown.blind(name), overridden_report(report, row),
-                       shown.feedback_dir, shown.visibility, notes(row, overrides))
+                       shown.feedback_dir, shown.visibility, lines + notes(row, overrides))
     return warnings

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from grader.authoring.nbgrader_release import gpu_group
+from grader.classroom.grades_sheet import LATE_PENALTY_COLUMN
 from grader.files import private_files
 from grader.rubric import load_rubric
 
@@ -247,12 +248,19 @@ class ClassGradebook:
 
     def record(self, row: Mapping[str, Any], timestamp: Any = None) -> None:
         """Record one row of score-all's CSV (plain text, as grader.classroom.grades_sheet.csv_row and read_grades give it);
-        ``timestamp`` (a datetime), when given, becomes the submission's (nbgrader's late penalties read it)."""
+        ``timestamp`` (a datetime), when given, becomes the submission's; the row's ``late_penalty`` (the late
+        policy's, grader/classroom/late_policy.py) becomes its first notebook's ``late_submission_penalty``,
+        which ``nbgrader export`` and formgrader take off the sum of the cells, as ``nbgrader autograde``'s
+        LateSubmissionPlugin would have (autograde does not run here)."""
         student = str(row["student"])
         graded = row["status"] == "graded"
         gb = self.gb
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(self.assignment, student, **({"timestamp": timestamp} if timestamp else {}))
+        submission = gb.update_or_create_submission(self.assignment, student,
+                                                    **({"timestamp": timestamp} if timestamp else {}))
+        penalty = _number(row.get(LATE_PENALTY_COLUMN) or 0)  # nbgrader export: score = cells' sum - penalty
+        for i, notebook in enumerate(sorted(submission.notebooks, key=lambda nb: nb.name)):
+            notebook.late_submission_penalty = (penalty or None) if i == 0 else None
         if graded and self.layout.kind == "kata":
             gpu_max = max(0.0, _number(row["max_score"]) - sum(ex.points for ex in self._rubric.exercises.values()))
             cell = gb.find_grade_cell(GPU_CELL, NOTEBOOK, self.assignment)

@@ -5,7 +5,9 @@ the nbgrader course, the class-level outputs), in this one module:
 
 - the columns (:func:`csv_columns`): ``student``, ``score``, ``max_score``, one per exercise of the
   rubric, ``gpu_check``, ``status`` (one of :data:`STATUSES`), ``message``, ``review`` (the report's lines
-  "for review": what could hide operations from the from-scratch rule's trace), ``submission_sha256``,
+  "for review": what could hide operations from the from-scratch rule's trace), ``submitted_at``,
+  ``late_by`` and ``late_penalty`` (when the student submitted, how many hours late, the points the late
+  policy took from ``score``: grader/classroom/late_policy.py; empty without a policy), ``submission_sha256``,
   ``graded_by`` and ``graded_at`` (what graded the row, a short hash of its provenance key, and when:
   grader/classroom/provenance.py), ``overrides`` (what the instructor's overrides changed in the row: grader/classroom/overrides.py);
 - a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
@@ -42,6 +44,9 @@ REVIEW_COLUMN = "review"
 # What graded a row (grader/classroom/provenance.py): its key's short hash, and when (UTC).
 GRADED_BY_COLUMN, GRADED_AT_COLUMN = "graded_by", "graded_at"
 PROVENANCE_COLUMNS = (GRADED_BY_COLUMN, GRADED_AT_COLUMN)
+# When a student submitted and what the late policy took (grader/classroom/late_policy.py): empty without one.
+SUBMITTED_AT_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN = "submitted_at", "late_by", "late_penalty"
+LATE_COLUMNS = (SUBMITTED_AT_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN)
 OVERRIDES_COLUMN = "overrides"  # written by grader/classroom/overrides.py alone; empty in a graded row
 STATUSES = ("graded", "error")
 # What a spreadsheet reads as the start of a formula (OWASP's list for CSV injection).
@@ -56,7 +61,7 @@ class SheetError(Exception):
 
 def csv_columns() -> list[str]:
     return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", REVIEW_COLUMN,
-            HASH_COLUMN, *PROVENANCE_COLUMNS, OVERRIDES_COLUMN]
+            *LATE_COLUMNS, HASH_COLUMN, *PROVENANCE_COLUMNS, OVERRIDES_COLUMN]
 
 
 def csv_cell(value: Any) -> Any:
@@ -132,7 +137,12 @@ def read_grades(csv_path: Path) -> CsvContent:
     first_line = text.split("\n", 1)[0].rstrip("\r")
     if not text.strip() or (header.startswith(first_line) and "\n" not in text):
         return content  # empty, or killed while writing the header
-    older = (PROVENANCE_COLUMNS, (*PROVENANCE_COLUMNS, OVERRIDES_COLUMN))  # the columns an older grader did not write
+    older = [PROVENANCE_COLUMNS, (*PROVENANCE_COLUMNS, OVERRIDES_COLUMN)]  # the columns an older grader did not write
+    older += [(*LATE_COLUMNS, *columns) for columns in older]
+    if first_line == ",".join(c for c in csv_columns() if c not in LATE_COLUMNS):
+        raise SheetError(f"{csv_path} was written by an older grader, without the late-policy columns "
+                         f"({', '.join(LATE_COLUMNS)}): grade the class again into it with score-all --force, "
+                         "or move it away")
     if first_line in {",".join(c for c in csv_columns() if c not in columns) for columns in older}:
         raise SheetError(f"{csv_path} was written by an older grader, without the columns that say what graded "
                          f"each row ({', '.join(PROVENANCE_COLUMNS)}): grade the class again into it with "

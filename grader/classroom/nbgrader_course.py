@@ -35,12 +35,14 @@ from typing import Any, Callable
 
 from grader.authoring.nbgrader_release import gpu_group, notebook_modules
 from grader.classroom.gradebook import ClassGradebook, GradebookError
-from grader.classroom.grades_sheet import SheetError, csv_row, read_grades, write_grades
+from grader.classroom.grades_sheet import LATE_PENALTY_COLUMN, SheetError, csv_row, read_grades, write_grades
+from grader.classroom.late_policy import LatePolicy, row_note
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.notebook_intake import NotebookError
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
 from grader.classroom.sheet_lock import SheetBusy, take_lock
+from grader.classroom.submission_time import submission_time
 from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports.nbgrader_feedback import feedback_html
@@ -224,8 +226,9 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     def grading_of(name: str) -> GradeOptions:
         return assignment_options(options.grading, name.split(SEPARATOR, 1)[0])
 
-    batch = score_all(course.work / "intake", csv_path,
-                      replace(options, json_dir=json_dir, grading_of=grading_of, class_outputs=False), progress=progress)
+    options = replace(options, json_dir=json_dir, grading_of=grading_of, class_outputs=False,
+                      **late_options(course, options))
+    batch = score_all(course.work / "intake", csv_path, options, progress=progress)
     summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
     summary.outputs = assignment_outputs(course, csv_path, batch.reports, summary.warnings)
     rows = read_grades(csv_path).rows
@@ -250,7 +253,7 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     unreleasable: dict[str, list[str]] = {}
     for result in summary.results:
         try:
-            page = write_feedback(course, result, visibility)
+            page = write_feedback(course, result, visibility, options.late_policy)
         except OSError as err:
             summary.warnings.append(f"no feedback for {result.student} ({result.assignment}): {err}")
             continue
@@ -260,6 +263,24 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
     for assignment, students in unreleasable.items():
         summary.warnings.append(release_feedback_warning(assignment, students))
     return summary
+
+
+def late_options(course: Course, options: BatchOptions) -> dict[str, Any]:
+    """What score-all needs to apply ``options``' late policy to the staged notebooks: each submission's time
+    from nbgrader's ``timestamp.txt`` in ``submitted/<student>/<assignment>/`` (grader/classroom/submission_time.py),
+    and the extensions by staged name. Nothing without a policy."""
+    policy = options.late_policy
+    if policy is None:
+        return {}
+    times: dict[str, Any] = {}
+    for assignment, students in course.students.items():
+        for student in students:
+            found = submission_time(course.submitted / student / assignment)
+            if found is not None:
+                times[staged_name(assignment, student)] = found.when
+    extensions = {staged_name(assignment, student): when for assignment in course.students
+                  for student, when in policy.extensions.items()}
+    return {"late_policy": replace(policy, extensions=extensions), "submission_times": times}
 
 
 def assignment_outputs(course: Course, csv_path: Path, reports: dict[str, dict], warnings: list[str]) -> list[Path]:
@@ -323,7 +344,7 @@ def assignment_report(assignment: str, report: dict[str, Any]) -> dict[str, Any]
             "tests": [t for t in report.get("tests", []) if t["name"].split(": ", 1)[0] in own]}
 
 
-def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
+def write_feedback(course: Course, result: Graded, visibility: str, late: LatePolicy | None = None) -> Path:
     """``feedback/<student>/<assignment>/<assignment>.html`` and the submission's timestamp and secret
     beside it (what ``nbgrader release_feedback`` reads); returns the html file.
 
@@ -335,7 +356,10 @@ def write_feedback(course: Course, result: Graded, visibility: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.assignment}.html"
     part = assignment_report(result.assignment, result.report) if result.report is not None else None
-    page = feedback_html(result.assignment, result.student, part, visibility, result.row["message"])
+    note = row_note(result.row, staged_name(result.assignment, result.student), late)
+    if part is not None and note:
+        part["score"] = max(0.0, part["score"] - float(result.row[LATE_PENALTY_COLUMN]))
+    page = feedback_html(result.assignment, result.student, part, visibility, result.row["message"], [note] * bool(note))
     write_atomically(target, page, new_mode=0o644)
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:

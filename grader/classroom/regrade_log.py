@@ -5,7 +5,8 @@ with one line each time a run changes a student's total from what the grades CSV
 ``why`` says what changed it: what graded the row again (``regrade (--only)``, ``regrade (--force)``,
 ``regrade``: the submission changed or an error row was graded again; ``merge of shards``; ``rescore
 under changed rubric``), and ``override <reason>`` (or ``override removed``) when the overrides applied
-to the row changed; both when both did. score-all,
+to the row changed; ``late penalty -4.5 (late by 16.5 h)`` (or ``late penalty removed``) when the late
+policy's penalty changed (grader/classroom/late_policy.py); all that did. score-all,
 merge and rescore write it (grader/classroom/final_grades.py) after the CSV; nothing rewrites or
 shortens it. Cells are escaped as the grades CSV's are (grader.classroom.grades_sheet.csv_cell).
 """
@@ -18,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from grader.classroom.grades_sheet import OVERRIDES_COLUMN, SheetError, csv_cell, read_grades
+from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN, SheetError, csv_cell,
+                                           read_grades)
 from grader.classroom.overrides import SEPARATOR, Overrides, without_overrides
 from grader.classroom.provenance import grader_version
 
@@ -52,11 +54,20 @@ def _decisions(row: Mapping[str, str]) -> list[str]:
     return [entry[entry.find(" ("):] for entry in text.split(SEPARATOR)] if text else []
 
 
+def _graded(row: Mapping[str, str]) -> str:
+    """The total the grading gave: without the overrides, the late penalty given back."""
+    return str(float(without_overrides(row)["score"]) + float(row.get(LATE_PENALTY_COLUMN) or 0))
+
+
 def _why(student: str, held: Mapping[str, str], final: Mapping[str, str], regraded: str,
          overrides: Overrides | None) -> str:
     parts = []
-    if not _same(without_overrides(held)["score"], without_overrides(final)["score"]):
+    if not _same(_graded(held), _graded(final)):
         parts.append(regraded)
+    if not _same(held.get(LATE_PENALTY_COLUMN) or "0", final.get(LATE_PENALTY_COLUMN) or "0"):
+        taken = final.get(LATE_PENALTY_COLUMN) or "0"
+        parts.append(f"late penalty -{taken} (late by {final[LATE_BY_COLUMN]} h)" if float(taken)
+                     else "late penalty removed")
     if _decisions(held) != _decisions(final):
         reasons = [o.reason for o in overrides.of(student)] if overrides is not None and final.get(OVERRIDES_COLUMN) else []
         parts.append("override " + ", ".join(reasons) if reasons else "override removed")

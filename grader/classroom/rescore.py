@@ -32,8 +32,10 @@ from typing import Any, Callable
 
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked
-from grader.classroom.grades_sheet import (GRADED_AT_COLUMN, GRADED_BY_COLUMN, HASH_COLUMN, SheetError, csv_row,
-                                           json_path, read_grades, write_grades)
+from grader.classroom.grades_sheet import (GRADED_AT_COLUMN, GRADED_BY_COLUMN, HASH_COLUMN, SUBMITTED_AT_COLUMN,
+                                           SheetError, csv_row, json_path, read_grades, write_grades)
+from grader.classroom.late_policy import LatePolicy, LatePolicyError
+from grader.classroom.late_policy import check_held as check_late_held
 from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
 from grader.classroom.provenance import Provenance, known_keys, record_key, rubric_hash
 from grader.classroom.sheet_lock import SheetBusy, take_lock
@@ -117,10 +119,12 @@ def _rekeyed(source: Path, csv_path: Path, rubric_sha: str, warnings: list[str])
 
 
 def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None, overrides: Overrides | None = None,
-                  tests_dir: Path | None = None, feedback_dir: Path | None = None, visibility: str = "full") -> Rescored:
+                  tests_dir: Path | None = None, feedback_dir: Path | None = None, visibility: str = "full",
+                  late_policy: LatePolicy | None = None) -> Rescored:
     """Rescore the rows of ``source`` (default ``csv_path``) from the reports in ``json_dir`` into ``csv_path``
     under the rubric of ``tests_dir`` (default: the repository's tests/; see the module docstring), and write
-    every graded student's feedback from their rescored report into ``feedback_dir``; what it creates is
+    every graded student's feedback from their rescored report into ``feedback_dir``; ``late_policy`` applied
+    again to the rows' own ``submitted_at`` (a CSV holding penalties is refused without it); what it creates is
     for this user alone, as score-all's outputs are, and it holds ``csv_path``'s lock as score-all does."""
     with private_files():
         try:
@@ -129,11 +133,11 @@ def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None,
             raise RescoreError(str(err)) from None
         with lock:
             return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, tests_dir,
-                                  Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True))
+                                  Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True), late_policy)
 
 
 def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Overrides | None,
-                   tests_dir: Path | None, shown: Shown) -> Rescored:
+                   tests_dir: Path | None, shown: Shown, late_policy: LatePolicy | None = None) -> Rescored:
     rubric = load_rubric(tests_dir or TESTS_DIR)
     if not source.is_file():
         raise RescoreError(f"{source}: no such file (the grades CSV the reports were graded into: --from names it)")
@@ -142,8 +146,9 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
         if content.warnings:
             raise RescoreError(f"{content.warnings[0]}; resume that run (the same score-all command) first")
         held = held_and_checked(source, overrides, set(content.rows), str(source))
+        check_late_held(held, source, late_policy is not None)
         rows = rows_without_overrides(content.rows)
-    except (SheetError, OverrideError) as err:
+    except (SheetError, OverrideError, LatePolicyError) as err:
         raise RescoreError(str(err)) from None
     result = Rescored(rows)
     reports, graded_by = result.reports, _rekeyed(source, csv_path, rubric_hash(tests_dir), result.warnings)
@@ -161,8 +166,9 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
         except (ValueError, RescoreError) as err:
             raise RescoreError(f"{printable(name)}: {err} (in {json_dir})") from None
         rows[name] = {**csv_row(name, {"report": reports[name]}, row[HASH_COLUMN]),
-                      GRADED_BY_COLUMN: graded_by(row[GRADED_BY_COLUMN]), GRADED_AT_COLUMN: row[GRADED_AT_COLUMN]}
+                      SUBMITTED_AT_COLUMN: row[SUBMITTED_AT_COLUMN], GRADED_BY_COLUMN: graded_by(row[GRADED_BY_COLUMN]), GRADED_AT_COLUMN: row[GRADED_AT_COLUMN]}
     write_grades(csv_path, rows.values())
-    result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", replace(shown, reports=reports))
+    result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", replace(shown, reports=reports),
+                              late_policy)
     result.outputs = write_class_outputs(csv_path, reports, result.warnings)
     return result

@@ -40,6 +40,7 @@ import os
 import select
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -50,10 +51,13 @@ from grader.classroom.gradebook import ClassGradebook
 from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, HASH_COLUMN, CsvContent, SheetError, append_grade,
                                            csv_row, json_path, read_grades, write_grades)
 from grader.classroom.jobs import Job
+from grader.classroom.late_policy import LatePolicy, LatePolicyError
+from grader.classroom.late_policy import check_held as check_late_held
 from grader.classroom.overrides import OverrideError, Overrides, rows_without_overrides
 from grader.classroom.provenance import Provenance, current, record_key, stale_reason, stale_refusal, stamp
 from grader.classroom.roster import in_shard, list_students, submission_hash
 from grader.classroom.sheet_lock import SheetBusy, take_lock
+from grader.classroom.submission_time import submission_times
 from grader.files import private_files, write_atomically
 from grader.grading.options import GradeOptions
 from grader.reports.feedback import write_error_feedback, write_feedback
@@ -88,6 +92,10 @@ class BatchOptions:
     regrade_stale: bool = False
     blind: BlindIds | None = None  # blind grading: the feedback and the summary name students by an opaque id
     overrides: Overrides | None = None  # applied at the end of the run (grader/classroom/final_grades.py)
+    late_policy: LatePolicy | None = None  # applied at the end of the run, before the overrides (final_grades.py)
+    # The submission times by student where the folder graded does not hold them (grader nbgrader: the
+    # timestamp.txt of submitted/, not the staged copies); None: read from the folder (submission_time.py)
+    submission_times: Mapping[str, datetime] | None = None
     class_outputs: bool = True  # False: the caller writes them (grader nbgrader: one set per assignment)
 
     def grading_for(self, student: str) -> GradeOptions:
@@ -244,9 +252,10 @@ def score_all(folder: Path, csv_path: Path, options: BatchOptions,
 def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                progress: Callable[[Progress], None] | None) -> BatchSummary:
     started = time.monotonic()
-    try:  # what the CSV holds, for the regrade log; refused: overrides held but not given, or of no student
+    try:  # what the CSV holds, for the regrade log; refused: overrides or penalties held but not given, ...
         held = held_and_checked(csv_path, options.overrides, set(list_students(folder)[0]), str(folder))
-    except OverrideError as err:
+        check_late_held(held, csv_path, options.late_policy is not None)
+    except (OverrideError, LatePolicyError) as err:
         raise BatchError(str(err)) from None
     work = plan(folder, csv_path, options)
     record_key(csv_path, work.provenance.key, work.provenance.describe())
@@ -280,9 +289,11 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 job.kill()
     regraded = ("regrade (--only)" if options.only is not None else "regrade (--force)" if options.force else
                 "regrade (--regrade-stale)" if options.regrade_stale else "regrade")
+    times = (options.submission_times if options.submission_times is not None
+             else submission_times(folder, options.late_policy, summary.warnings))
     summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
         summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment,
-        blind=options.blind))
+        blind=options.blind), options.late_policy, times)
     if options.class_outputs:
         summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
                                               options.blind)

@@ -13,7 +13,7 @@ Every text of the report is HTML-escaped; the page has no script.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, Sequence
 
 from grader.reports.feedback import sections
 from grader.visibility import gpu_line, status_words, wrap
@@ -23,13 +23,14 @@ STYLE = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{backgro
 
 
 def feedback_html(assignment: str, student: str, report: dict[str, Any] | None, visibility: str,
-                  error: str = "") -> str:
+                  error: str = "", notes: Sequence[str] = ()) -> str:
     """The page of ``student``'s notebook of ``assignment``: ``report`` is the assignment's share of the
     student's JSON report (its exercises and tests, totals over them, ``gpu_check`` None where the
-    assignment has no cell for it); None when the notebook could not be graded, ``error`` saying why."""
+    assignment has no cell for it); None when the notebook could not be graded, ``error`` saying why.
+    ``notes``: lines shown under the title (a late penalty: the total shown holds it)."""
     e = html.escape
     title = f"{assignment}: feedback for {student}"
-    body = [f"<h1>{e(title)}</h1>"]
+    body = [f"<h1>{e(title)}</h1>", *(f"<p>{e(note)}</p>" for note in notes)]
     if report is None:
         body.append(f"<p>This notebook could not be graded: {e(error)}</p>")
     else:
