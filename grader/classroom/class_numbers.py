@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.classroom.grades_sheet import (LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN, REVIEW_COLUMN,
-                                           SUBMITTED_AT_COLUMN, ClassSheet, json_path)
+from grader.classroom.grades_sheet import (FLAGS_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN,
+                                           REVIEW_COLUMN, SUBMITTED_AT_COLUMN, ClassSheet, json_path)
 from grader.files import UnreadableFile, read_regular
 from grader.reports.json_report import stopped_at
 from grader.rubric import load_rubric
@@ -67,6 +67,7 @@ class ClassSummary:
     review: dict[str, str] = field(default_factory=dict)  # student -> what could hide operations from the trace
     overrides: dict[str, str] = field(default_factory=dict)  # student -> the overrides applied (grader/classroom/overrides.py)
     late: dict[str, str] = field(default_factory=dict)  # student -> how late, the penalty (grader/classroom/late_policy.py)
+    look: dict[str, str] = field(default_factory=dict)  # student -> why they need a look (grader/classroom/flags.py)
 
 
 # --- reading a JSON report -----------------------------------------------------------------------------
@@ -259,6 +260,8 @@ def summarize_class(sheet: ClassSheet) -> ClassSummary:
     summary.review = {student: without_absolute_paths(row.get(REVIEW_COLUMN) or "", folder)
                       for student, row in rows.items() if row.get(REVIEW_COLUMN)}
     summary.overrides = {student: row[OVERRIDES_COLUMN] for student, row in rows.items() if row.get(OVERRIDES_COLUMN)}
+    summary.look = {student: without_absolute_paths(row[FLAGS_COLUMN], folder)
+                    for student, row in rows.items() if row.get(FLAGS_COLUMN)}
     summary.late = {student: f"late by {row[LATE_BY_COLUMN]} h (submitted {row[SUBMITTED_AT_COLUMN]}): "
                              f"-{row[LATE_PENALTY_COLUMN]} points"
                     for student, row in rows.items() if (_number(row.get(LATE_BY_COLUMN, "")) or 0) > 0}

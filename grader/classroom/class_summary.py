@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from grader.files import write_atomically
 from grader.classroom.class_numbers import ClassSummary, summarize_class
 from grader.classroom.grades_sheet import ClassSheet
-from grader.classroom.similarity_report import summary_section
+from grader.classroom.similarity_report import class_pairs, summary_section
 from grader.safe_text import escape_controls
 
 NO_MATPLOTLIB = ('matplotlib is not installed, so this summary has no plots: '
@@ -47,6 +47,8 @@ OVERRIDES_SAY = ("changed by the instructor's overrides (--overrides): the total
                  "changed (old -> new), by how much, who decided and why")
 LATE_SAY = ("late by the late policy (--late-policy): the totals above hold the penalty (hours from the student's "
             "own due date, extensions included); an override applies after it")
+LOOK_SAYS = ("who needs a person to look, and why (the CSV's flags column; similarity from the report below): a flag "
+             "changes no grade")
 FAILED_MOST_SAYS = ("each test counted among the students who attempted its exercise (those who did not start "
                     "it are left out), and only where failing it cost points")
 
@@ -85,6 +87,9 @@ def _md_cell(text: str) -> str:
 def to_markdown(summary: ClassSummary, plots_note: str = "", similar: Sequence[str] = ()) -> str:
     lines = [f"# Class summary: {_md_cell(summary.csv_name)}", "", _stats(summary), ""]
     lines += [line for note in [plots_note, *summary.notes] if note for line in (f"_{_md_cell(note)}_", "")]
+    if summary.look:
+        lines += ["## Needs a look", "", LOOK_SAYS, "", "| student | why |", "| --- | --- |"]
+        lines += [f"| {_md_cell(s)} | {_md_cell(why)} |" for s, why in sorted(summary.look.items())] + [""]
     columns = _columns(summary)
     lines += ["## Exercises", "", "| exercise | " + " | ".join(c[0] for c in columns) + " |",
               "| --- |" + " ---: |" * len(columns)]
@@ -202,6 +207,10 @@ def to_html(summary: ClassSummary, plots: list[tuple[str, str]] | None, similar:
              "td.n{text-align:right}code{font-size:90%}.note{color:#a33}img{max-width:100%}</style>",
              "</head><body>", f"<h1>Class summary: {e(summary.csv_name)}</h1>", f"<p>{e(_stats(summary))}</p>"]
     parts += [f'<p class="note">{e(note, quote=False)}</p>' for note in summary.notes]
+    if summary.look:
+        parts.append(f"<h2>Needs a look</h2><p>{e(LOOK_SAYS)}</p><table><tr><th>student</th><th>why</th></tr>")
+        parts += [f"<tr><td>{e(s)}</td><td>{e(why)}</td></tr>" for s, why in sorted(summary.look.items())]
+        parts.append("</table>")
     if plots is None:
         parts.append(f'<p class="note">{e(NO_MATPLOTLIB, quote=False)}</p>')
     else:
@@ -221,6 +230,10 @@ def write_summary(sheet: ClassSheet) -> list[Path]:
     ``json_dir`` (score-all's --json-dir), where every graded student's report lies, lets a resumed run's
     summary cover the students of earlier runs too."""
     summary = summarize_class(sheet)
+    for pair in class_pairs(sheet):  # similar to another submission: a reason to look too
+        for me, other in (pair.students, pair.students[::-1]):
+            said = f"similar to {other} in {pair.module} ({pair.similarity:.0%})"
+            summary.look[me] = f"{summary.look[me]}; {said}" if summary.look.get(me) else said
     plots = _plots(summary)
     html_path, md_path = summary_paths(sheet.csv_path)
     similar_md, similar_html = summary_section(sheet)  # the similarity report's pairs (none without a folder)

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from grader.blind_ids import BlindIds
-from grader.classroom.grades_sheet import OVERRIDES_COLUMN, json_path, read_grades, write_grades
+from grader.classroom.flags import with_flags
+from grader.classroom.grades_sheet import FLAGS_COLUMN, OVERRIDES_COLUMN, json_path, read_grades, write_grades
 from grader.classroom.late_policy import LatePolicy, apply_late
 from grader.classroom.overrides import (Overrides, apply_overrides, check_held, notes, overridden_report,
                                         rows_without_overrides)
@@ -70,10 +71,12 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
     base = read_grades(Path(csv_path)).rows
     penalized, late_notes = apply_late(base, late, times or {})
     final, warnings = apply_overrides(penalized, overrides)
-    if final != base:
-        write_grades(Path(csv_path), final.values())
+    flagged = with_flags(final, lambda name: _report(name, shown))  # who needs a look: the last cell decided
+    if flagged != base:
+        write_grades(Path(csv_path), flagged.values())
     log_changes(csv_path, held, final, regraded, overrides)
-    touched = sorted(name for name in final if final[name] != base[name] or held.get(name, {}).get(OVERRIDES_COLUMN))
+    touched = sorted(name for name in final if _grade(final[name]) != _grade(base[name])
+                     or held.get(name, {}).get(OVERRIDES_COLUMN))
     if shown.feedback_dir is not None:
         # an error row's feedback says why it was not graded: only an override is worth a warning there
         overridden = {name for name in touched
@@ -88,6 +91,22 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
             for name in touched:
                 book.record(final[name])
     return warnings
+
+
+def _grade(row: Mapping[str, str]) -> dict[str, str]:
+    """A row less its flags: what the feedback and the gradebook show."""
+    return {column: cell for column, cell in row.items() if column != FLAGS_COLUMN}
+
+
+def _report(name: str, shown: Shown) -> dict[str, Any] | None:
+    """The student's JSON report: this run's, else the one in ``--json-dir``; None when there is none."""
+    report = shown.reports.get(name)
+    if report is None and shown.json_dir is not None:
+        try:
+            report = read_report(json_path(shown.json_dir, name))
+        except ValueError:
+            return None
+    return report
 
 
 def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overrides: Overrides | None,

@@ -9,7 +9,8 @@ the nbgrader course, the class-level outputs), in this one module:
   ``late_by`` and ``late_penalty`` (when the student submitted, how many hours late, the points the late
   policy took from ``score``: grader/classroom/late_policy.py; empty without a policy), ``submission_sha256``,
   ``graded_by`` and ``graded_at`` (what graded the row, a short hash of its provenance key, and when:
-  grader/classroom/provenance.py), ``overrides`` (what the instructor's overrides changed in the row: grader/classroom/overrides.py);
+  grader/classroom/provenance.py), ``overrides`` (what the instructor's overrides changed in the row: grader/classroom/overrides.py),
+  ``flags`` (who needs a look, and why: grader/classroom/flags.py);
 - a row in memory holds each cell's plain text (a student's name as they chose it, a message as it was
   raised); the file holds it escaped: text that a spreadsheet would run as a formula gets a leading
   apostrophe (:func:`csv_cell`). Escaping happens here alone, once, as a row is written
@@ -44,6 +45,8 @@ REVIEW_COLUMN = "review"
 # What graded a row (grader/classroom/provenance.py): its key's short hash, and when (UTC).
 GRADED_BY_COLUMN, GRADED_AT_COLUMN = "graded_by", "graded_at"
 PROVENANCE_COLUMNS = (GRADED_BY_COLUMN, GRADED_AT_COLUMN)
+# Who needs a look, and why (grader/classroom/flags.py): written with the final grades, at the end of a run.
+FLAGS_COLUMN = "flags"
 # When a student submitted and what the late policy took (grader/classroom/late_policy.py): empty without one.
 SUBMITTED_AT_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN = "submitted_at", "late_by", "late_penalty"
 LATE_COLUMNS = (SUBMITTED_AT_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN)
@@ -61,7 +64,7 @@ class SheetError(Exception):
 
 def csv_columns() -> list[str]:
     return ["student", "score", "max_score", *load_rubric().exercises, "gpu_check", "status", "message", REVIEW_COLUMN,
-            *LATE_COLUMNS, HASH_COLUMN, *PROVENANCE_COLUMNS, OVERRIDES_COLUMN]
+            *LATE_COLUMNS, HASH_COLUMN, *PROVENANCE_COLUMNS, OVERRIDES_COLUMN, FLAGS_COLUMN]
 
 
 def csv_cell(value: Any) -> Any:
@@ -137,17 +140,12 @@ def read_grades(csv_path: Path) -> CsvContent:
     first_line = text.split("\n", 1)[0].rstrip("\r")
     if not text.strip() or (header.startswith(first_line) and "\n" not in text):
         return content  # empty, or killed while writing the header
-    older = [PROVENANCE_COLUMNS, (*PROVENANCE_COLUMNS, OVERRIDES_COLUMN)]  # the columns an older grader did not write
-    older += [(*LATE_COLUMNS, *columns) for columns in older]
-    if first_line == ",".join(c for c in csv_columns() if c not in LATE_COLUMNS):
-        raise SheetError(f"{csv_path} was written by an older grader, without the late-policy columns "
-                         f"({', '.join(LATE_COLUMNS)}): grade the class again into it with score-all --force, "
-                         "or move it away")
-    if first_line in {",".join(c for c in csv_columns() if c not in columns) for columns in older}:
-        raise SheetError(f"{csv_path} was written by an older grader, without the columns that say what graded "
-                         f"each row ({', '.join(PROVENANCE_COLUMNS)}): grade the class again into it with "
-                         "score-all --force, or move it away")
     if first_line != header:
+        theirs, ours = first_line.split(","), csv_columns()
+        missing = [c for c in ours if c not in theirs]
+        if missing and [c for c in ours if c in theirs] == theirs:  # ours, less the columns added since
+            raise SheetError(f"{csv_path} was written by an older grader, without the columns {', '.join(missing)}: "
+                             "grade the class again into it with score-all --force, or move it away")
         raise SheetError(f"{csv_path} exists and is not a score-all CSV with this rubric's columns "
                          f"(its header differs): move it away, or use --force to overwrite it")
     try:

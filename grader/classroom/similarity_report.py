@@ -210,6 +210,16 @@ def write_similarity(sheet: ClassSheet) -> list[Path]:
     return [] if result is None else write_report(result, report_path(sheet.csv_path), sheet.csv_path.name)
 
 
+def class_pairs(sheet: ClassSheet) -> list[Pair]:
+    """The pairs of the sheet's class at or above the threshold (none without a folder, or when comparing
+    fails: the report's own output says why)."""
+    try:
+        result = sheet_similarity(sheet)
+    except Exception:
+        return []
+    return [] if result is None else [p for pairs in result.pairs.values() for p in pairs]
+
+
 def summary_section(sheet: ClassSheet) -> tuple[list[str], list[str]]:
     """The class summary's "Similar submissions" section: (Markdown lines, HTML parts), escaped; both
     empty when the sheet has no submissions folder."""
