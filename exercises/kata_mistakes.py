@@ -3,7 +3,8 @@
 A check (``kata_checks.py``) names a likely cause when a wrong result equals one of these mistakes
 recomputed (``assert_close(got, expected, diagnoses=[(alternative, MESSAGE), ...])``), or when PyTorch's
 error text contains one of the patterns at the end (``call_checked(..., errors=[(PATTERN, MESSAGE)])``).
-``kata_checks`` re-exports every name of this module: the tests import them from there.
+``kata_checks`` re-exports the names above the issue-38 block at the end: the tests import those from there,
+and the later ones from here.
 
 (For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``diagnose.py`` imports, is a
 symbolic link to this file, as ``tests/diagnose.py`` is to ``kata_checks.py``.)
@@ -19,8 +20,9 @@ WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=Tr
 NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
               "(sum(dim=dim, keepdim=True) keeps it aligned)")
 NO_SOFTMAX = "no softmax: the raw scores were used as weights"
-GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own: a row whose scores are far below it "
-              "underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract scores.amax(dim=dim, keepdim=True)")
+GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own (the global max, not the max along dim): "
+              "a row whose scores are far below it underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract "
+              "scores.amax(dim=dim, keepdim=True)")
 NO_MAX_SHIFT = "subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN"
 SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
 BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
@@ -127,3 +129,84 @@ SIZE_MISMATCH = "must match the size of tensor"
 BATCH_SIZE_MISMATCH = "Expected size for first two dimensions of batch2 tensor"
 WRONG_DEVICE = "on the expected device"
 SAME_DEVICE = "on the same device"
+
+
+# Issue 38: more of the mistakes students make, each named where a library mistake (tests/mutants/student_mistakes.py)
+# reproduces the result, or where the student's objects show it (the functions below).
+ELEMENTWISE_NO_SUM = ("multiplied elementwise without summing over the features: a dot product sums the products, "
+                      "one number per token (torch.dot(x_i, query), or inputs @ query)")
+SCORES_OF_FEATURES = ("computed inputs.T @ inputs, the (d, d) products of the features: the scores are x xᵀ, "
+                      "inputs @ inputs.transpose(-2, -1), one row and one column per token (T, T)")
+MAX_NAMEDTUPLE = ("scores.max(dim=...) returns a (values, indices) namedtuple, not a tensor: subtract "
+                  "scores.amax(dim=dim, keepdim=True), or scores.max(dim=dim, keepdim=True).values")
+SUMMED_OVER_FEATURES = ("summed over the features (dim=1), one number per token: the context vector sums over the "
+                        "tokens (dim=0), the weighted sum attn_weights @ inputs")
+D_K_NOT_LAST_DIM = ("d_k taken from another dimension than the keys' last: d_k = keys.shape[-1], the size of each key "
+                    "vector, not keys.shape[0] or keys.shape[-2] (the batch size or the number of tokens)")
+COPY_WITHOUT_NO_GRAD = ("copied into a parameter outside torch.no_grad(): an in-place copy_ into a leaf that requires "
+                        "grad raises; wrap the copies in `with torch.no_grad():`")
+RETURN_ORDER_SWAPPED = ("returned (attn_weights, context): the order is (context, attn_weights), the context "
+                        "vectors first")
+EVAL_SCALED = ("with training=False the output was scaled (x * (1 - p), the old non-inverted dropout at eval time): "
+               "inverted dropout returns x unchanged when not training, the identity")
+HEADS_AND_TOKENS_SWAPPED = ("keys.transpose(1, 2) swaps heads and tokens: transpose the keys' last two axes, "
+                            "keys.transpose(2, 3) (or (-2, -1)), for (b, h, T, head_dim) @ (b, h, head_dim, T)")
+HEADS_IN_A_PLAIN_LIST = ("the heads are in a plain Python list: nn.Module does not see into it, so their parameters "
+                         "are missing from .parameters() and .to() does not move them; hold them in nn.ModuleList([...])")
+TWO_DIM_D_OUT = ("each head gives d_out features and the wrapper concatenates them: num_heads * d_out = 2 needs "
+                 "d_out = 1 per head (Exercise 3.2), not d_out = 2")
+MASK_KEEPS_THE_PAST = ("the mask buffer is the tril 'keep' mask (1 on and below the diagonal) but masked_fill hides "
+                       "where it is 1: it hides the past and shows the future; the buffer is torch.triu(..., "
+                       "diagonal=1), 1 where a token is not allowed to look")
+OUT_PROJ_WITHOUT_BIAS = ("out_proj has no bias: it is nn.Linear(d_out, d_out) with its default bias=True "
+                         "(qkv_bias is for W_query, W_key and W_value only)")
+HEAD_DIM_IS_D_OUT = ("head_dim = d_out: each head gets d_out // num_heads features, so that (b, T, num_heads, head_dim) "
+                     "holds the d_out features (the chapter's listing has this bug: see the group README)")
+HEAD_DIM_FLOAT = ("head_dim is a float: d_out / num_heads gives 2.0, and a shape takes ints; use integer division, "
+                  "d_out // num_heads")
+WEIGHT_NOT_A_PARAMETER = ("a weight kept as a plain tensor (torch.rand(...) without nn.Parameter): it is no parameter, "
+                          "so .to() does not convert it and no gradient reaches it; self.W = nn.Parameter(torch.rand(d_in, d_out))")
+WEIGHT_SHAPE_SWAPPED = ("a weight's dimensions are swapped (mat1 and mat2 shapes cannot be multiplied): x (..., d_in) needs "
+                        "a matrix with d_in rows: nn.Parameter(torch.rand(d_in, d_out)) for x @ W, nn.Linear(d_in, d_out) "
+                        "(in_features first)")
+VIEW_NOT_CONTIGUOUS = ("view() of a transposed tensor: after transpose(1, 2) its memory is not contiguous; "
+                       ".contiguous().view(...) or .reshape(...)")
+
+
+def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
+    """What the student's module itself shows about its parameters (read from its objects, never its source): a
+    weight among ``weights`` kept as a plain tensor attribute instead of an nn.Parameter."""
+    try:
+        params = {name for name, _ in module.named_parameters()}
+        plain = [name for name in weights if name not in params and hasattr(vars(module).get(name), "requires_grad")]
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
+        return []
+    return [f"{', '.join(plain)}: {WEIGHT_NOT_A_PARAMETER}"] if plain else []
+
+
+def bias_causes(module: Any, qkv_bias: bool, out_bias: bool = True) -> list[str]:
+    """The biases the student's module has against the documented layout (W_query, W_key, W_value with a bias
+    exactly when ``qkv_bias``; out_proj, when it has one, with a bias exactly when ``out_bias``)."""
+    try:
+        names = {name for name, _ in module.named_parameters()}
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
+        return []
+    found = []
+    qkv = [n for n in ("W_query", "W_key", "W_value") if f"{n}.weight" in names and (f"{n}.bias" in names) != qkv_bias]
+    if qkv:
+        found.append(f"{', '.join(qkv)} {'lack' if qkv_bias else 'have'} a bias: built with qkv_bias={not qkv_bias}, "
+                     f"where the layer asks qkv_bias={qkv_bias} (3 × d_out parameters {'fewer' if qkv_bias else 'more'})")
+    if "out_proj.weight" in names and ("out_proj.bias" in names) != out_bias:
+        found.append(OUT_PROJ_WITHOUT_BIAS if out_bias else "out_proj has a bias where none is asked")
+    return found
+
+
+def unregistered_modules(module: Any) -> str:
+    """HEADS_IN_A_PLAIN_LIST when an attribute of ``module`` is a plain list, tuple or dict holding modules (which
+    nn.Module does not register), else ""."""
+    try:
+        held = [value for value in vars(module).values() if isinstance(value, (list, tuple, dict))]
+    except TypeError:
+        return ""
+    items = [v for value in held for v in (value.values() if isinstance(value, dict) else value)]
+    return HEADS_IN_A_PLAIN_LIST if any(hasattr(v, "named_parameters") for v in items) else ""

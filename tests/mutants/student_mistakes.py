@@ -16,6 +16,9 @@ line of an entry's failing tests must contain its ``cause``, its ``expect_messag
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 # W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
 THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                  "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
@@ -345,3 +348,7 @@ MISTAKES: list[dict] = [
         "expect_message": "dropout ran dropout (torch function dropout",
     },
 ]
+
+# Issue 38's mistakes (each named by a reproduction, or by what the student's objects show) live beside this file
+# (a module over 450 lines is too long to read): the same list, appended.
+MISTAKES += runpy.run_path(str(Path(__file__).with_name("student_mistakes_named.py")))["MISTAKES"]
