@@ -11,11 +11,12 @@ path, the patched module before them; ``"run": "group"``). Per mistake:
 
 * caught: a public test of the group failed;
 * named: a ``likely cause:`` line of a failing test contains one of its ``cause_words``;
-* false: a ``likely cause:`` line contains none of them (printed, to be judged: a right cause in other
-  words reads as false here), or contains a word of its ``false_causes_seen``.
+* false: a ``likely cause:`` line contains a word of its ``false_causes_seen`` (a false cause printed before);
+* to judge: a ``likely cause:`` line that contains none of its ``cause_words`` nor a false cause's: printed
+  as ``judge``, for a person to read (a right cause in other words, or a new false one).
 
-It prints the three counts, then every mistake not caught or not named, and every cause counted false; a
-mistake whose anchor no longer occurs in the solution is listed apart (its patch is out of date, not
+It prints the counts, then every mistake not caught or not named, every false cause and every cause to judge;
+a mistake whose anchor no longer occurs in the solution is listed apart (its patch is out of date, not
 caught). A benchmark, not a test: the held-out mistakes a reviewer runs are not in the repository.
 """
 
@@ -60,9 +61,9 @@ def judge(mistake: dict, result: dict) -> dict:
     shown = causes(result)
     right = [c for c in shown if any(w.lower() in c.lower() for w in mistake["cause_words"])]
     seen_false = [c for c in shown if any(w.lower() in c.lower() for w in mistake["false_causes_seen"])]
-    false = [c for c in shown if c not in right or c in seen_false]
-    return {"caught": bool(failed), "named": bool(right), "false": false, "failed": failed, "causes": shown,
-            "error": result.get("__error__")}
+    other = [c for c in shown if c not in right and c not in seen_false]
+    return {"caught": bool(failed), "named": bool(right), "false": seen_false, "judge": other, "failed": failed,
+            "causes": shown, "error": result.get("__error__")}
 
 
 def measure(mistakes: list[dict]) -> tuple[dict[str, dict], dict[str, str]]:
@@ -86,10 +87,9 @@ def main(argv: list[str]) -> int:
     mistakes = json.loads(path.read_text(encoding="utf-8"))
     judged, stale = measure(mistakes)
     by_id = {m["id"]: m for m in mistakes}
-    counts = [sum(j["caught"] for j in judged.values()), sum(j["named"] for j in judged.values()),
-              sum(bool(j["false"]) for j in judged.values())]
-    print(f"{len(mistakes)} mistakes: caught {counts[0]}, named {counts[1]}, with a false cause {counts[2]}"
-          f"{f', patch out of date {len(stale)}' if stale else ''}")
+    counts = [sum(bool(j[k]) for j in judged.values()) for k in ("caught", "named", "false", "judge")]
+    print(f"{len(mistakes)} mistakes: caught {counts[0]}, named {counts[1]}, with a false cause seen before {counts[2]}, "
+          f"with a cause to judge {counts[3]}{f', patch out of date {len(stale)}' if stale else ''}")
     for mid, why in stale.items():
         print(f"  stale   {mid}: {why}")
     for mid, j in judged.items():
@@ -100,7 +100,9 @@ def main(argv: list[str]) -> int:
         elif not j["named"]:
             print(f"  unnamed {mid} ({', '.join(j['failed'][:3])}): {by_id[mid]['description'][:110]}")
         for cause in j["false"]:
-            print(f"  false?  {mid}: {cause[:160]}")
+            print(f"  false   {mid}: {cause[:160]}")
+        for cause in j["judge"]:
+            print(f"  judge   {mid}: {cause[:160]}")
         if "--show-causes" in argv:
             print(f"  {mid}: {j['causes']}")
     return 0

@@ -166,11 +166,35 @@ HEAD_DIM_FLOAT = ("head_dim is a float: d_out / num_heads gives 2.0, and a shape
                   "d_out // num_heads")
 WEIGHT_NOT_A_PARAMETER = ("a weight kept as a plain tensor (torch.rand(...) without nn.Parameter): it is no parameter, "
                           "so .to() does not convert it and no gradient reaches it; self.W = nn.Parameter(torch.rand(d_in, d_out))")
-WEIGHT_SHAPE_SWAPPED = ("a weight's dimensions are swapped (mat1 and mat2 shapes cannot be multiplied): x (..., d_in) needs "
-                        "a matrix with d_in rows: nn.Parameter(torch.rand(d_in, d_out)) for x @ W, nn.Linear(d_in, d_out) "
-                        "(in_features first)")
+WEIGHT_SHAPE_SWAPPED = ("a weight's dimensions are swapped (mat1 and mat2 shapes cannot be multiplied): x (..., d_in) @ W "
+                        "needs W of shape (d_in, d_out): nn.Parameter(torch.rand(d_in, d_out)); nn.Linear(d_in, d_out) "
+                        "(in_features first) stores (d_out, d_in), so call the layer, W_query(x), not x @ W_query.weight")
 VIEW_NOT_CONTIGUOUS = ("view() of a transposed tensor: after transpose(1, 2) its memory is not contiguous; "
                        ".contiguous().view(...) or .reshape(...)")
+
+SUM_NOT_SOFTMAX = ("normalized the scores by their sum instead of a softmax: the weights are the softmax of the scores "
+                   "along the last dim, the exp of each score over the sum of the exps")
+OPERANDS_REVERSED = ("multiplied in the wrong order: the context vector is attn_weights @ inputs, (T,) @ (T, d): the "
+                     "weights first")
+MASK_HIDES_THE_DIAGONAL = ("the mask hides the diagonal too (torch.triu(..., diagonal=0)): each token may look at itself; "
+                           "hide only j > i, torch.triu(..., diagonal=1), and the first row is all -inf (NaN) otherwise")
+HIDE_MASK_RETURNED = ("returned the mask of what is hidden (1 above the diagonal): causal_mask is the keep mask, 1 on and "
+                      "below the diagonal, torch.tril(torch.ones(T, T))")
+MASK_NOT_BOOL = ("masked_fill takes a boolean mask: the buffer holds floats (torch.ones), so convert it: "
+                 "self.mask.bool()[:T, :T]")
+HEADS_STACKED = ("stacked the heads (torch.stack adds a dimension): concatenate them along the features, "
+                 "torch.cat([...], dim=-1)")
+CONCAT_ON_BATCH = ("concatenated the heads along the batch (torch.cat's default dim=0): concatenate along the features, "
+                   "dim=-1")
+
+SCALED_BY_D_IN_HEADS = ("scaled by 1/√d_in, the input's size: the scale is 1/√head_dim, the size of each head's keys "
+                        "(d_out // num_heads)")
+DIVIDED_BY_D_K = "divided the scores by d_k instead of √d_k: the scale is 1 / d_k**0.5 (for heads, d_k is head_dim)"
+NOT_SCALED = "no scaling: divide the scores by √d_k before the softmax (d_k**0.5)"
+SOFTMAX_OVER_DIM_0 = ("softmax over dim 0, the first dim (the batch of a batched input, the columns of a matrix): "
+                      "normalize along the last dim, dim=-1")
+MASK_FROM_RAND = ("drew the keep-mask with torch.rand_like(x) > p: the right odds, but not the draw torch.nn.Dropout makes "
+                  "under the same seed; draw it with torch.empty_like(x).bernoulli_(1 - p), as the docstring says")
 
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
@@ -205,7 +229,8 @@ def unregistered_modules(module: Any) -> str:
     """HEADS_IN_A_PLAIN_LIST when an attribute of ``module`` is a plain list, tuple or dict holding modules (which
     nn.Module does not register), else ""."""
     try:
-        held = [value for value in vars(module).values() if isinstance(value, (list, tuple, dict))]
+        held = [value for name, value in vars(module).items()  # not nn.Module's own _modules, _parameters, ...
+                if not name.startswith("_") and isinstance(value, (list, tuple, dict))]
     except TypeError:
         return ""
     items = [v for value in held for v in (value.values() if isinstance(value, dict) else value)]

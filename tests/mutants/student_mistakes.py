@@ -305,6 +305,7 @@ MISTAKES: list[dict] = [
     },
     {
         "name": "multihead_attention_scaled_by_d_out",
+        "also_named": ["divided the scores by d_k instead of √d_k"],  # with d_out 4, head_dim 2: √d_out = head_dim
         "exercise": "04_multihead/multihead_attention",
         "replace": "torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)",
         "with": "torch.softmax(attn_scores / self.d_out**0.5, dim=-1)",
