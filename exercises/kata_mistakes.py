@@ -174,10 +174,11 @@ VIEW_NOT_CONTIGUOUS = ("view() of a transposed tensor: after transpose(1, 2) its
 
 SUM_NOT_SOFTMAX = ("normalized the scores by their sum instead of a softmax: the weights are the softmax of the scores "
                    "along the last dim, the exp of each score over the sum of the exps")
-OPERANDS_REVERSED = ("multiplied in the wrong order: the context vector is attn_weights @ inputs, (T,) @ (T, d): the "
-                     "weights first")
-MASK_HIDES_THE_DIAGONAL = ("the mask hides the diagonal too (torch.triu(..., diagonal=0)): each token may look at itself; "
-                           "hide only j > i, torch.triu(..., diagonal=1), and the first row is all -inf (NaN) otherwise")
+OPERANDS_REVERSED = ("multiplied in the wrong order: the weights come first, attn_weights @ values (attn_weights @ inputs "
+                     "for simple attention): each row of weights mixes the rows of the values")
+MASK_HIDES_THE_DIAGONAL = ("the mask hides the diagonal too: each token may look at itself; hide only j > i "
+                           "(torch.triu(..., diagonal=1) is what is hidden, torch.tril(...) what is kept), or the first "
+                           "row is all -inf (NaN)")
 HIDE_MASK_RETURNED = ("returned the mask of what is hidden (1 above the diagonal): causal_mask is the keep mask, 1 on and "
                       "below the diagonal, torch.tril(torch.ones(T, T))")
 MASK_NOT_BOOL = ("masked_fill takes a boolean mask: the buffer holds floats (torch.ones), so convert it: "
@@ -195,6 +196,12 @@ SOFTMAX_OVER_DIM_0 = ("softmax over dim 0, the first dim (the batch of a batched
                       "normalize along the last dim, dim=-1")
 MASK_FROM_RAND = ("drew the keep-mask with torch.rand_like(x) > p: the right odds, but not the draw torch.nn.Dropout makes "
                   "under the same seed; draw it with torch.empty_like(x).bernoulli_(1 - p), as the docstring says")
+
+OUT_PROJ_FROM_D_IN = "out_proj maps the merged heads, d_out features, to d_out: nn.Linear(d_out, d_out), not nn.Linear(d_in, ...)"
+SPLIT_NOT_TRANSPOSED = ("split without moving the head axis: after the view to (b, T, num_heads, head_dim), transpose(1, 2) "
+                        "gives (b, num_heads, T, head_dim)")
+MULTIPLIED_BY_1_MINUS_P = ("multiplied the survivors by 1 - p: inverted dropout divides them by 1 - p, so that the expected "
+                           "value stays x")
 
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
