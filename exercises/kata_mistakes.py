@@ -203,6 +203,21 @@ SPLIT_NOT_TRANSPOSED = ("split without moving the head axis: after the view to (
 MULTIPLIED_BY_1_MINUS_P = ("multiplied the survivors by 1 - p: inverted dropout divides them by 1 - p, so that the expected "
                            "value stays x")
 
+DROPOUT_ON_THE_OUTPUT = ("applied dropout to the output (the context vectors): apply it to the attention weights after "
+                         "the softmax, before @ values")
+TWO_DIM_ONE_HEAD = ("one head with d_out = 2: Exercise 3.2 keeps num_heads=2 and gives each head d_out = 1, so that the "
+                    "two heads' outputs, concatenated, are two-dimensional")
+MASKED_WITH_PLUS_INF = ("masked with +inf: the hidden scores must be -inf, whose exp is 0 (exp(+inf) is inf, and inf / inf "
+                        "is NaN)")
+SCORES_AS_A_COLUMN = ("returned a column (T, 1): with a 1-D query, inputs @ query is already one score per token, shape (T,)")
+WEIGHTS_NOT_BROADCAST = ("the weights (T,) broadcast against the features, not the tokens: attn_weights[:, None] * inputs, "
+                         "summed over dim 0, or simply attn_weights @ inputs")
+D_K_FROM_VALUES = ("d_k taken from the values: d_k = keys.shape[-1], the size of the keys (the values' size d_v may "
+                   "differ)")
+TENSOR_ASSIGNED_TO_A_PARAMETER = ("assigned a tensor to a parameter's attribute (nn.Module takes only an nn.Parameter "
+                                  "there): copy the values into the existing parameter, param.copy_(...) under "
+                                  "torch.no_grad()")
+
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
     """What the student's module itself shows about its parameters (read from its objects, never its source): a
