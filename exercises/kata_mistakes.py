@@ -155,9 +155,9 @@ HEADS_IN_A_PLAIN_LIST = ("the heads are in a plain Python list: nn.Module does n
                          "are missing from .parameters() and .to() does not move them; hold them in nn.ModuleList([...])")
 TWO_DIM_D_OUT = ("each head gives d_out features and the wrapper concatenates them: num_heads * d_out = 2 needs "
                  "d_out = 1 per head (Exercise 3.2), not d_out = 2")
-MASK_KEEPS_THE_PAST = ("the mask buffer is the tril 'keep' mask (1 on and below the diagonal) but masked_fill hides "
-                       "where it is 1: it hides the past and shows the future; the buffer is torch.triu(..., "
-                       "diagonal=1), 1 where a token is not allowed to look")
+MASK_KEEPS_THE_PAST = ("the mask buffer is the tril 'keep' mask (1 on and below the diagonal) where the docstring asks for "
+                       "the hide mask, torch.triu(..., diagonal=1): masked_fill(self.mask.bool(), -inf) with it hides the "
+                       "past and shows the future")
 OUT_PROJ_WITHOUT_BIAS = ("out_proj has no bias: it is nn.Linear(d_out, d_out) with its default bias=True "
                          "(qkv_bias is for W_query, W_key and W_value only)")
 HEAD_DIM_IS_D_OUT = ("head_dim = d_out: each head gets d_out // num_heads features, so that (b, T, num_heads, head_dim) "
@@ -217,6 +217,10 @@ D_K_FROM_VALUES = ("d_k taken from the values: d_k = keys.shape[-1], the size of
 TENSOR_ASSIGNED_TO_A_PARAMETER = ("assigned a tensor to a parameter's attribute (nn.Module takes only an nn.Parameter "
                                   "there): copy the values into the existing parameter, param.copy_(...) under "
                                   "torch.no_grad()")
+
+RENORMALIZED_WITH_A_SOFTMAX = ("renormalized with a softmax: the masked weights are already probabilities (the zeros "
+                               "become exp(0) = 1 again); divide each row by its sum, sum(dim=-1, keepdim=True)")
+ONE_HEAD_RETURNED = "returned one head's output: concatenate every head's output along the features (torch.cat, dim=-1)"
 
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
