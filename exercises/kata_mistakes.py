@@ -194,8 +194,9 @@ DIVIDED_BY_D_K = "divided the scores by d_k instead of √d_k: the scale is 1 / 
 NOT_SCALED = "no scaling: divide the scores by √d_k before the softmax (d_k**0.5)"
 SOFTMAX_OVER_DIM_0 = ("softmax over dim 0, the first dim (the batch of a batched input, the columns of a matrix): "
                       "normalize along the last dim, dim=-1")
-MASK_FROM_RAND = ("drew the keep-mask with torch.rand_like(x) > p: the right odds, but not the draw torch.nn.Dropout makes "
-                  "under the same seed; draw it with torch.empty_like(x).bernoulli_(1 - p), as the docstring says")
+MASK_FROM_RAND = ("drew the keep-mask by comparing torch.rand(...) with p: the right odds, but not the draw "
+                  "torch.nn.Dropout makes under the same seed; draw it with torch.empty_like(x).bernoulli_(1 - p), as the "
+                  "docstring says")
 
 OUT_PROJ_FROM_D_IN = "out_proj maps the merged heads, d_out features, to d_out: nn.Linear(d_out, d_out), not nn.Linear(d_in, ...)"
 SPLIT_NOT_TRANSPOSED = ("split without moving the head axis: after the view to (b, T, num_heads, head_dim), transpose(1, 2) "

@@ -1,10 +1,14 @@
 """Issue 38's student mistakes: the same list as student_mistakes.py (which appends this one), in the same format.
 
-Each names a family where the library had none: the chapter's own bugs (``head_dim = d_out``, ``/`` for ``//``),
-the errors PyTorch raises for them (``mat1 and mat2 shapes cannot be multiplied``, ``view`` of a transposed
-tensor, ``max(dim=...)``'s namedtuple, ``copy_`` outside ``torch.no_grad()``), and results that only a reproduction
-names (a dimension summed or taken for d_k in place of another, a scale after the softmax, the keep mask stored as
-the hide mask). A family appears in each module where students write it, since a result is matched on its own test.
+Each names a family of mistakes students make where the library named none, by reproduction: the chapter's own
+bugs (``head_dim = d_out``, ``/`` for ``//``) and the errors PyTorch raises for such code (``mat1 and mat2 shapes
+cannot be multiplied`` for a weight's dimensions swapped, ``view`` of a transposed tensor, ``max(dim=...)``'s
+namedtuple, ``copy_`` outside ``torch.no_grad()``, a float mask for ``masked_fill``), and results (a dimension
+summed, taken for d_k or normalized in place of another; the scale missing, by d_k, by d_in or after the softmax;
+K Qᵀ; the keep mask stored as the hide mask, the diagonal hidden, +inf for -inf; the heads stacked, concatenated
+on the batch, or one alone; dropout on the output, or drawn with torch.rand). A family appears in each module
+where students write it, since a result is matched on its own test only. Where two mistakes give one result on a
+test, each entry lists the other's words in ``also_named``.
 """
 
 # W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
@@ -290,7 +294,7 @@ MISTAKES: list[dict] = [
     {"name": "dropout_mask_from_rand_like", "cause": "MASK_FROM_RAND", "exercise": "03_causal/attention_dropout",
      "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)", "with": "keep = (torch.rand_like(x) > p).to(x.dtype)",
      "expect_test": "test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed",
-     "expect_message": "drew the keep-mask with torch.rand_like(x) > p:"},
+     "expect_message": "drew the keep-mask by comparing torch.rand(...) with p"},
     {"name": "copy_v2_to_v1_without_transposing", "cause": "COPY_NOT_TRANSPOSED", "exercise": "02_trainable_weights/weight_transfer",
      "replace": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
      "with": "getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight)",
@@ -397,4 +401,8 @@ MISTAKES: list[dict] = [
      "replace": "return torch.cat([head(x) for head in self.heads], dim=-1)", "with": "return self.heads[0](x)",
      "expect_test": "test_multihead_wrapper_seed_123_matches_the_document",
      "expect_message": "returned one head's output: concatenate every"},
+    {"name": "dropout_mask_from_rand_below_1_minus_p", "cause": "MASK_FROM_RAND", "exercise": "03_causal/attention_dropout",
+     "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)", "with": "keep = (torch.rand(x.shape) < 1 - p).float()",
+     "expect_test": "test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed",
+     "expect_message": "drew the keep-mask by comparing torch.rand(...)"},
 ]
