@@ -32,7 +32,6 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 import kata_known
-import kata_mistakes
 import kata_trace
 from kata_known import creation_order  # noqa: F401 -- the tests import it from here
 from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: the tests import them from here
@@ -271,8 +270,7 @@ def call_on_any_device(fn: Callable[..., Any], *args: Any, call: str, errors: Se
             out = fn(*[a.to(kata_gpu.DEVICE) if isinstance(a, torch.Tensor) else a for a in args])
         except Exception as err:  # noqa: BLE001 - explained below
             text = f"{type(err).__name__}: {err}"
-            cause = kata_mistakes.unregistered_modules(module) or (
-                MASK_NOT_A_BUFFER if "a plain attribute" in text else DEVICE_MIX if "same device" in text else "")
+            cause = (MASK_NOT_A_BUFFER if "a plain attribute" in text else DEVICE_MIX if "same device" in text else "")
             fail(where, f"raised {text.strip()[:600]}", *([f"likely cause: {cause}"] if cause else []))
         finally:
             if module is not None:

@@ -151,15 +151,8 @@ EVAL_SCALED = ("with training=False the output was scaled (x * (1 - p), the old 
                "inverted dropout returns x unchanged when not training, the identity")
 HEADS_AND_TOKENS_SWAPPED = ("keys.transpose(1, 2) swaps heads and tokens: transpose the keys' last two axes, "
                             "keys.transpose(2, 3) (or (-2, -1)), for (b, h, T, head_dim) @ (b, h, head_dim, T)")
-HEADS_IN_A_PLAIN_LIST = ("the heads are in a plain Python list: nn.Module does not see into it, so their parameters "
-                         "are missing from .parameters() and .to() does not move them; hold them in nn.ModuleList([...])")
 TWO_DIM_D_OUT = ("each head gives d_out features and the wrapper concatenates them: num_heads * d_out = 2 needs "
                  "d_out = 1 per head (Exercise 3.2), not d_out = 2")
-MASK_KEEPS_THE_PAST = ("the mask buffer is the tril 'keep' mask (1 on and below the diagonal) where the docstring asks for "
-                       "the hide mask, torch.triu(..., diagonal=1): masked_fill(self.mask.bool(), -inf) with it hides the "
-                       "past and shows the future")
-OUT_PROJ_WITHOUT_BIAS = ("out_proj has no bias: it is nn.Linear(d_out, d_out) with its default bias=True "
-                         "(qkv_bias is for W_query, W_key and W_value only)")
 HEAD_DIM_IS_D_OUT = ("head_dim = d_out: each head gets d_out // num_heads features, so that (b, T, num_heads, head_dim) "
                      "holds the d_out features (the chapter's listing has this bug: see the group README)")
 HEAD_DIM_FLOAT = ("head_dim is a float: d_out / num_heads gives 2.0, and a shape takes ints; use integer division, "
@@ -179,8 +172,6 @@ OPERANDS_REVERSED = ("multiplied in the wrong order: the weights come first, att
 MASK_HIDES_THE_DIAGONAL = ("the mask hides the diagonal too: each token may look at itself; hide only j > i "
                            "(torch.triu(..., diagonal=1) is what is hidden, torch.tril(...) what is kept), or the first "
                            "row is all -inf (NaN)")
-HIDE_MASK_RETURNED = ("returned the mask of what is hidden (1 above the diagonal): causal_mask is the keep mask, 1 on and "
-                      "below the diagonal, torch.tril(torch.ones(T, T))")
 MASK_NOT_BOOL = ("masked_fill takes a boolean mask: the buffer holds floats (torch.ones), so convert it: "
                  "self.mask.bool()[:T, :T]")
 HEADS_STACKED = ("stacked the heads (torch.stack adds a dimension): concatenate them along the features, "
@@ -233,32 +224,3 @@ def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "
     except Exception:  # noqa: BLE001 - a module that cannot say: no cause
         return []
     return [f"{', '.join(plain)}: {WEIGHT_NOT_A_PARAMETER}"] if plain else []
-
-
-def bias_causes(module: Any, qkv_bias: bool, out_bias: bool = True) -> list[str]:
-    """The biases the student's module has against the documented layout (W_query, W_key, W_value with a bias
-    exactly when ``qkv_bias``; out_proj, when it has one, with a bias exactly when ``out_bias``)."""
-    try:
-        names = {name for name, _ in module.named_parameters()}
-    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
-        return []
-    found = []
-    qkv = [n for n in ("W_query", "W_key", "W_value") if f"{n}.weight" in names and (f"{n}.bias" in names) != qkv_bias]
-    if qkv:
-        found.append(f"{', '.join(qkv)} {'lack' if qkv_bias else 'have'} a bias: built with qkv_bias={not qkv_bias}, "
-                     f"where the layer asks qkv_bias={qkv_bias} (3 × d_out parameters {'fewer' if qkv_bias else 'more'})")
-    if "out_proj.weight" in names and ("out_proj.bias" in names) != out_bias:
-        found.append(OUT_PROJ_WITHOUT_BIAS if out_bias else "out_proj has a bias where none is asked")
-    return found
-
-
-def unregistered_modules(module: Any) -> str:
-    """HEADS_IN_A_PLAIN_LIST when an attribute of ``module`` is a plain list, tuple or dict holding modules (which
-    nn.Module does not register), else ""."""
-    try:
-        held = [value for name, value in vars(module).items()  # not nn.Module's own _modules, _parameters, ...
-                if not name.startswith("_") and isinstance(value, (list, tuple, dict))]
-    except TypeError:
-        return ""
-    items = [v for value in held for v in (value.values() if isinstance(value, dict) else value)]
-    return HEADS_IN_A_PLAIN_LIST if any(hasattr(v, "named_parameters") for v in items) else ""
