@@ -7,7 +7,8 @@ the student's code raised is the very one the mistake raises on the same objects
 checks its premise: an alternative that equals the right computation (a scale of 1/√1, a mask that
 needs no cut) names nothing, and a cause that names code (``.T``, "not cut") is named only when the
 student's objects (their error, their mask's shape) show it.
-``kata_checks`` re-exports every name of this module: the tests import them from there.
+``kata_checks`` re-exports the names above the issue-38 block at the end: the tests import those from there,
+and the later ones from here.
 
 (For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``diagnose.py`` imports, is a
 symbolic link to this file, as ``tests/diagnose.py`` is to ``kata_checks.py``.)
@@ -24,8 +25,9 @@ WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=Tr
 NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
               "(sum(dim=dim, keepdim=True) keeps it aligned)")
 NO_SOFTMAX = "no softmax: the raw scores were used as weights"
-GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own: a row whose scores are far below it "
-              "underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract scores.amax(dim=dim, keepdim=True)")
+GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own (the global max, not the max along dim): "
+              "a row whose scores are far below it underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract "
+              "scores.amax(dim=dim, keepdim=True)")
 NO_MAX_SHIFT = "subtract the maximum along dim before exponentiating: exp(1000) is inf, and inf / inf is NaN"
 SIMPLE_NOT_SCALED = "scaled the scores by 1/√d: simple self-attention has no scaling"
 BATCH_DOT_T = (".T on a batch: for a 3-D tensor .T reverses ALL dimensions (and is deprecated); "
@@ -223,3 +225,98 @@ def too_many_tokens(module: Any, x: Any, context_length: int) -> str:
     except Exception:  # noqa: BLE001 - another failure: its own test's to report
         pass
     return TOO_MANY_TOKENS
+
+
+# Issue 38: more of the mistakes students make, each named where a library mistake (tests/mutants/student_mistakes.py)
+# reproduces the result, or where the student's objects show it (the functions below).
+ELEMENTWISE_NO_SUM = ("multiplied elementwise without summing over the features: a dot product sums the products, "
+                      "one number per token (torch.dot(x_i, query), or inputs @ query)")
+SCORES_OF_FEATURES = ("computed inputs.T @ inputs, the (d, d) products of the features: the scores are x xᵀ, "
+                      "inputs @ inputs.transpose(-2, -1), one row and one column per token (T, T)")
+MAX_NAMEDTUPLE = ("scores.max(dim=...) returns a (values, indices) namedtuple, not a tensor: subtract "
+                  "scores.amax(dim=dim, keepdim=True), or scores.max(dim=dim, keepdim=True).values")
+SUMMED_OVER_FEATURES = ("summed over the features (dim=1), one number per token: the context vector sums over the "
+                        "tokens (dim=0), the weighted sum attn_weights @ inputs")
+D_K_NOT_LAST_DIM = ("d_k taken from another dimension than the keys' last: d_k = keys.shape[-1], the size of each key "
+                    "vector, not keys.shape[0] or keys.shape[-2] (the batch size or the number of tokens)")
+COPY_WITHOUT_NO_GRAD = ("copied into a parameter outside torch.no_grad(): an in-place copy_ into a leaf that requires "
+                        "grad raises; wrap the copies in `with torch.no_grad():`")
+RETURN_ORDER_SWAPPED = ("returned (attn_weights, context): the order is (context, attn_weights), the context "
+                        "vectors first")
+EVAL_SCALED = ("with training=False the output was scaled (x * (1 - p), the old non-inverted dropout at eval time): "
+               "inverted dropout returns x unchanged when not training, the identity")
+HEADS_AND_TOKENS_SWAPPED = ("keys.transpose(1, 2) swaps heads and tokens: transpose the keys' last two axes, "
+                            "keys.transpose(2, 3) (or (-2, -1)), for (b, h, T, head_dim) @ (b, h, head_dim, T)")
+TWO_DIM_D_OUT = ("each head gives d_out features and the wrapper concatenates them: num_heads * d_out = 2 needs "
+                 "d_out = 1 per head (Exercise 3.2), not d_out = 2")
+HEAD_DIM_IS_D_OUT = ("head_dim = d_out: each head gets d_out // num_heads features, so that (b, T, num_heads, head_dim) "
+                     "holds the d_out features (the chapter's listing has this bug: see the group README)")
+HEAD_DIM_FLOAT = ("head_dim is a float: d_out / num_heads gives 2.0, and a shape takes ints; use integer division, "
+                  "d_out // num_heads")
+WEIGHT_NOT_A_PARAMETER = ("a weight kept as a plain tensor (torch.rand(...) without nn.Parameter): it is no parameter, "
+                          "so .to() does not convert it and no gradient reaches it; self.W = nn.Parameter(torch.rand(d_in, d_out))")
+WEIGHT_SHAPE_SWAPPED = ("a weight's dimensions are swapped (mat1 and mat2 shapes cannot be multiplied): x (..., d_in) @ W "
+                        "needs W of shape (d_in, d_out): nn.Parameter(torch.rand(d_in, d_out)); nn.Linear(d_in, d_out) "
+                        "(in_features first) stores (d_out, d_in), so call the layer, W_query(x), not x @ W_query.weight")
+VIEW_NOT_CONTIGUOUS = ("view() of a transposed tensor: after transpose(1, 2) its memory is not contiguous; "
+                       ".contiguous().view(...) or .reshape(...)")
+
+SUM_NOT_SOFTMAX = ("normalized the scores by their sum instead of a softmax: the weights are the softmax of the scores "
+                   "along the last dim, the exp of each score over the sum of the exps")
+OPERANDS_REVERSED = ("multiplied in the wrong order: the weights come first, attn_weights @ values (attn_weights @ inputs "
+                     "for simple attention): each row of weights mixes the rows of the values")
+MASK_HIDES_THE_DIAGONAL = ("the mask hides the diagonal too: each token may look at itself; hide only j > i "
+                           "(torch.triu(..., diagonal=1) is what is hidden, torch.tril(...) what is kept), or the first "
+                           "row is all -inf (NaN)")
+MASK_NOT_BOOL = ("masked_fill takes a boolean mask: the buffer holds floats (torch.ones), so convert it: "
+                 "self.mask.bool()[:T, :T]")
+HEADS_STACKED = ("stacked the heads (torch.stack adds a dimension): concatenate them along the features, "
+                 "torch.cat([...], dim=-1)")
+CONCAT_ON_BATCH = ("concatenated the heads along the batch (torch.cat's default dim=0): concatenate along the features, "
+                   "dim=-1")
+
+SCALED_BY_D_IN_HEADS = ("scaled by 1/√d_in, the input's size: the scale is 1/√head_dim, the size of each head's keys "
+                        "(d_out // num_heads)")
+DIVIDED_BY_D_K = "divided the scores by d_k instead of √d_k: the scale is 1 / d_k**0.5 (for heads, d_k is head_dim)"
+NOT_SCALED = "no scaling: divide the scores by √d_k before the softmax (d_k**0.5)"
+SOFTMAX_OVER_DIM_0 = ("softmax over dim 0, the first dim (the batch of a batched input, the columns of a matrix): "
+                      "normalize along the last dim, dim=-1")
+MASK_FROM_RAND = ("drew the keep-mask by comparing torch.rand(...) with p: the right odds, but not the draw "
+                  "torch.nn.Dropout makes under the same seed; draw it with torch.empty_like(x).bernoulli_(1 - p), as the "
+                  "docstring says")
+
+OUT_PROJ_FROM_D_IN = "out_proj maps the merged heads, d_out features, to d_out: nn.Linear(d_out, d_out), not nn.Linear(d_in, ...)"
+SPLIT_NOT_TRANSPOSED = ("split without moving the head axis: after the view to (b, T, num_heads, head_dim), transpose(1, 2) "
+                        "gives (b, num_heads, T, head_dim)")
+MULTIPLIED_BY_1_MINUS_P = ("multiplied the survivors by 1 - p: inverted dropout divides them by 1 - p, so that the expected "
+                           "value stays x")
+
+DROPOUT_ON_THE_OUTPUT = ("applied dropout to the output (the context vectors): apply it to the attention weights after "
+                         "the softmax, before @ values")
+TWO_DIM_ONE_HEAD = ("one head with d_out = 2: Exercise 3.2 keeps num_heads=2 and gives each head d_out = 1, so that the "
+                    "two heads' outputs, concatenated, are two-dimensional")
+MASKED_WITH_PLUS_INF = ("masked with +inf: the hidden scores must be -inf, whose exp is 0 (exp(+inf) is inf, and inf / inf "
+                        "is NaN)")
+SCORES_AS_A_COLUMN = ("returned a column (T, 1): with a 1-D query, inputs @ query is already one score per token, shape (T,)")
+WEIGHTS_NOT_BROADCAST = ("the weights (T,) broadcast against the features, not the tokens: attn_weights[:, None] * inputs, "
+                         "summed over dim 0, or simply attn_weights @ inputs")
+D_K_FROM_VALUES = ("d_k taken from the values: d_k = keys.shape[-1], the size of the keys (the values' size d_v may "
+                   "differ)")
+TENSOR_ASSIGNED_TO_A_PARAMETER = ("assigned a tensor to a parameter's attribute (nn.Module takes only an nn.Parameter "
+                                  "there): copy the values into the existing parameter, param.copy_(...) under "
+                                  "torch.no_grad()")
+
+RENORMALIZED_WITH_A_SOFTMAX = ("renormalized with a softmax: the masked weights are already probabilities (the zeros "
+                               "become exp(0) = 1 again); divide each row by its sum, sum(dim=-1, keepdim=True)")
+ONE_HEAD_RETURNED = "returned one head's output: concatenate every head's output along the features (torch.cat, dim=-1)"
+
+
+def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:
+    """What the student's module itself shows about its parameters (read from its objects, never its source): a
+    weight among ``weights`` kept as a plain tensor attribute instead of an nn.Parameter."""
+    try:
+        params = {name for name, _ in module.named_parameters()}
+        plain = [name for name in weights if name not in params and hasattr(vars(module).get(name), "requires_grad")]
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
+        return []
+    return [f"{', '.join(plain)}: {WEIGHT_NOT_A_PARAMETER}"] if plain else []

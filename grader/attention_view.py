@@ -124,10 +124,11 @@ class Empty:
 
 
 # --- loading a tree of modules (yours, or the reference) ---------------------------------------------
-def load_modules(root: Path, names: Sequence[str]) -> dict[str, object]:
-    """Import ``names`` from the group folders of ``root`` (by bare name, as the exercises do). Every module
-    of those folders leaves ``sys.modules`` again afterwards, so a second tree (the reference) with the same
-    names loads next to the first. One that cannot be imported maps to an ``Empty`` with the error."""
+def panels_of(root: Path, names: Sequence[str], params: dict | None = None) -> dict[str, object]:
+    """The panels (compute_panels) of the modules ``names`` of ``root``, imported from its group folders by bare
+    name and run while those folders are first on ``sys.path``, as the tests run them (a sibling imported inside
+    a function is found). Every module of the folders leaves ``sys.modules`` again afterwards, so a second tree
+    (the reference) with the same names loads next to the first. One that cannot be imported maps to an ``Empty``."""
     groups = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("*.py")))
     stems = {p.stem for g in groups for p in g.glob("*.py")}
     saved_path = sys.path[:]
@@ -141,12 +142,12 @@ def load_modules(root: Path, names: Sequence[str]) -> dict[str, object]:
                 found[name] = _limited(lambda: importlib.import_module(name))
             except Exception as err:  # the student's module: anything can happen at import
                 found[name] = Empty(f"{name}.py cannot be imported: {type(err).__name__}: {err}", error=True)
+        return compute_panels(found, params)
     finally:
         sys.path[:] = saved_path
         for name in stems:
             sys.modules.pop(name, None)
         sys.modules.update(saved)
-    return found
 
 
 def _limited(call: Callable):
@@ -300,9 +301,9 @@ def panel_rows(exercises: Path, reference: Path | None) -> list[tuple[str, dict]
 
     names = sorted({m for p in PANELS for m in p.modules})
     params: dict = {}  # your MultiHeadAttention's, for the reference's
-    yours = compute_panels(load_modules(exercises, names), params)
+    yours = panels_of(exercises, names, params)
     if reference is not None and reference.is_dir():
-        return [("yours", yours), (REFERENCE, compute_panels(load_modules(reference, names), params))]
+        return [("yours", yours), (REFERENCE, panels_of(reference, names, params))]
     none = Empty("the documents print no\nweights for this")
     return [("yours", yours), (DOCUMENTS, {p.key: torch.tensor(PRINTED[p.key][1]) if p.key in PRINTED else none
                                            for p in PANELS})]

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from kata_checks import (assert_does_its_own_work, creation_order, transpose_errors, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
                          fail, journey_inputs, load, scale_diagnoses)
+from kata_mistakes import named_parameter_causes
 
 
 def test_self_attention_v1_seed_123_matches_the_document():
@@ -40,10 +41,12 @@ def test_self_attention_v2_seed_789_matches_the_document():
 
 def test_self_attention_parameters_have_the_documented_shapes():
     m = load("self_attention")
-    got_v1 = {name: tuple(p.shape) for name, p in m.SelfAttention_v1(3, 4).named_parameters()}
+    sa_v1 = m.SelfAttention_v1(3, 4)
+    got_v1 = {name: tuple(p.shape) for name, p in sa_v1.named_parameters()}
     want_v1 = {"W_query": (3, 4), "W_key": (3, 4), "W_value": (3, 4)}
     if got_v1 != want_v1:
-        fail("SelfAttention_v1(3, 4).named_parameters()", f"returned {got_v1}", f"expected {want_v1}")
+        fail("SelfAttention_v1(3, 4).named_parameters()", f"returned {got_v1}", f"expected {want_v1}",
+             *[f"likely cause: {c}" for c in named_parameter_causes(sa_v1)])
     got_v2 = {name: tuple(p.shape) for name, p in m.SelfAttention_v2(3, 4).named_parameters()}
     want_v2 = {"W_query.weight": (4, 3), "W_key.weight": (4, 3), "W_value.weight": (4, 3)}
     if got_v2 != want_v2:

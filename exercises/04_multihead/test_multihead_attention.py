@@ -15,6 +15,7 @@ from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_
                          SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
+from kata_mistakes import HEAD_DIM_IS_D_OUT
 
 # On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask.
 MASK_ERRORS = [mask_errors]
@@ -101,7 +102,8 @@ def test_multihead_attention_splits_d_out_over_the_heads_and_keeps_a_mask_buffer
     mha = m.MultiHeadAttention(3, 6, 5, 0.0, num_heads=2)
     got = getattr(mha, "head_dim", None)
     if got != 3:
-        fail("MultiHeadAttention(3, 6, 5, 0.0, num_heads=2).head_dim", f"returned {got!r}", "expected 3 (d_out // num_heads)")
+        fail("MultiHeadAttention(3, 6, 5, 0.0, num_heads=2).head_dim", f"returned {got!r}", "expected 3 (d_out // num_heads)",
+             f"likely cause: {HEAD_DIM_IS_D_OUT}" if got == 6 else "")
     assert_mask_buffer(mha, torch.ones(5, 5).triu(1), call="MultiHeadAttention(3, 6, context_length=5, dropout=0.0, num_heads=2)",
                        diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT)])
 

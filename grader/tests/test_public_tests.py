@@ -111,6 +111,16 @@ def test_the_known_results_are_what_the_library_gives(runs):
     assert not any(p["with"].strip() in text for p in LIBRARY if len(p["with"].strip()) > 25)
 
 
+def test_a_known_result_that_is_nan_everywhere_is_not_kept():
+    """NaN alone names no mistake (any mistake that gives NaN there gives it): such a result is not kept."""
+    def rec(key: str, *values) -> dict:
+        return {"key": key, "got": {"dtype": "torch.float32", "shape": [len(values)], "values": list(values)}}
+    records = {known_results.SOLVED: [rec("a", 0.5, 0.5), rec("b", 0.5, 0.5)],
+               "m": [rec("a", "nan", "nan"), rec("b", "nan", 1.0)]}
+    data = known_results.known_results(records, [{"name": "m", "cause": "a cause in words"}])
+    assert list(data) == ["b"] and data["b"][0]["cause"] == "a cause in words"
+
+
 def test_one_public_test_file_per_module_and_every_test_named_after_its_module():
     found = set(pr.EXERCISES_DIR.glob("*/test_*.py"))
     expected = {pr.public_test_file(ex_id) for ex_id in EXERCISE_IDS}

@@ -81,6 +81,7 @@ MUTANTS: list[dict] = [
     },
     {
         "name": "06_softmax_over_queries",
+        "also_named": ["softmax over dim 0, the first dim"],  # on a matrix, dim 0 is dim -2 (student_mistakes_named.py)
         "cause": "WRONG_DIM",
         "exercise": "02_trainable_weights/scaled_attention",
         "mistake": "scaled_dot_product takes the softmax over the wrong dimension (dim=-2, the "

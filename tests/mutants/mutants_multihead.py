@@ -8,6 +8,7 @@ THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
 MUTANTS: list[dict] = [
     {
         "name": "23_split_heads_bare_view",
+        "also_named": ["split without moving the head axis"],  # with T = num_heads the two views agree
         "cause": "SPLIT_BARE_VIEW",
         "exercise": "04_multihead/head_split",
         "mistake": "split_heads uses a bare x.view(b, num_heads, T, head_dim) without the transpose: "
