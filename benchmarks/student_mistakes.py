@@ -37,7 +37,7 @@ def as_patch(mistake: dict) -> dict:
     """The mistake as one patch of mutation.py's format (the whole file replaced), run with its group's tests;
     mutation.PatchError when an anchor does not occur exactly once."""
     exercise = f"{mistake['group']}/{mistake['module']}"
-    original = source = mutation.reference_file({"name": mistake["id"], "exercise": exercise}).read_text()
+    original = source = mutation.reference_source({"name": mistake["id"], "exercise": exercise})
     for i, (old, new) in enumerate(mistake["patches"]):
         source = mutation.apply(source, {"name": f"{mistake['id']}[{i}]", "exercise": exercise, "replace": old, "with": new})
     return {"name": mistake["id"], "exercise": exercise, "replace": original, "with": source, "run": "group"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
+from grader.authoring.student_text import without_student_text
 from grader.rubric import TESTS_DIR, load_rubric
 
 MUTANTS_FILE = TESTS_DIR / "mutants" / "mutants.py"
@@ -61,9 +62,15 @@ def apply(source: str, patch: dict, where: str = "") -> str:
     return source.replace(anchor, patch["with"])
 
 
+def reference_source(patch: dict) -> str:
+    """The reference solution the patch changes, as code: without its student text (whose README and hints
+    may quote the very line a patch anchors on: grader/authoring/student_text.py)."""
+    return without_student_text(reference_file(patch).read_text(), str(reference_file(patch)))
+
+
 def patched_source(patch: dict) -> str:
     """The reference solution of the patch's exercise with the patch applied."""
-    return apply(reference_file(patch).read_text(), patch)
+    return apply(reference_source(patch), patch)
 
 
 def write_patched(patch: dict, root: Path) -> Path:

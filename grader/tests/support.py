@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pytest
 
-from grader.authoring.mutation import PatchError, apply, reference_file
+from grader.authoring.mutation import PatchError, apply, reference_source
 from grader.classroom.score_all import BatchOptions
 from grader.grading.engine import start_worker
 from grader.grading.options import GradeOptions
@@ -438,7 +438,7 @@ def patch_problems(patch: dict) -> list[str]:
     """What is wrong with a patch (grader/authoring/mutation.py) as a change to a solution: it does not
     apply, changes nothing, or changes its module outside the ``### BEGIN/END SOLUTION`` regions (empty: none)."""
     try:
-        source = reference_file(patch).read_text()
+        source = reference_source(patch)
         if apply(source, patch) == source:
             return [f"{patch['name']}: changes nothing"]
     except PatchError as err:
