@@ -14,7 +14,7 @@ check raises ``KataCheckFailed`` (an ``AssertionError``) with a message that sta
 ``assert_close(got, expected, diagnoses=[(alternative, message), ...])`` shows ``likely cause: message`` when
 ``got`` matches an alternative, a known wrong computation (``kata_mistakes.py``: written once, re-exported here).
 
-(For the instructors: ``tests/diagnose.py``, which the hidden tests import, is a symbolic link to
+(For the instructors: ``tests/kata_checks.py``, which the hidden tests import, is a symbolic link to
 this file, so that the Gradescope bundle, which copies ``tests/`` but not ``exercises/``, carries it.)
 """
 

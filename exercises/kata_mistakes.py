@@ -10,8 +10,8 @@ student's objects (their error, their mask's shape) show it.
 ``kata_checks`` re-exports the names above the issue-38 block at the end: the tests import those from there,
 and the later ones from here.
 
-(For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``diagnose.py`` imports, is a
-symbolic link to this file, as ``tests/diagnose.py`` is to ``kata_checks.py``.)
+(For the instructors: ``tests/kata_mistakes.py``, which the hidden tests' ``kata_checks.py`` imports, is a
+symbolic link to this file, as ``tests/kata_checks.py`` is to ``kata_checks.py``.)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from diagnose import (DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, mask_errors, assert_close, assert_qkv_biases,
+from kata_checks import (DROPOUT_NOT_APPLIED, MASK_CHANGED_BY_FORWARD, creation_order, mask_errors, assert_close, assert_qkv_biases,
                       call_checked, describe, fail)
 from kata_seam import backward_with
 from reference import printed, seed_reference

@@ -146,7 +146,7 @@ HIDDEN_TESTS = '''"""Hidden tests for {ex_id}: average_heads against the referen
 import pytest
 import torch
 
-from diagnose import assert_close
+from kata_checks import assert_close
 
 
 @pytest.mark.core

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from against_reference import float32_loop_tolerance
-from diagnose import assert_close, assert_unchanged
+from kata_checks import assert_close, assert_unchanged
 from reference import printed, ref
 
 P = printed()

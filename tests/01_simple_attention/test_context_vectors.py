@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from against_reference import float32_loop_tolerance
-from diagnose import NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, assert_close, assert_unchanged
+from kata_checks import NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, assert_close, assert_unchanged
 from reference import printed, ref
 
 P = printed()

@@ -12,7 +12,7 @@ Tolerances: printed values atol 1e-4; random vs reference atol 1e-6 (float32) / 
 import pytest
 import torch
 
-from diagnose import DIM_IGNORED, assert_close, assert_softmax_has_no_nan, assert_unchanged, fail
+from kata_checks import DIM_IGNORED, assert_close, assert_softmax_has_no_nan, assert_unchanged, fail
 from reference import printed, ref
 
 P = printed()

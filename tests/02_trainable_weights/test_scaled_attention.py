@@ -12,7 +12,7 @@ precision, the notebook's torch.sqrt(torch.tensor(d_k)) is √d_k rounded to flo
 import pytest
 import torch
 
-from diagnose import WRONG_DIM, no_scale, assert_close, assert_rows_sum_to_one, assert_unchanged, describe, fail, scale_diagnoses
+from kata_checks import WRONG_DIM, no_scale, assert_close, assert_rows_sum_to_one, assert_unchanged, describe, fail, scale_diagnoses
 from reference import printed, ref
 
 P = printed()

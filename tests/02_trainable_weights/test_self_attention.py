@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from against_reference import load_reference_parameters
-from diagnose import assert_close, assert_qkv_biases, fail, scale_diagnoses
+from kata_checks import assert_close, assert_qkv_biases, fail, scale_diagnoses
 from kata_seam import backward_with
 from reference import printed, ref, seed_reference
 

@@ -12,7 +12,7 @@ Tolerances: copied parameters exact (atol 0); outputs atol 1e-6; rtol 0.
 import pytest
 import torch
 
-from diagnose import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close,
+from kata_checks import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close,
                       assert_raises, fail)
 from reference import ref
 

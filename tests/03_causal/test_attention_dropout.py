@@ -15,7 +15,7 @@ import platform
 import pytest
 import torch
 
-from diagnose import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED, assert_close,
+from kata_checks import (KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED, assert_close,
                       assert_raises, assert_unchanged, check_tensor, fail)
 from reference import printed, seed_reference
 

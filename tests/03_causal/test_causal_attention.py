@@ -19,7 +19,7 @@ import torch
 
 from against_reference import (assert_dropout_as_reference, assert_forward_matches,
                                assert_forwards_leave_the_mask, assert_gradients_match, assert_printed_seed123, pair)
-from diagnose import (MASK_BUFFER_COMPLEMENT, too_many_tokens, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
+from kata_checks import (MASK_BUFFER_COMPLEMENT, too_many_tokens, UNMASKED, assert_close, assert_mask_buffer, assert_raises, assert_unchanged,
                       call_checked, mask_errors, scale_diagnoses)
 from reference import ref
 

@@ -13,7 +13,7 @@ Tolerances: masks exact; printed atol 1e-4; random vs reference atol 1e-6 (float
 import pytest
 import torch
 
-from diagnose import (MASK_COMPLEMENT, assert_close, assert_exactly_zero_above_diagonal, assert_rows_sum_to_one, assert_unchanged, fail,
+from kata_checks import (MASK_COMPLEMENT, assert_close, assert_exactly_zero_above_diagonal, assert_rows_sum_to_one, assert_unchanged, fail,
                       scale_diagnoses)
 from reference import printed, ref
 

@@ -12,7 +12,7 @@ Tolerances: split/merge exact (atol 0); printed atol 1e-4; random scores atol 1e
 import pytest
 import torch
 
-from diagnose import assert_close, assert_raises, not_divisible
+from kata_checks import assert_close, assert_raises, not_divisible
 from reference import printed, ref
 
 P = printed()

@@ -19,7 +19,7 @@ import torch
 
 from against_reference import (assert_dropout_as_reference, assert_forward_matches, assert_forwards_leave_the_mask,
                                assert_gradients_match, assert_printed_seed123, pair)
-from diagnose import (GPT2_WITH_DROPOUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, SPLIT_BARE_VIEW, too_many_tokens,
+from kata_checks import (GPT2_WITH_DROPOUT, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, SPLIT_BARE_VIEW, too_many_tokens,
                       UNMASKED, assert_close, assert_mask_buffer, assert_raises, fail, no_scale, scaled_by_d_out)
 from reference import printed, ref
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from against_reference import TOLERANCE, load_reference_parameters
-from diagnose import QKV_BIAS_IGNORED, assert_close, check_tensor, fail
+from kata_checks import QKV_BIAS_IGNORED, assert_close, check_tensor, fail
 from reference import printed, seed_reference
 
 P = printed()
