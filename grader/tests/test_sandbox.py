@@ -98,13 +98,13 @@ class _SilentDomain:
 @pytest.mark.parametrize("usage, ends_at, says", [
     (lambda t: (0.01, 0.0), WALL_FACTOR, r"timed out after \d s of wall-clock time \(0\.0 s of CPU\)"),
     (lambda t: (0.01, 0.95 * t), WALL_CEILING, r"of wall-clock time \(0\.0 s of CPU; \d s more waiting for a CPU\)"),
-    (lambda t: (t, 0.0), 1.0, r"^timed out after 0\.2 s in a call$"),
+    (lambda t: (t, 0.0), 1.0, r"^timed out after 0\.1 s in a call$"),
 ], ids=["sleeps", "starved by a busy machine", "spins"])
 def test_a_call_times_out_on_its_cpu_or_on_wall_clock_not_spent_waiting_for_a_cpu(usage, ends_at, says) -> None:
     """A call that sleeps ends at WALL_FACTOR x the timeout; one that waits for a CPU (a busy machine) runs on
     until WALL_CEILING x, whatever its wall-clock time; one that spins ends on its CPU time, with the same
     words on any machine."""
-    timeout, domain = 0.2, _SilentDomain(usage)
+    timeout, domain = 0.1, _SilentDomain(usage)
     with pytest.raises(WorkerFailure, match=says):
         await_answer(domain, domain.start, (0.0, 0.0), timeout, "a call")
     took = time.monotonic() - domain.start
