@@ -169,24 +169,31 @@ def _is_docstring(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def _names_used(node: ast.AST, local: frozenset[str] = frozenset()) -> set[str]:
+def _names_used(node: ast.AST) -> set[str]:
     """The global names ``node``'s code reads: a function's parameters and the names it assigns are
-    its own (``dropout`` the argument is not ``dropout`` the function of another module)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        args = node.args
-        params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
-        body = node.body if isinstance(node.body, list) else [node.body]
-        assigned = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)
-                    and isinstance(n.ctx, ast.Store)}
-        inner = local | params | assigned
-        outer = [*getattr(node, "decorator_list", []), *args.defaults, *[d for d in args.kw_defaults if d],
-                 *([node.returns] if getattr(node, "returns", None) else []),
-                 *[a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.annotation]]
-        return {n for part in outer for n in _names_used(part, local)} | \
-            {n for stmt in body for n in _names_used(stmt, inner)}
-    if isinstance(node, ast.Name):
-        return set() if node.id in local or not isinstance(node.ctx, ast.Load) else {node.id}
-    return {n for child in ast.iter_child_nodes(node) for n in _names_used(child, local)}
+    its own (``dropout`` the argument is not ``dropout`` the function of another module). Walked with a
+    stack of its own, not by recursion: a hostile script's expression may nest thousands deep."""
+    used: set[str] = set()
+    todo: list[tuple[ast.AST, frozenset[str]]] = [(node, frozenset())]
+    while todo:
+        node, local = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a}
+            body = node.body if isinstance(node.body, list) else [node.body]
+            assigned = {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                        and isinstance(n.ctx, ast.Store)}
+            outer = [*getattr(node, "decorator_list", []), *args.defaults, *[d for d in args.kw_defaults if d],
+                     *([node.returns] if getattr(node, "returns", None) else []),
+                     *[a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs if a.annotation]]
+            todo += [(part, local) for part in outer]
+            todo += [(stmt, local | params | assigned) for stmt in body]
+        elif isinstance(node, ast.Name):
+            if node.id not in local and isinstance(node.ctx, ast.Load):
+                used.add(node.id)
+        else:
+            todo += [(child, local) for child in ast.iter_child_nodes(node)]
+    return used
 
 
 def _span(node: ast.stmt) -> str:

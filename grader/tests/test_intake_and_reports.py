@@ -405,3 +405,18 @@ def test_what_is_no_submission_is_refused_with_what_was_found(tmp_path: Path, fi
     with pytest.raises(SubmissionError, match="nothing that looks like a submission") as err:
         locate_submission(tmp_path / "upload", tmp_path / "scratch")
     assert says in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_script_nested_deeper_than_python_recurses_is_split_or_refused_in_one_line(tmp_path: Path) -> None:
+    """An attack on the splitter's walk: an expression nested ~1000 deep parses, then broke a recursive walk
+    (RecursionError, a traceback); deeper, the parser refuses it: one line."""
+    for depth, splits in ((990, True), (20000, False)):
+        upload = tmp_path / f"up{depth}"
+        upload.mkdir()
+        (upload / "chapter.py").write_text("import torch\n\ndef causal_mask(n):\n    return " + "+".join(["n"] * depth) + "\n")
+        if splits:
+            root = locate_submission(upload, tmp_path / f"s{depth}")
+            assert (root / "03_causal" / "causal_mask.py").is_file()
+        else:
+            with pytest.raises(SubmissionError, match="chapter.py: not Python that can be read"):
+                locate_submission(upload, tmp_path / f"s{depth}")
