@@ -55,6 +55,14 @@ def share(text: str) -> float:
     return value
 
 
+def points(text: str) -> float:
+    """A positive number of points (an LMS assignment's total)."""
+    value = _number(text)
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"must be a positive number of points, got {text}")
+    return value
+
+
 def _number(text: str) -> float:
     try:
         return float(text)

@@ -1,7 +1,7 @@
 """The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
 ``score-all --shard`` runs), ``rescore`` (the CSV again from the JSON reports, under the rubric now),
-``nbgrader`` (an nbgrader course's notebooks), ``similarity`` and ``export`` (the CSV as an LMS's import
-file: grader/classroom/export_command.py); and the refusal every class grading shares
+``nbgrader`` (an nbgrader course's notebooks), ``similarity`` (a class's near-copies) and ``export`` (the CSV
+as an LMS's import file); and the refusal every class grading shares
 (:func:`check_class_isolation`)."""
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.blind_ids import add_blind_option, blind_ids
-from grader.classroom.export_command import EXPORT
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.late_policy import LatePolicy, LatePolicyError, read_late_policy
 from grader.classroom.merge import MergeError, merge
 from grader.classroom.nbgrader_course import CourseError, check_gradebook, find_course, grade_course, prepare_work_dir
 from grader.classroom.overrides import OverrideError, Overrides, read_overrides
 from grader.classroom.rescore import RescoreError, rescore_class
-from grader.classroom.roster import parse_shard
+from grader.classroom.lms_export import DEFAULT_ASSIGNMENT, FORMATS, ExportError, ExportOptions, export
+from grader.classroom.roster import list_students, parse_shard
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
-from grader.classroom.similarity_report import add_similarity_arguments, run_similarity
-from grader.commands import Command, UsageError, check_writable, make_dir, say_warnings_and_outputs, stop_on_sigterm
+from grader.classroom.similarity import THRESHOLD
+from grader.classroom.similarity_report import compare_class, write_report
+from grader.commands import (Command, UsageError, check_writable, make_dir, points, say_warnings_and_outputs, share,
+                             stop_on_sigterm)
 from grader.grading.commands import add_grading_options, grade_options
 from grader.reports.commands import add_feedback_options
+from grader.files import private_files
 from grader.rubric import GROUPS
+from grader.safe_text import escape_line, printable
 from grader.sandbox.modes import SandboxUnavailable, choose_isolation
 from grader.visibility import add_visibility_option
 
@@ -242,6 +246,64 @@ def run_nbgrader(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_similarity_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student (as score-all)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="write similarity.md (each pair's matching lines) and similarity.csv to DIR (created)")
+    parser.add_argument("--threshold", type=share, default=THRESHOLD, metavar="SHARE",
+                        help=f"report a pair from this share of the smaller submission's fingerprints on "
+                             f"(default {THRESHOLD})")
+
+
+def run_similarity(args: argparse.Namespace) -> int:
+    """``python -m grader similarity SUBS --out DIR``: nothing of the students' is imported or run."""
+    if not args.submissions.is_dir():
+        raise UsageError(f"{escape_line(str(args.submissions))}: not a directory")
+    make_dir(args.out, "--out")
+    students, warnings = list_students(args.submissions)
+    with private_files():
+        result = compare_class(students, args.threshold)
+        written = write_report(result, args.out / "similarity.md", args.submissions.name)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"similar pairs: {result.count} ({result.students} submissions compared): {written[0]} ({written[1].name})",
+          file=sys.stderr)
+    return 0
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("grades", type=Path, metavar="GRADES.csv", help="a grades CSV of score-all (or merge)")
+    parser.add_argument("--roster", type=Path, required=True, metavar="ROSTER.csv",
+                        help="who each submission folder is: id, name, email, login, ... (docs/class-grading.md)")
+    parser.add_argument("--to", required=True, metavar="|".join(FORMATS),
+                        help="canvas: Gradebook import CSV; moodle: offline grading worksheet; "
+                             "nbgrader: the student list of nbgrader db student import")
+    parser.add_argument("--out", type=Path, required=True, metavar="FILE", help="the file to write")
+    parser.add_argument("--assignment", default=DEFAULT_ASSIGNMENT, metavar="NAME", help="Canvas: the assignment's name")
+    parser.add_argument("--assignment-id", default="", metavar="ID",
+                        help="Canvas: the assignment's id (without one, Canvas creates a new assignment)")
+    parser.add_argument("--points", type=points, metavar="P",
+                        help="scale the scores to P points (the LMS assignment's total)")
+    parser.add_argument("--no-names", dest="no_names", action="store_true",
+                        help="no names or e-mail addresses in the file (the LMS matches students by id)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse (exit 2) when a submission or a roster row matches nothing")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    check_writable(args.out, "--out")
+    options = ExportOptions(to=args.to, assignment=args.assignment, assignment_id=args.assignment_id,
+                            points=args.points, blind=args.no_names, strict=args.strict)
+    try:
+        lines = export(args.grades, args.roster, args.out, options)
+    except ExportError as err:
+        raise UsageError(str(err)) from None
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"wrote {printable(str(args.out))} ({args.to})", file=sys.stderr)
+    return 0
+
+
 NBGRADER_HELP = "grade an nbgrader course's submitted notebooks with the isolated grader (instead of nbgrader autograde)"
 COMMANDS = [
     Command("score-all", "grade every subfolder or .zip of SUBMISSIONS into a CSV", add_score_all_arguments, run_score_all),
@@ -251,5 +313,6 @@ COMMANDS = [
     Command("nbgrader", NBGRADER_HELP, add_nbgrader_arguments, run_nbgrader),
     Command("similarity", "report the pairs of submissions whose code for a module is alike beyond the book and "
                           "the stub", add_similarity_arguments, run_similarity),
-    EXPORT,
+    Command("export", "write a grades CSV as Canvas's or Moodle's grade import file, or nbgrader's student list",
+            add_export_arguments, run_export),
 ]

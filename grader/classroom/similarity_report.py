@@ -19,9 +19,7 @@ grader.classroom.grades_sheet.spreadsheet_text.
 
 from __future__ import annotations
 
-import argparse
 import html
-import sys
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -32,8 +30,7 @@ from typing import Mapping
 from grader.classroom.grades_sheet import HASH_COLUMN, ClassSheet, spreadsheet_text
 from grader.classroom.roster import list_students
 from grader.classroom.similarity import THRESHOLD, Fingerprints, Pair, every_kgram, fingerprints, similar_pairs
-from grader.commands import UsageError, make_dir, share
-from grader.files import is_real_dir, private_files, write_atomically
+from grader.files import is_real_dir, write_atomically
 from grader.grading.intake import SubmissionError, locate_submission
 from grader.rubric import EXERCISES_DIR, load_rubric
 from grader.safe_text import escape_controls, escape_line
@@ -255,28 +252,3 @@ def _html(text: str) -> str:
 
 
 # --- the command -------------------------------------------------------------------------------------------
-
-
-def add_similarity_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("submissions", type=Path, help="a folder holding one subfolder or .zip per student (as score-all)")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="write similarity.md (each pair's matching lines) and similarity.csv to DIR (created)")
-    parser.add_argument("--threshold", type=share, default=THRESHOLD, metavar="SHARE",
-                        help=f"report a pair from this share of the smaller submission's fingerprints on "
-                             f"(default {THRESHOLD})")
-
-
-def run_similarity(args: argparse.Namespace) -> int:
-    """``python -m grader similarity SUBS --out DIR``: nothing of the students' is imported or run."""
-    if not args.submissions.is_dir():
-        raise UsageError(f"{escape_line(str(args.submissions))}: not a directory")
-    make_dir(args.out, "--out")
-    students, warnings = list_students(args.submissions)
-    with private_files():
-        result = compare_class(students, args.threshold)
-        written = write_report(result, args.out / "similarity.md", args.submissions.name)
-    for line in warnings:
-        print(f"warning: {line}", file=sys.stderr)
-    print(f"similar pairs: {result.count} ({result.students} submissions compared): {written[0]} ({written[1].name})",
-          file=sys.stderr)
-    return 0
