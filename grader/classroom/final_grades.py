@@ -71,7 +71,7 @@ def finish(csv_path: Path, held: Mapping[str, Mapping[str, str]], overrides: Ove
     base = read_grades(Path(csv_path)).rows
     penalized, late_notes = apply_late(base, late, times or {})
     final, warnings = apply_overrides(penalized, overrides)
-    flagged = with_flags(final, lambda name: _report(name, shown))  # who needs a look: the last cell decided
+    flagged = with_flags(final, lambda name: _report(name, shown)[0])  # who needs a look: the last cell decided
     if flagged != base:
         write_grades(Path(csv_path), flagged.values())
     log_changes(csv_path, held, final, regraded, overrides)
@@ -98,15 +98,17 @@ def _grade(row: Mapping[str, str]) -> dict[str, str]:
     return {column: cell for column, cell in row.items() if column != FLAGS_COLUMN}
 
 
-def _report(name: str, shown: Shown) -> dict[str, Any] | None:
-    """The student's JSON report: this run's, else the one in ``--json-dir``; None when there is none."""
+def _report(name: str, shown: Shown) -> tuple[dict[str, Any] | None, str]:
+    """The student's JSON report (this run's, else the one in ``--json-dir``) and, when there is none, why."""
     report = shown.reports.get(name)
-    if report is None and shown.json_dir is not None:
-        try:
-            report = read_report(json_path(shown.json_dir, name))
-        except ValueError:
-            return None
-    return report
+    if report is not None:
+        return report, ""
+    if shown.json_dir is None:
+        return None, "no JSON report (--json-dir) to render it from"
+    try:
+        return read_report(json_path(shown.json_dir, name)), ""
+    except ValueError as err:
+        return None, str(err)
 
 
 def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overrides: Overrides | None,
@@ -115,14 +117,7 @@ def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overr
     warnings = []
     for name in students:
         row = final[name]
-        report = shown.reports.get(name)
-        try:
-            if report is None and shown.json_dir is not None:
-                report = read_report(json_path(shown.json_dir, name))
-        except ValueError as err:
-            report, why = None, str(err)
-        else:
-            why = "no JSON report (--json-dir) to render it from"
+        report, why = _report(name, shown)
         if row["status"] != "graded" or report is None:
             why = "an error row's feedback says why it was not graded" if row["status"] != "graded" else why
             warnings.append(f"the feedback of {printable(name)} does not show their final grade "
