@@ -40,7 +40,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     NOT_RENORMALIZED, MASKED_WITH_ZEROS, DROPOUT_IGNORES_TRAINING, MASK_AFTER_SOFTMAX, KEYS_RESHAPED, CONCAT_ON_TOKENS,
     KEYS_TIMES_QUERIES, DIVIDED_BY_P, RENORMALIZED_BY_COLUMNS, TRIL_DIAGONAL_1, SCALED_AFTER_SOFTMAX, HEADS_INTERLEAVED,
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
-    P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors,
+    P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors, reshaped,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
     MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT)
 
@@ -200,7 +200,7 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
     __tracebackhide__ = True
     kata_known.record(call, got)
     if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected.shape):
-        check_tensor(got, call=call, shape=expected.shape, causes=kata_known.causes(call, got, atol, rtol))
+        check_tensor(got, call=call, shape=expected.shape, causes=[*kata_known.causes(call, got, atol, rtol), *reshaped(got, diagnoses)])
     check_tensor(got, call=call, shape=expected.shape, dtype=expected.dtype if check_dtype else None)
     if is_close(got, expected, atol, rtol):
         return  # known mistakes are looked for only now: most results are right

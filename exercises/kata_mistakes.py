@@ -178,7 +178,8 @@ def transpose_errors(queries: Any, keys: Any) -> list[tuple[str, str]]:
     """``call_checked`` errors for ``queries @ keys`` transposed the wrong way on a batch: ``.T`` (all axes
     reversed: BATCH_DOT_T) or ``.transpose(0, 1)`` (AXES_0_1_SWAPPED), each named only for its own error."""
     return _told_apart([(error_of(lambda: queries @ keys.T), BATCH_DOT_T),
-                        (error_of(lambda: queries @ keys.transpose(0, 1)), AXES_0_1_SWAPPED)])
+                        (error_of(lambda: queries @ keys.transpose(0, 1)), AXES_0_1_SWAPPED),
+                        (error_of(lambda: queries @ keys.permute(0, 2, 1)), PERMUTED_THREE_AXES)])
 
 
 def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
@@ -309,6 +310,59 @@ TENSOR_ASSIGNED_TO_A_PARAMETER = ("assigned a tensor to a parameter's attribute 
 RENORMALIZED_WITH_A_SOFTMAX = ("renormalized with a softmax: the masked weights are already probabilities (the zeros "
                                "become exp(0) = 1 again); divide each row by its sum, sum(dim=-1, keepdim=True)")
 ONE_HEAD_RETURNED = "returned one head's output: concatenate every head's output along the features (torch.cat, dim=-1)"
+
+
+# --- Groups 01-03 (issue 38, item 3): causes of a whole family, each recomputed from the student's own objects ---
+SUMMED_OVER_TOKENS = ("summed over the tokens (dim 0), one number per feature: a score is one number per token, the dot "
+                      "product over the features: inputs @ query, or (inputs * query).sum(dim=-1)")
+PERMUTED_THREE_AXES = ("permute(0, 2, 1) names exactly three axes, so it fails on a matrix or a batch of batches: swap the "
+                       "last two axes with .transpose(-2, -1), whatever the number of dimensions")
+RETURNED_THE_WEIGHTS = "returned the attention weights: the context vectors are the weights times the inputs, attn_weights @ inputs"
+VALUES_FROM_KEYS = "multiplied the weights by the keys: the context vectors are attn_weights @ values"
+MASK_HIDES_THE_PAST = ("the mask hides the past, below the diagonal (torch.tril(..., diagonal=-1)): hide the future, "
+                       "j > i: torch.triu(torch.ones(T, T), diagonal=1)")
+MASK_SHOWS_THE_NEXT = ("the mask lets each token see the next one too (its diagonal is one off): hide every j > i, "
+                       "torch.triu(torch.ones(T, T), diagonal=1)")
+FULL_CONTEXT_REFUSED = ("refused exactly context_length tokens: only more is an error (num_tokens > context_length, not >=); "
+                        "an input of context_length tokens is the longest allowed")
+P1_RETURNS_X = "returned x unchanged at p = 1 in training mode: p = 1 drops every element, so return zeros"
+DROPOUT_ON_VALUES = ("applied dropout to the values: apply it to the attention weights after the softmax, "
+                     "attn_weights = self.dropout(attn_weights), then @ values")
+COPIED_ANOTHER_LAYER = ("copied one layer's weight into another (W_query's into W_key, say): copy each weight into its "
+                        "namesake, for name in ('W_query', 'W_key', 'W_value')")
+
+
+def reshaped(got: Any, diagnoses: Any) -> list[str]:
+    """The messages of ``diagnoses`` whose alternative has ``got``'s shape and values (within 1e-4) where ``got`` has
+    not the expected shape: the premise (it differs from the right result) is the shape itself."""
+    try:
+        return [m for alt, m in diagnoses if alt is not None and tuple(alt.shape) == tuple(got.shape)
+                and bool(got.detach().double().isclose(alt.detach().double(), atol=1e-4, rtol=0, equal_nan=True).all())]
+    except Exception:  # noqa: BLE001 - not a tensor, or alternatives that cannot be compared: nothing shown
+        return []
+
+
+def attention_grid(q: Any, k: Any, v: Any, scale: float, hide: Any = None) -> list[tuple[Any, str]]:
+    """Attention recomputed from the student's own projections with one slip each (``hide``: the (T, T) bool mask of
+    what is hidden, or None): softmax over the queries, K Qᵀ, the keys for the values, the scale after the softmax;
+    with a mask, the mask on the past, over the diagonal, one off, or zeros for -inf. An alternative that cannot be
+    computed on these shapes is left out; ``differing`` leaves out one equal to the right result."""
+    def att(q_=q, k_=k, v_=v, mask=hide, fill=float("-inf"), dim=-1, after=False):
+        scores = q_ @ k_.transpose(-2, -1)
+        scores = scores if mask is None else scores.masked_fill(mask, fill)
+        return ((scores * (1.0 if after else scale)).softmax(dim) * (scale if after else 1.0)) @ v_
+    slips = [({"dim": -2}, WRONG_DIM), ({"q_": k, "k_": q}, KEYS_TIMES_QUERIES), ({"v_": k}, VALUES_FROM_KEYS),
+             ({"after": True}, SCALED_AFTER_SOFTMAX)]
+    if hide is not None:  # hide: True above the diagonal; ~hide.mT also hides the diagonal
+        slips += [({"mask": hide.mT}, MASK_HIDES_THE_PAST), ({"mask": ~hide.mT}, MASK_HIDES_THE_DIAGONAL),
+                  ({"mask": hide.triu(2)}, MASK_SHOWS_THE_NEXT), ({"fill": 0.0}, MASKED_WITH_ZEROS)]
+    grid = []
+    for change, message in slips:
+        try:
+            grid.append((att(**change), message))
+        except RuntimeError:  # shapes this slip cannot multiply: its own error, not this result
+            pass
+    return grid
 
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:

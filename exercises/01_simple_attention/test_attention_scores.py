@@ -8,6 +8,7 @@ paths in the kata are relative to the repository root), or computed here with pl
 import torch
 
 from kata_checks import assert_close, call_checked, call_in_float64, journey_inputs, load, transpose_errors
+from kata_mistakes import ELEMENTWISE_NO_SUM, SCORES_AS_A_COLUMN, SCORES_OF_FEATURES, SUMMED_OVER_TOKENS
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -27,14 +28,18 @@ SCORE_MATRIX = torch.tensor(
 def test_attention_scores_of_journey_match_the_document():
     m = load("attention_scores")
     inputs = journey_inputs()
-    assert_close(m.attention_scores(inputs, inputs[1]), SCORES_2, atol=1e-4,
-                 call="attention_scores(inputs, inputs[1])  [chapter_notes_3.1-3.6.txt, 3.3.1]")
+    query = inputs[1]
+    assert_close(m.attention_scores(inputs, query), SCORES_2, atol=1e-4,
+                 call="attention_scores(inputs, inputs[1])  [chapter_notes_3.1-3.6.txt, 3.3.1]",
+                 diagnoses=[((inputs * query).sum(0), SUMMED_OVER_TOKENS), (inputs * query, ELEMENTWISE_NO_SUM),
+                            ((inputs @ query)[:, None], SCORES_AS_A_COLUMN)])
 
 
 def test_attention_scores_matrix_matches_the_document():
     m = load("attention_scores")
-    assert_close(m.attention_score_matrix(journey_inputs()), SCORE_MATRIX, atol=1e-4,
-                 call="attention_score_matrix(inputs)  [chapter_notes_3.1-3.6.txt, 3.3.2]")
+    inputs, call = journey_inputs(), "attention_score_matrix(inputs)  [chapter_notes_3.1-3.6.txt, 3.3.2]"
+    got = call_checked(m.attention_score_matrix, inputs, call=call, errors=transpose_errors(inputs, inputs))
+    assert_close(got, SCORE_MATRIX, atol=1e-4, call=call, diagnoses=[(inputs.T @ inputs, SCORES_OF_FEATURES)])
 
 
 def test_attention_scores_matrix_keeps_a_batch_dimension():
@@ -43,7 +48,7 @@ def test_attention_scores_matrix_keeps_a_batch_dimension():
     call = "attention_score_matrix(x) with x of shape (2, 5, 3)"
     got = call_checked(m.attention_score_matrix, x, call=call, errors=transpose_errors(x, x))
     expected = torch.einsum("bid,bjd->bij", x, x)  # entry [b, i, j] = x[b, i] · x[b, j]
-    assert_close(got, expected, atol=1e-5, call=call)
+    assert_close(got, expected, atol=1e-5, call=call, diagnoses=[(x.transpose(-2, -1) @ x, SCORES_OF_FEATURES)])
 
 
 def test_attention_scores_keep_float64_and_leave_their_inputs_unchanged():

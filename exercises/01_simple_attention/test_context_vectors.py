@@ -9,6 +9,7 @@ import torch
 
 from kata_checks import (NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, transpose_errors, assert_close, call_checked,
                          call_in_float64, journey_inputs, load)
+from kata_mistakes import RETURNED_THE_WEIGHTS, SUM_NOT_SOFTMAX
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: z(2) = "tensor([0.4419, 0.6515, 0.5683])"
 Z_2 = torch.tensor([0.4419, 0.6515, 0.5683])
@@ -42,6 +43,8 @@ def test_context_vectors_keep_a_batch_dimension():
     scores = torch.einsum("bid,bjd->bij", x, x)
     assert_close(got, torch.softmax(scores, dim=2) @ x, atol=1e-5, call=call,
                  diagnoses=[(torch.softmax(scores, dim=1) @ x, WRONG_DIM), (scores @ x, NO_SOFTMAX),
+                            (torch.softmax(scores, dim=2), RETURNED_THE_WEIGHTS),
+                            (scores / scores.sum(-1, keepdim=True) @ x, SUM_NOT_SOFTMAX),
                             (torch.softmax(scores / 3**0.5, dim=2) @ x, SIMPLE_NOT_SCALED)])
 
 

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from kata_checks import (assert_does_its_own_work, WRONG_DIM, transpose_errors, assert_close, call_checked, call_in_float64, journey_inputs, load,
                          scale_diagnoses)
+from kata_mistakes import RETURN_ORDER_SWAPPED, VALUES_FROM_KEYS, attention_grid, differing
 
 
 def seed_123_projections() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -25,12 +26,15 @@ def test_scaled_attention_weights_and_context_of_journey_match_the_document():
     m = load("scaled_attention")
     queries, keys, values = seed_123_projections()
     context, weights = m.scaled_dot_product(queries, keys, values)
+    right = torch.softmax(queries @ keys.T / 2**0.5, -1)
     # chapter_notes_3.1-3.6.txt, section 3.4.1: attn_weights_2 and context_vec_2
     assert_close(weights[1], torch.tensor([0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]), atol=1e-4,
                  call="scaled_dot_product(queries, keys, values)[1] (the weights), row 1",
-                 diagnoses=[(torch.softmax(queries[1] @ keys.T, -1), "no scaling: divide Q Kᵀ by √d_k before the softmax")])
+                 diagnoses=[(torch.softmax(queries[1] @ keys.T, -1), "no scaling: divide Q Kᵀ by √d_k before the softmax"),
+                            ((right @ values)[1], RETURN_ORDER_SWAPPED)])
     assert_close(context[1], torch.tensor([0.3061, 0.8210]), atol=1e-4,
-                 call="scaled_dot_product(queries, keys, values)[0] (the context), row 1")
+                 call="scaled_dot_product(queries, keys, values)[0] (the context), row 1",
+                 diagnoses=[((right @ keys)[1], VALUES_FROM_KEYS), (right[1], RETURN_ORDER_SWAPPED)])
 
 
 def test_scaled_attention_with_a_batch_and_d_v_different_from_d_k():
@@ -43,10 +47,12 @@ def test_scaled_attention_with_a_batch_and_d_v_different_from_d_k():
     context, weights = result
     scores = torch.einsum("bqd,bkd->bqk", q, k)
     expected_weights = torch.softmax(scores / 2.0, dim=-1)  # √d_k = √4 = 2
+    expected = F.scaled_dot_product_attention(q, k, v)
     assert_close(weights, expected_weights, atol=1e-5, call=call + "[1] (the weights)",
-                 diagnoses=[(torch.softmax(scores / 2.0, dim=-2), WRONG_DIM)]
+                 diagnoses=[(torch.softmax(scores / 2.0, dim=-2), WRONG_DIM), (expected, RETURN_ORDER_SWAPPED)]
                  + scale_diagnoses(lambda s: torch.softmax(scores * s, dim=-1), 4))
-    assert_close(context, F.scaled_dot_product_attention(q, k, v), atol=1e-5, call=call + "[0] (the context)")
+    assert_close(context, expected, atol=1e-5, call=call + "[0] (the context)",
+                 diagnoses=[(expected_weights, RETURN_ORDER_SWAPPED)] + differing(attention_grid(q, k, v, 0.5), expected))
 
 
 def test_scaled_attention_keeps_float64_two_batch_dims_and_its_inputs():

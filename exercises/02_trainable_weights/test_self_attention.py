@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from kata_checks import (assert_does_its_own_work, creation_order, transpose_errors, assert_close, assert_gradients_reach_every_parameter, assert_qkv_biases, call_checked, call_in_float64,
                          fail, journey_inputs, load, scale_diagnoses)
-from kata_mistakes import named_parameter_causes
+from kata_mistakes import QKV_BIAS_NOT_USED, SCALED_BY_D_IN, attention_grid, differing, named_parameter_causes
 
 
 def test_self_attention_v1_seed_123_matches_the_document():
@@ -49,15 +49,22 @@ def test_self_attention_parameters_have_the_documented_shapes():
              *[f"likely cause: {c}" for c in named_parameter_causes(sa_v1)])
     got_v2 = {name: tuple(p.shape) for name, p in m.SelfAttention_v2(3, 4).named_parameters()}
     want_v2 = {"W_query.weight": (4, 3), "W_key.weight": (4, 3), "W_value.weight": (4, 3)}
-    if got_v2 != want_v2:
+    if got_v2 != want_v2:  # the right weights and a bias besides: qkv_bias=False was not passed on
+        biased = all(got_v2.get(w) == s for w, s in want_v2.items()) and any(n.endswith(".bias") for n in got_v2)
         fail("SelfAttention_v2(3, 4).named_parameters()", f"returned {got_v2}",
-             f"expected {want_v2} (nn.Linear(d_in, d_out, bias=False) stores its weight as (d_out, d_in))")
+             f"expected {want_v2} (nn.Linear(d_in, d_out, bias=False) stores its weight as (d_out, d_in))",
+             f"likely cause: {QKV_BIAS_NOT_USED}" if biased else "")
     assert_qkv_biases(m.SelfAttention_v2(3, 4, qkv_bias=True), True, call="SelfAttention_v2(3, 4, qkv_bias=True).named_parameters()")
 
 
 def _expected(x, W_query, W_key, W_value, scale):
     """Self-attention computed with torch's own function from the given (d_in, d_out) weight matrices."""
     return F.scaled_dot_product_attention(x @ W_query, x @ W_key, x @ W_value, scale=scale)
+
+
+def _layers(module, x):
+    """Queries, keys and values made with a SelfAttention_v2's own nn.Linear layers, biases included."""
+    return module.W_query(x), module.W_key(x), module.W_value(x)
 
 
 def test_self_attention_v1_and_v2_keep_a_batch_dimension():
@@ -74,8 +81,11 @@ def test_self_attention_v1_and_v2_keep_a_batch_dimension():
         got = call_checked(module, x, call=call, errors=transpose_errors(projected, projected))
         with torch.no_grad():
             expected = _expected(x, *weights, scale=None)
-            diagnoses = scale_diagnoses(lambda s: _expected(x, *weights, scale=s), 4, "d_out")
-        assert_close(got, expected, atol=1e-5, call=call, diagnoses=diagnoses)
+            diagnoses = scale_diagnoses(lambda s: _expected(x, *weights, scale=s), 4, "d_out") + [
+                (_expected(x, *weights, scale=3**-0.5), SCALED_BY_D_IN)] + attention_grid(*(x @ w for w in weights), 0.5)
+            if any(getattr(getattr(module, n, None), "bias", None) is not None for n in ("W_query", "W_key", "W_value")):
+                diagnoses.append((F.scaled_dot_product_attention(*_layers(module, x)), QKV_BIAS_NOT_USED))
+        assert_close(got, expected, atol=1e-5, call=call, diagnoses=differing(diagnoses, expected))
 
 
 def test_self_attention_moved_to_float64_computes_in_float64():

@@ -12,6 +12,7 @@ import torch.nn as nn
 from kata_checks import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, COPY_REPLACES,
                          PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close, assert_qkv_biases, assert_raises, fail, journey_inputs,
                          load)
+from kata_mistakes import COPIED_ANOTHER_LAYER
 
 NAMES = ("W_query", "W_key", "W_value")
 
@@ -41,7 +42,8 @@ def test_weight_transfer_v2_to_v1_makes_both_compute_the_same():
     for name in NAMES:
         weight = getattr(sa_v2, name).weight.detach()
         assert_close(getattr(sa_v1, name), weight.T, atol=0, call=call + f"; sa_v1.{name}",
-                     diagnoses=[(weight.reshape(3, 4), COPY_NOT_TRANSPOSED)])
+                     diagnoses=[(weight.reshape(3, 4), COPY_NOT_TRANSPOSED)] + [
+                         (getattr(sa_v2, other).weight.detach().T, COPIED_ANOTHER_LAYER) for other in NAMES if other != name])
     inputs = journey_inputs()
     assert_close(sa_v1(inputs), sa_v2(inputs).detach(), atol=1e-6, call=call + "; sa_v1(inputs) vs sa_v2(inputs)")
 
@@ -82,7 +84,8 @@ def test_weight_transfer_v1_to_v2_with_biases_makes_both_compute_the_same():
     wt.copy_weights_v1_to_v2(sa_v1, sa_v2)
     for name in NAMES:
         assert_close(getattr(sa_v2, name).weight.detach(), getattr(sa_v1, name).detach().T, atol=0,
-                     call=call + f"; sa_v2.{name}.weight")
+                     call=call + f"; sa_v2.{name}.weight",
+                     diagnoses=[(getattr(sa_v1, other).detach().T, COPIED_ANOTHER_LAYER) for other in NAMES if other != name])
         assert_close(getattr(sa_v2, name).bias.detach(), torch.zeros(4), atol=0, call=call + f"; sa_v2.{name}.bias",
                      shown=BIAS_NOT_ZEROED)  # this check is exactly that
     inputs = journey_inputs()

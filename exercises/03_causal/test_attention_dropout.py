@@ -12,6 +12,7 @@ import torch.nn as nn
 
 from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED,
                          assert_close, assert_raises, call_in_float64, check_tensor, fail, load)
+from kata_mistakes import P1_RETURNS_X
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -60,7 +61,7 @@ def test_attention_dropout_drops_everything_at_p_one():
     if isinstance(got, torch.Tensor) and torch.isnan(got).any():
         fail("dropout(x, 1.0) with x of shape (4, 5)", f"returned NaN in {int(torch.isnan(got).sum())} of 20 places",
              "expected all zeros", f"likely cause: {NAN_AT_P1}")
-    assert_close(got, torch.zeros(4, 5), atol=0.0, call="dropout(x, 1.0) with x of shape (4, 5)")
+    assert_close(got, torch.zeros(4, 5), atol=0.0, call="dropout(x, 1.0) with x of shape (4, 5)", diagnoses=[(x, P1_RETURNS_X)])
 
 
 def test_attention_dropout_returns_x_unchanged_when_not_training_whatever_p():

@@ -13,9 +13,24 @@ from kata_checks import (assert_does_its_own_work, MASK_BUFFER_COMPLEMENT, creat
                          MASK_CHANGED_BY_FORWARD, UNMASKED, assert_close, mask_errors, too_many_tokens,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, describe, fail, journey_batch, load, scale_diagnoses)
+from kata_mistakes import (DROPOUT_ON_VALUES, FULL_CONTEXT_REFUSED, MASK_HIDES_THE_DIAGONAL, MASK_HIDES_THE_PAST,
+                           MASK_SHOWS_THE_NEXT, SCALED_BY_D_IN, attention_grid)
 
 # On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask.
 MASK_ERRORS = [mask_errors]
+
+
+def _full_context_refused(module, x):
+    """For an input of exactly context_length tokens: its ValueError is the off-by-one (>= for >) where the module
+    takes the same input one token shorter."""
+    try:
+        module(x[:, :-1])
+    except Exception:  # noqa: BLE001 - refuses shorter inputs too: not this mistake
+        return []
+    return [("ValueError:", FULL_CONTEXT_REFUSED)]
+
+
+FULL_CONTEXT_ERRORS = [mask_errors, _full_context_refused]  # for calls with exactly context_length tokens
 
 
 def _projections(ca, x):
@@ -32,9 +47,10 @@ def _diagnoses(ca, x):
     """Known mistakes, recomputed from the module's own weights (none if its layers are named otherwise)."""
     try:
         with torch.no_grad():
-            d_out = ca.W_key.weight.shape[0]
-            return differing([(_attention(ca, x, causal=False), UNMASKED)]
-                             + scale_diagnoses(lambda s: _attention(ca, x, scale=s), d_out, "d_out"), _attention(ca, x))
+            (d_out, d_in), t = ca.W_key.weight.shape, x.shape[-2]
+            grid = attention_grid(*_projections(ca, x), d_out**-0.5, torch.ones(t, t, dtype=torch.bool).triu(1))
+            return differing([(_attention(ca, x, causal=False), UNMASKED), (_attention(ca, x, scale=d_in**-0.5), SCALED_BY_D_IN)]
+                             + scale_diagnoses(lambda s: _attention(ca, x, scale=s), d_out, "d_out") + grid, _attention(ca, x))
     except (AttributeError, RuntimeError):
         return []
 
@@ -49,7 +65,7 @@ def test_causal_attention_seed_123_matches_the_document():
     torch.manual_seed(123)
     ca = m.CausalAttention(3, 2, 6, 0.0)
     call = "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)"
-    got = call_checked(ca, batch, call=call, errors=MASK_ERRORS)
+    got = call_checked(ca, batch, call=call, errors=FULL_CONTEXT_ERRORS)
     assert_close(got, torch.stack((row, row)), atol=1e-4, call=call, diagnoses=_diagnoses(ca, batch), shown=creation_order(ca))
 
 
@@ -76,7 +92,8 @@ def test_causal_attention_mask_is_a_buffer():
     m = load("causal_attention")
     ca = m.CausalAttention(3, 4, 5, 0.0)
     assert_mask_buffer(ca, torch.ones(5, 5).triu(1), call="CausalAttention(3, 4, context_length=5, dropout=0.0)",
-                       diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT)])
+                       diagnoses=[(torch.ones(5, 5).tril(), MASK_BUFFER_COMPLEMENT), (torch.ones(5, 5).tril(-1), MASK_HIDES_THE_PAST),
+                                  (torch.ones(5, 5).triu(), MASK_HIDES_THE_DIAGONAL), (torch.ones(5, 5).triu(2), MASK_SHOWS_THE_NEXT)])
 
 
 def test_causal_attention_runs_on_any_device():
@@ -98,7 +115,7 @@ def test_causal_attention_ignores_future_tokens():
     changed = x.clone()
     changed[:, 4:] = torch.rand(2, 2, 3, generator=g)  # change only tokens 4 and 5
     call = "ca(x)[:, :4] vs ca(x with tokens 4 and 5 changed)[:, :4]"
-    first = call_checked(ca, x, call="ca(x)", errors=MASK_ERRORS)
+    first = call_checked(ca, x, call="ca(x)", errors=FULL_CONTEXT_ERRORS)
     assert_close(ca(changed)[:, :4], first[:, :4].detach(), atol=1e-6, call=call,
                  note="tokens 0-3 must not see tokens 4 and 5: mask the future before the softmax")
     fewer = call_checked(ca, x[:, :4], call="ca(x[:, :4]) (fewer tokens than context_length)", errors=MASK_ERRORS)
@@ -115,7 +132,7 @@ def test_causal_attention_takes_a_longer_input_after_a_shorter_one():
     built = ca.mask.detach().clone().float() if isinstance(getattr(ca, "mask", None), torch.Tensor) else None
     for t in (3, 6):
         call = f"ca(x[:, :{t}])" + (" after ca(x[:, :3])" if t == 6 else "") + " with ca = CausalAttention(3, 4, 6, 0.0)"
-        got = call_checked(ca, x[:, :t], call=call, errors=MASK_ERRORS)
+        got = call_checked(ca, x[:, :t], call=call, errors=FULL_CONTEXT_ERRORS if t == 6 else MASK_ERRORS)
         mask = getattr(ca, "mask", None)
         if built is not None and not (isinstance(mask, torch.Tensor) and mask.shape == built.shape and torch.equal(mask.float(), built)):
             fail(call + "; then ca.mask", f"is {describe(mask)}; before the forward it was the {tuple(built.shape)} mask it was built with",
@@ -143,10 +160,12 @@ def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only()
         weights = torch.softmax((q @ k.transpose(1, 2) / 2.0).masked_fill(torch.ones(5, 5).triu(1).bool(), -torch.inf), -1)
         torch.manual_seed(5)
         expected = F.dropout(weights, 0.5, training=True) @ v  # the same draws as nn.Dropout(0.5) under seed 5
+        torch.manual_seed(5)
+        on_values = weights @ F.dropout(v, 0.5, training=True)
     torch.manual_seed(5)
     got = ca(x)
     assert_close(got, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
-                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED)])
+                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED), (on_values, DROPOUT_ON_VALUES)])
     ca.eval()
     assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)])
 

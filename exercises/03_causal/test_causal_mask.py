@@ -13,6 +13,7 @@ import torch.nn as nn
 
 from kata_checks import (MASK_COMPLEMENT, NOT_RENORMALIZED, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
                          load)
+from kata_mistakes import DIVIDED_BY_D_K, KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, attention_grid, differing, scale_diagnoses
 
 # notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
 CAUSAL_WEIGHTS = torch.tensor(
@@ -74,11 +75,21 @@ def test_causal_mask_mask_future_scores_puts_minus_infinity_above_the_diagonal()
 def test_causal_mask_weights_from_masked_scaled_scores_match_the_document():
     m = load("causal_mask")
     scores = seed_789_scores()
-    masked = scores.masked_fill(torch.ones(6, 6).triu(1).bool(), -torch.inf)
+    future = torch.ones(6, 6).triu(1).bool()
+    masked = scores.masked_fill(future, -torch.inf)
+    weights = torch.softmax(scores / 2**0.5, -1)  # the mask after the softmax: -inf, or zeros not renormalized
+    # The grid's keys and values are the identity, so its alternatives are weights (K Qᵀ is no slip of given scores);
+    # the scale's slips but the missing one, which the first diagnosis names.
+    slips = [(alt, cause) for alt, cause in attention_grid(scores, torch.eye(6), torch.eye(6), 2**-0.5, future)
+             if cause != KEYS_TIMES_QUERIES] + [(torch.softmax(masked / 2, -1), DIVIDED_BY_D_K)]
+    slips += scale_diagnoses(lambda s: torch.softmax(masked * s, -1), 2)[2:]  # multiplied by √d_k
     # notebook_causal_self_attention.txt: softmax of the -inf-masked scores divided by sqrt(2)
     assert_close(m.causal_attention_weights(scores, 2), CAUSAL_WEIGHTS, atol=1e-4,
                  call="causal_attention_weights(seed-789 scores, d_k=2)  [notebook_causal_self_attention.txt]",
-                 diagnoses=[(torch.softmax(masked, -1), "no scaling: divide the scores by √d_k before the softmax")])
+                 diagnoses=[(torch.softmax(masked, -1), "no scaling: divide the scores by √d_k before the softmax"),
+                            (weights.masked_fill(future, -torch.inf), MASK_AFTER_SOFTMAX),
+                            (weights.masked_fill(future, 0.0), MASK_AFTER_SOFTMAX)]
+                 + differing(slips, torch.softmax(masked / 2**0.5, -1)))
 
 
 def test_causal_mask_functions_work_on_a_batch_on_any_device():

@@ -88,3 +88,34 @@ def test_not_assert_is_said_only_to_an_assert():
     nan = torch.tensor([float("nan"), 1.0, 2.0])
     assert not KNOWN.differences(torch.tensor([float("nan"), 1.0, 2.0 + 1e-7]), nan)  # no "× 1": it holds nowhere new
     assert not any("constant factor" in d for d in KNOWN.differences(torch.tensor([3.0, 2.0, 4.0]), nan))
+
+
+def test_the_attention_grid_recomputes_each_slip_and_leaves_out_one_that_equals_the_right_result_or_cannot_run():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.rand(2, 4, 3, generator=g) for _ in range(3))
+    hide = torch.ones(4, 4, dtype=torch.bool).triu(1)
+
+    def attention(mask, values=v):
+        return torch.softmax((q @ k.mT).masked_fill(mask, -torch.inf) / 3**0.5, -1) @ values
+
+    grid = {message: alt for alt, message in MISTAKES.attention_grid(q, k, v, 3**-0.5, hide)}
+    assert torch.allclose(grid[MISTAKES.MASK_HIDES_THE_PAST], attention(hide.mT))
+    assert torch.isnan(grid[MISTAKES.MASK_HIDES_THE_DIAGONAL][:, 0]).all()  # token 0 sees nothing: NaN, as the student's
+    assert torch.allclose(grid[MISTAKES.VALUES_FROM_KEYS], attention(hide, k))
+    same = MISTAKES.differing(MISTAKES.attention_grid(q, k, k, 3**-0.5, hide), attention(hide, k))
+    assert MISTAKES.VALUES_FROM_KEYS not in [m for _, m in same]  # the values are the keys: no slip there
+    wide = MISTAKES.attention_grid(torch.rand(2, 3, 4), torch.rand(2, 5, 4), torch.rand(2, 5, 7), 0.5)
+    assert MISTAKES.KEYS_TIMES_QUERIES not in [m for _, m in wide]  # K Qᵀ cannot meet values of 5 tokens: left out
+
+
+def test_an_alternative_of_another_shape_is_named_only_for_a_result_of_its_own_shape_and_values():
+    alternatives = [(torch.ones(2, 3), "same"), (torch.ones(3, 2), "transposed"), (torch.zeros(2, 3), "other values")]
+    assert MISTAKES.reshaped(torch.ones(2, 3), alternatives) == ["same"]
+    assert MISTAKES.reshaped("not a tensor", alternatives) == []
+
+
+def test_permute_of_three_axes_is_named_only_for_the_error_it_raises_on_a_matrix():
+    x = torch.rand(6, 3)
+    assert dict(MISTAKES.transpose_errors(x, x))[_error(lambda: x @ x.permute(0, 2, 1))] == MISTAKES.PERMUTED_THREE_AXES
+    batch = torch.rand(2, 5, 3)  # permute(0, 2, 1) is right on a batch: nothing to name
+    assert MISTAKES.PERMUTED_THREE_AXES not in dict(MISTAKES.transpose_errors(batch, batch)).values()

@@ -357,3 +357,5 @@ MISTAKES += runpy.run_path(str(Path(__file__).with_name("student_mistakes_premis
 # Issue 38's mistakes (each named by a reproduction, or by what the student's objects show) live beside this file
 # (a module over 450 lines is too long to read): the same list, appended.
 MISTAKES += runpy.run_path(str(Path(__file__).with_name("student_mistakes_named.py")))["MISTAKES"]
+# Groups 01-03's families of issue 38, item 3 (each named by a reproduction from the student's own objects).
+MISTAKES += runpy.run_path(str(Path(__file__).with_name("student_mistakes_families.py")))["MISTAKES"]
