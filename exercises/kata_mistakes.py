@@ -179,7 +179,8 @@ def transpose_errors(queries: Any, keys: Any) -> list[tuple[str, str]]:
     reversed: BATCH_DOT_T) or ``.transpose(0, 1)`` (AXES_0_1_SWAPPED), each named only for its own error."""
     return _told_apart([(error_of(lambda: queries @ keys.T), BATCH_DOT_T),
                         (error_of(lambda: queries @ keys.transpose(0, 1)), AXES_0_1_SWAPPED),
-                        (error_of(lambda: queries @ keys.permute(0, 2, 1)), PERMUTED_THREE_AXES)])
+                        (error_of(lambda: queries @ keys.permute(0, 2, 1)), PERMUTED_THREE_AXES),
+                        (error_of(lambda: (queries.mT @ keys).softmax(-1) @ keys), FEATURE_SCORES)])
 
 
 def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
@@ -200,7 +201,7 @@ def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
     found = []
     for shape in layouts:
         scores, values = x.new_zeros(shape), x.new_zeros((*shape[:-1], 1))
-        for cut, cause in ((c, MASK_NOT_CUT), (b, TOKENS_FROM_BATCH)):
+        for cut, cause in ((c, MASK_NOT_CUT), (b, TOKENS_FROM_BATCH), (x.shape[-1], TOKENS_FROM_FEATURES)):
             if cut == t or (cause == MASK_NOT_CUT and c < t):  # T × T is the right cut; c < T: no cut helps
                 continue
             wrong = x.new_ones((c, c)).triu(1)[:cut, :cut]
@@ -218,13 +219,16 @@ def not_divisible(raised: BaseException | None) -> str:
 
 def too_many_tokens(module: Any, x: Any, context_length: int) -> str:
     """Why ``module`` let ``x`` (more tokens than context_length) through: TOO_MANY_TOKENS, or TOKENS_FROM_BATCH
-    where it does raise ValueError for a batch of context_length + 1 inputs of one token (it counts the batch)."""
-    try:
-        module(x[:1, :1].repeat(context_length + 1, 1, 1))
-    except ValueError:
-        return TOKENS_FROM_BATCH
-    except Exception:  # noqa: BLE001 - another failure: its own test's to report
-        pass
+    where it does raise ValueError for a batch of context_length + 1 inputs of one token (it counts the batch), or
+    TOKENS_FROM_FEATURES for one token of context_length + 1 features (a right module fails later, in its nn.Linear)."""
+    for probe, cause in ((x[:1, :1].repeat(context_length + 1, 1, 1), TOKENS_FROM_BATCH),
+                         (x.new_zeros(1, 1, context_length + 1), TOKENS_FROM_FEATURES)):
+        try:
+            module(probe)
+        except ValueError:
+            return cause
+        except Exception:  # noqa: BLE001 - another failure: its own test's to report
+            pass
     return TOO_MANY_TOKENS
 
 
@@ -313,28 +317,26 @@ ONE_HEAD_RETURNED = "returned one head's output: concatenate every head's output
 
 
 # --- Groups 01-03 (issue 38, item 3): causes of a whole family, each recomputed from the student's own objects ---
-SUMMED_OVER_TOKENS = ("summed over the tokens (dim 0), one number per feature: a score is one number per token, the dot "
-                      "product over the features: inputs @ query, or (inputs * query).sum(dim=-1)")
-PERMUTED_THREE_AXES = ("permute(0, 2, 1) names exactly three axes, so it fails on a matrix or a batch of batches: swap the "
-                       "last two axes with .transpose(-2, -1), whatever the number of dimensions")
+SUMMED_OVER_TOKENS = "summed over the tokens (dim 0): a score is one number per token, the dot product over the features, inputs @ query"
+PERMUTED_THREE_AXES = "permute(0, 2, 1) names three axes: it fails on a matrix or a batch of batches; swap the last two with .transpose(-2, -1)"
 RETURNED_THE_WEIGHTS = "returned the attention weights: the context vectors are the weights times the inputs, attn_weights @ inputs"
 VALUES_FROM_KEYS = "multiplied the weights by the keys: the context vectors are attn_weights @ values"
-MASK_HIDES_THE_PAST = ("the mask hides the past, below the diagonal (torch.tril(..., diagonal=-1)): hide the future, "
-                       "j > i: torch.triu(torch.ones(T, T), diagonal=1)")
-MASK_SHOWS_THE_NEXT = ("the mask lets each token see the next one too (its diagonal is one off): hide every j > i, "
-                       "torch.triu(torch.ones(T, T), diagonal=1)")
-FULL_CONTEXT_REFUSED = ("refused exactly context_length tokens: only more is an error (num_tokens > context_length, not >=); "
-                        "an input of context_length tokens is the longest allowed")
+MASK_HIDES_THE_PAST = "the mask hides the past (below the diagonal), not the future: hide j > i, torch.triu(torch.ones(T, T), diagonal=1)"
+MASK_SHOWS_THE_NEXT = "the mask lets each token see the next one too (one off the diagonal): hide every j > i, torch.triu(..., diagonal=1)"
+FULL_CONTEXT_REFUSED = "refused exactly context_length tokens: only more is an error (num_tokens > context_length, not >=)"
+TOKENS_FROM_FEATURES = "the number of tokens was read from the features: x.shape[-1] is d_in; the tokens are T = x.shape[-2]"
 P1_RETURNS_X = "returned x unchanged at p = 1 in training mode: p = 1 drops every element, so return zeros"
-DROPOUT_ON_VALUES = ("applied dropout to the values: apply it to the attention weights after the softmax, "
-                     "attn_weights = self.dropout(attn_weights), then @ values")
-COPIED_ANOTHER_LAYER = ("copied one layer's weight into another (W_query's into W_key, say): copy each weight into its "
-                        "namesake, for name in ('W_query', 'W_key', 'W_value')")
+DROPOUT_ON_VALUES = "applied dropout to the values: apply it to the attention weights after the softmax, then @ values"
+COPIED_ANOTHER_LAYER = "copied one layer's weight into another (W_query's into W_key, say): copy each weight into its namesake"
+FLOAT_MASK = "masked_fill takes a boolean mask: make it with dtype=torch.bool, or convert a 0/1 float mask with .bool()"
+FEATURE_SCORES = ("the scores are (d_out, d_out), features by features (a transpose on the wrong operand): they are "
+                  "queries @ keys.transpose(-2, -1), (T, T), one row and one column per token")
+DIVIDED_BY_1_MINUS_P_LATE = "divided by 1, then subtracted p (x * keep / 1 - p): put 1 - p in parentheses, x * keep / (1 - p)"
 
 
 def reshaped(got: Any, diagnoses: Any) -> list[str]:
-    """The messages of ``diagnoses`` whose alternative has ``got``'s shape and values (within 1e-4) where ``got`` has
-    not the expected shape: the premise (it differs from the right result) is the shape itself."""
+    """The messages of ``diagnoses`` whose alternative has ``got``'s shape and values (within 1e-4), for a ``got`` not of
+    the expected shape: the premise (it differs from the right result) is the shape itself."""
     try:
         return [m for alt, m in diagnoses if alt is not None and tuple(alt.shape) == tuple(got.shape)
                 and bool(got.detach().double().isclose(alt.detach().double(), atol=1e-4, rtol=0, equal_nan=True).all())]
@@ -345,24 +347,21 @@ def reshaped(got: Any, diagnoses: Any) -> list[str]:
 def attention_grid(q: Any, k: Any, v: Any, scale: float, hide: Any = None) -> list[tuple[Any, str]]:
     """Attention recomputed from the student's own projections with one slip each (``hide``: the (T, T) bool mask of
     what is hidden, or None): softmax over the queries, K Qᵀ, the keys for the values, the scale after the softmax;
-    with a mask, the mask on the past, over the diagonal, one off, or zeros for -inf. An alternative that cannot be
-    computed on these shapes is left out; ``differing`` leaves out one equal to the right result."""
+    with a mask, the mask on the past, over the diagonal, one off, or zeros for -inf. A slip these shapes cannot
+    compute is left out; ``differing`` leaves out one equal to the right result."""
     def att(q_=q, k_=k, v_=v, mask=hide, fill=float("-inf"), dim=-1, after=False):
-        scores = q_ @ k_.transpose(-2, -1)
-        scores = scores if mask is None else scores.masked_fill(mask, fill)
-        return ((scores * (1.0 if after else scale)).softmax(dim) * (scale if after else 1.0)) @ v_
+        try:
+            scores = q_ @ k_.transpose(-2, -1)
+            scores = scores if mask is None else scores.masked_fill(mask, fill)
+            return ((scores * (1.0 if after else scale)).softmax(dim) * (scale if after else 1.0)) @ v_
+        except RuntimeError:  # shapes this slip cannot multiply: its own error, not this result
+            return None
     slips = [({"dim": -2}, WRONG_DIM), ({"q_": k, "k_": q}, KEYS_TIMES_QUERIES), ({"v_": k}, VALUES_FROM_KEYS),
              ({"after": True}, SCALED_AFTER_SOFTMAX)]
     if hide is not None:  # hide: True above the diagonal; ~hide.mT also hides the diagonal
         slips += [({"mask": hide.mT}, MASK_HIDES_THE_PAST), ({"mask": ~hide.mT}, MASK_HIDES_THE_DIAGONAL),
                   ({"mask": hide.triu(2)}, MASK_SHOWS_THE_NEXT), ({"fill": 0.0}, MASKED_WITH_ZEROS)]
-    grid = []
-    for change, message in slips:
-        try:
-            grid.append((att(**change), message))
-        except RuntimeError:  # shapes this slip cannot multiply: its own error, not this result
-            pass
-    return grid
+    return [(alt, message) for change, message in slips if (alt := att(**change)) is not None]
 
 
 def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "W_key", "W_value")) -> list[str]:

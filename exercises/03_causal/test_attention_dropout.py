@@ -12,7 +12,7 @@ import torch.nn as nn
 
 from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED,
                          assert_close, assert_raises, call_in_float64, check_tensor, fail, load)
-from kata_mistakes import P1_RETURNS_X
+from kata_mistakes import DIVIDED_BY_1_MINUS_P_LATE, P1_RETURNS_X
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -22,7 +22,7 @@ def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
     expected = nn.Dropout(0.5)(x)
     torch.manual_seed(123)
     assert_close(m.dropout(x, 0.5), expected, atol=1e-6, call="torch.manual_seed(123); dropout(torch.ones(6, 6), 0.5)",
-                 diagnoses=[(expected / 2, NOT_RESCALED)])
+                 diagnoses=[(expected / 2, NOT_RESCALED), (expected / 2 - 0.5, DIVIDED_BY_1_MINUS_P_LATE)])
 
 
 def test_attention_dropout_scales_survivors_and_is_identity_when_not_training():

@@ -11,9 +11,9 @@ your 02_trainable_weights code.
 import torch
 import torch.nn as nn
 
-from kata_checks import (MASK_COMPLEMENT, NOT_RENORMALIZED, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
+from kata_checks import (MASK_COMPLEMENT, NOT_RENORMALIZED, call_checked, assert_close, assert_unchanged, call_in_float64, call_on_any_device, check_tensor, journey_inputs,
                          load)
-from kata_mistakes import DIVIDED_BY_D_K, KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, attention_grid, differing, scale_diagnoses
+from kata_mistakes import DIVIDED_BY_D_K, FLOAT_MASK, KEYS_TIMES_QUERIES, error_of, MASK_AFTER_SOFTMAX, attention_grid, differing, scale_diagnoses
 
 # notebook_causal_self_attention.txt: the seed-789 weights, masked and renormalized (also the -inf route's result)
 CAUSAL_WEIGHTS = torch.tensor(
@@ -35,6 +35,11 @@ def seed_789_scores() -> torch.Tensor:
     W_query, W_key = nn.Linear(3, 2, bias=False), nn.Linear(3, 2, bias=False)
     with torch.no_grad():
         return W_query(inputs) @ W_key(inputs).T
+
+
+def _float_mask(scores: torch.Tensor) -> list[tuple[str | None, str]]:
+    """The error masked_fill raises on these scores for a 0/1 float mask: named only where the student's is that one."""
+    return [(error_of(lambda: scores.masked_fill(torch.ones_like(scores).triu(1), -torch.inf)), FLOAT_MASK)]
 
 
 def test_causal_mask_is_lower_triangular_ones():
@@ -66,7 +71,7 @@ def test_causal_mask_mask_future_scores_puts_minus_infinity_above_the_diagonal()
          [0.4656, 0.1723, -torch.inf, -torch.inf, -torch.inf, -torch.inf]]
     )
     call = "mask_future_scores(seed-789 scores)"
-    got = m.mask_future_scores(scores)
+    got = call_checked(m.mask_future_scores, scores, call=call, errors=_float_mask(scores))
     assert_unchanged([untouched], [scores], call=call, names=["attn_scores"])
     assert_close(got[:2] if isinstance(got, torch.Tensor) and got.shape == (6, 6) else got, expected, atol=1e-4,
                  call=call + "[:2]  [chapter_notes_3.1-3.6.txt, 3.5.1]")
@@ -84,8 +89,9 @@ def test_causal_mask_weights_from_masked_scaled_scores_match_the_document():
              if cause != KEYS_TIMES_QUERIES] + [(torch.softmax(masked / 2, -1), DIVIDED_BY_D_K)]
     slips += scale_diagnoses(lambda s: torch.softmax(masked * s, -1), 2)[2:]  # multiplied by √d_k
     # notebook_causal_self_attention.txt: softmax of the -inf-masked scores divided by sqrt(2)
-    assert_close(m.causal_attention_weights(scores, 2), CAUSAL_WEIGHTS, atol=1e-4,
-                 call="causal_attention_weights(seed-789 scores, d_k=2)  [notebook_causal_self_attention.txt]",
+    call = "causal_attention_weights(seed-789 scores, d_k=2)  [notebook_causal_self_attention.txt]"
+    assert_close(call_checked(m.causal_attention_weights, scores, 2, call=call, errors=_float_mask(scores)), CAUSAL_WEIGHTS,
+                 atol=1e-4, call=call,
                  diagnoses=[(torch.softmax(masked, -1), "no scaling: divide the scores by √d_k before the softmax"),
                             (weights.masked_fill(future, -torch.inf), MASK_AFTER_SOFTMAX),
                             (weights.masked_fill(future, 0.0), MASK_AFTER_SOFTMAX)]

@@ -56,7 +56,9 @@ def test_the_mask_is_blamed_only_from_its_own_shape_and_the_error_it_gives():
     heads = dict(MISTAKES.mask_errors(_Attention(6, num_heads=2), x))
     assert heads[_error(lambda: torch.zeros(2, 2, 5, 5).masked_fill(torch.ones(6, 6).bool(), 0.0))] == MISTAKES.MASK_NOT_CUT
     assert MISTAKES.mask_errors(torch.nn.Linear(3, 3), x) == []  # no mask: nothing to blame
-    assert MISTAKES.mask_errors(_Attention(6), torch.rand(6, 6, 3)) == []  # batch = T = context_length: no wrong cut shows
+    assert MISTAKES.mask_errors(_Attention(6), torch.rand(6, 6, 6)) == []  # batch = T = d_in = context_length: no wrong cut
+    by_features = _error(lambda: torch.zeros(2, 5, 5).masked_fill(torch.ones(3, 3).bool(), 0.0))  # cut to d_in = 3
+    assert dict(MISTAKES.mask_errors(_Attention(6), x))[by_features] == MISTAKES.TOKENS_FROM_FEATURES
 
 
 def test_too_many_tokens_names_the_batch_axis_only_when_the_module_refuses_a_batch_of_one_token_inputs():

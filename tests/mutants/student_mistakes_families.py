@@ -15,7 +15,7 @@ MISTAKES: list[dict] = [
      "expect_test": "test_attention_scores_of_journey_match_the_document", "expect_message": "summed over the tokens (dim 0)"},
     {"name": "attention_score_matrix_permuted_as_a_batch", "cause": "PERMUTED_THREE_AXES", "exercise": "01_simple_attention/attention_scores",
      "replace": "return inputs @ inputs.transpose(-2, -1)", "with": "return inputs @ inputs.permute(0, 2, 1)",
-     "expect_test": "test_attention_scores_matrix_matches_the_document", "expect_message": "permute(0, 2, 1) names exactly three axes"},
+     "expect_test": "test_attention_scores_matrix_matches_the_document", "expect_message": "permute(0, 2, 1) names three axes"},
     {"name": "context_vectors_returns_the_weights", "cause": "RETURNED_THE_WEIGHTS", "exercise": "01_simple_attention/context_vectors",
      "replace": "attn_weights = torch.softmax(attn_scores, dim=-1)\n    return attn_weights @ inputs",
      "with": "attn_weights = torch.softmax(attn_scores, dim=-1)\n    return attn_weights",
