@@ -27,7 +27,7 @@ from grader.grading import engine
 from grader.grading.gpu_check import DeviceRuns, OverStandins, run_gpu_check
 from grader.grading.intake import locate_submission
 from grader.grading.options import GradeOptions
-from grader.grading.public_tests import candidates, public_verdicts
+from grader.grading.public_tests import run_public_tests
 from grader.grading.results import ExerciseResult, GradeReport, TestOutcome
 from grader.grading.scoring import (charge_shortcuts, core_fraction, dependencies, leave_device_tests_to_the_gpu_check,
                                     score_with_regrade, summarize_each)
@@ -76,8 +76,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         try:
             outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
             device_runs = _gpu_check(tests_worker, rubric, options, outcomes, over_standins, imports)
-            public = public_verdicts(tests_worker, rubric, candidates(  # last in that domain: a flag's, not a grade's
-                rubric, outcomes, options.exercises, limits["refused"]), options.call_timeout)
+            public = run_public_tests(tests_worker, rubric, outcomes, options, limits["refused"])  # a flag's, last
         finally:
             tests_worker.close()
 
