@@ -58,7 +58,7 @@ def _graded(root: Path, domains, attack: str | None = None) -> dict:
     text = (EXERCISES_DIR / stub.group / f"{stub.module}.py").read_text()
     (sub / f"{STUB}.py").write_text(text + ("" if attack is None else ATTACK.format(attack=ATTACKS[attack])))
     # call_timeout: a hang of the public run ends after twice that much of CPU, or WALL_FACTOR times that of wall
-    options = GradeOptions(gpu="skip", exercises=(*GROUP, CORRECT), call_timeout=1.0)
+    options = GradeOptions(gpu="skip", exercises=(*GROUP, CORRECT), call_timeout=0.5)
     return to_json(grade(sub, options, domains))
 
 
