@@ -107,3 +107,27 @@ def test_a_verdict_needs_every_test_of_the_file_and_each_passed() -> None:
     assert verdict({"test_a": True, "test_b": 1}, names) == FAILED
     assert verdict([("test_a", True), ("test_b", True)], names) == FAILED
     assert verdict({}, []) == FAILED
+
+
+def test_the_worker_runs_a_public_file_as_pytest_does() -> None:
+    """The worker's runner (grader/sandbox/kata_worker/public_tests.py), run here on a file of our own: each test
+    seeded, a parametrized one once per case, one that asks for a fixture failed (pytest would run it otherwise)."""
+    import torch  # here, not at the top: the xdist controller imports this module and runs no test
+
+    from grader.sandbox.kata_worker.public_tests import run_file
+
+    text = """
+import pytest, torch
+def test_seeded():
+    assert torch.rand(1).item() == torch.rand(1, generator=torch.Generator().manual_seed(0)).item()
+def test_fails():
+    raise SystemExit(0)
+@pytest.mark.parametrize("p", [1.5, pytest.param(-1)])
+def test_positive(p):
+    assert p > 0
+def test_fixture(tmp_path):
+    pass
+"""
+    torch.manual_seed(1)
+    assert run_file("test_toy", text, torch) == {"test_seeded": True, "test_fails": False, "test_positive[0]": True,
+                                                 "test_positive[1]": False, "test_fixture": False}
