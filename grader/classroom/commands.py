@@ -153,6 +153,7 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     add_gradebook_options(parser, "record every row in this nbgrader gradebook")
     add_blind_option(parser, "the summary names")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -164,7 +165,7 @@ def run_merge(args: argparse.Namespace) -> int:
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
                        gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args),
-                       overrides=_overrides(args))
+                       overrides=_overrides(args), late_policy=_late_policy(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
