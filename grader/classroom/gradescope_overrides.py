@@ -30,8 +30,8 @@ from typing import Any, Mapping
 
 from grader.authoring import commands as authoring
 from grader.classroom.grades_sheet import OVERRIDES_COLUMN
-from grader.classroom.overrides import (SEPARATOR, OverrideError, Overrides, apply_overrides, overridden_report,
-                                        read_overrides)
+from grader.classroom.overrides import (GPU_COLUMN, SEPARATOR, OverrideError, Overrides, apply_overrides,
+                                        overridden_report, read_overrides)
 from grader.commands import UsageError
 from grader.reports.feedback_from_json import read_report
 from grader.reports.gradescope import to_gradescope
@@ -39,7 +39,6 @@ from grader.reports.json_report import dumps
 from grader.safe_text import escape_controls
 from grader.visibility import add_visibility_option
 
-GPU = "gpu_check"
 KEY = "submission"  # the one row of a run
 
 
@@ -71,7 +70,7 @@ def results_with_overrides(report: Mapping[str, Any], overrides: Overrides, meta
     who = submitters(metadata)
     row = {"student": KEY, "score": str(report["score"]), OVERRIDES_COLUMN: "",
            **{ex_id: str(ex["score"]) for ex_id, ex in report["exercises"].items()}}
-    row[GPU] = str(report["gpu_check"]["score"]) if report.get("gpu_check") else ""
+    row[GPU_COLUMN] = str(report[GPU_COLUMN]["score"]) if report.get(GPU_COLUMN) else ""
     rows, warnings, lines, tests = {KEY: row}, [], [], []
     for o in overrides.items:
         if o.student.strip().casefold() not in who:
