@@ -253,13 +253,14 @@ def test_what_formgrader_changed_is_read_back_and_shown_as_overrides(course_db: 
     graded = {ex.id: report["exercises"][ex.id]["score"] for ex in load_rubric().in_group(group)}
     assert float(exported["score"]) == pytest.approx(sum(graded.values()) + first.points - graded[first.id] + 0.5)
     assert f"Total: {float(exported['score']):g} / " in page
-    write_grades(course.work / "grades.csv", [dict(row, student=staged_name(group, name)) for name, row in rows.items()])
+    write_grades(course.work / "grades.csv", [dict(row, student=staged_name(group, name), late_by="16.5" * (name == "alice"))
+                                              for name, row in rows.items()])  # alice late too: both flags
     assignment_outputs(course, course.work / "grades.csv", {}, [], manual)
     sheet = read_grades(course.work / group / "grades.csv").rows
     alice, bob = (sheet[staged_name(group, name)] for name in ("alice", "bob"))
     changed = float(exported["score"]) - sum(graded.values())  # what nbgrader export adds, the CSV adds
     assert float(alice["score"]) == pytest.approx(report["score"] + changed) and "override applied" in alice["flags"]
-    assert not bob["overrides"] and "override" not in bob["flags"]
+    assert "late by 16.5 h" in alice["flags"] and not bob["overrides"] and "override" not in bob["flags"]
     assert float(read_grades(course.work / "grades.csv").rows[staged_name(group, "alice")]["score"]) == report["score"]
 
 
