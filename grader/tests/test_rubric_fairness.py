@@ -33,6 +33,9 @@ from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.grading.scoring import core_fraction, summarize
+from grader.reports.feedback import feedback_text
+from grader.reports.gradescope import to_gradescope
+from grader.reports.json_report import to_json
 from support import build_submission
 
 pytestmark = pytest.mark.timeout(300)
@@ -215,6 +218,15 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
     assert lines[0].startswith("CausalAttention: not there (causal_attention.py does not parse: SyntaxError")
     # The wrapper is judged over the stand-in in the GPU-run check too, as in its re-grade.
     assert lines[1].startswith("MultiHeadAttentionWrapper: runs on the device, judged over a stand-in CausalAttention")
+    # No test of a file that does not parse "passes" (its device test is no GPU-run check's to charge here: the
+    # check never ran it), and the students read the syntax error once, in words, with no path they lack.
+    own = report.exercises[ca]
+    assert own.outcomes and not [o.nodeid for o in own.outcomes if o.passed] and "tests passed" not in own.message
+    data = to_json(report)
+    text, gradescope = feedback_text("alice", data, "full"), json.dumps(to_gradescope(data, "full"))
+    assert text.count("(raised at 03_causal/causal_attention.py:") == 1, text  # in its tests, once
+    for words in ("tests/standins", "simulated_", "<unknown>"):
+        assert words not in text and words not in gradescope, words
 
 
 # ---- one mistake, one charge: a stub and a deleted file are the same ------------------------------
