@@ -1,10 +1,12 @@
 """What a student reads when public tests fail (exercises/conftest.py, exercises/kata_report.py): ``pytest
-exercises/04_multihead`` run as a student runs it, over a group holding three slips at once.
+exercises/04_multihead`` run as a student runs it, over a group holding three slips at once, and one more
+module whose import never ends.
 
 * every failing test in at most 20 lines, none with a frame of torch, pytest or pluggy;
 * an error the student's code raised: the call, the error's type and text, the student's own line;
 * the same failure in several tests of a file said once ("and in N more tests"), the others pointing there;
-* a file that does not import: reported once, and no test of it passes.
+* a file that does not import (a syntax error, an import that never ends): reported once, and no test of it
+  passes.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ except ImportError:
     import public_runner as pr
 
 GROUP = "04_multihead"
-SLIPS = {  # module: (replace, with)
-    "head_split": ("", "\ndef broken(:\n"),  # does not parse
-    "multihead_attention": ("self.head_dim = d_out // num_heads", "self.head_dim = d_out"),  # RuntimeError in .view
-    "multihead_wrapper": ("for head in self.heads], dim=-1)", "for head in self.heads], dim=3)"),  # IndexError
+SLIPS = {  # group/module: (replace, with)
+    f"{GROUP}/head_split": ("", "\ndef broken(:\n"),  # does not parse
+    f"{GROUP}/multihead_attention": ("self.head_dim = d_out // num_heads", "self.head_dim = d_out"),  # RuntimeError in .view
+    f"{GROUP}/multihead_wrapper": ("for head in self.heads], dim=-1)", "for head in self.heads], dim=3)"),  # IndexError
+    "03_causal/attention_dropout": ("", "\nimport time\nwhile True:\n    time.sleep(1)\n"),  # its import never ends
 }
 pytestmark = [pytest.mark.timeout(300),  # one pytest run of a group, as a student runs it
               pytest.mark.slow]  # a pytest subprocess importing torch: CI runs it, the inner loop leaves it out
@@ -43,12 +46,14 @@ def output(tmp_path_factory) -> str:
     shutil.copy(REPO_ROOT / "grader" / "authoring" / "templates" / "pytest.ini", root / "pytest.ini")
     pr.fill_in(root / "exercises", tuple(ex.module for ex in load_rubric().exercises.values()))
     for module, (old, new) in SLIPS.items():
-        path = root / "exercises" / GROUP / f"{module}.py"
+        path = root / "exercises" / f"{module}.py"
         text = path.read_text()
         assert old == "" or text.count(old) == 1, (module, old)
         path.write_text(text + new if old == "" else text.replace(old, new))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    proc = subprocess.run([sys.executable, "-m", "pytest", f"exercises/{GROUP}", "-rA", "-p", "no:randomly"], cwd=root,
+    # The hanging module's tests first: the time limit stops its import in the first test, as a student meets it.
+    proc = subprocess.run([sys.executable, "-m", "pytest", "exercises/03_causal/test_attention_dropout.py",
+                           f"exercises/{GROUP}", "-rA", "-p", "no:randomly"], cwd=root,
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
@@ -57,7 +62,7 @@ def output(tmp_path_factory) -> str:
 def _blocks(output: str) -> dict[str, str]:
     """Each failing test's report, by test name (the FAILURES section's ``____ name ____`` blocks)."""
     section = output.split("= FAILURES =", 1)[1].split("short test summary info", 1)[0]
-    parts = re.split(r"^_+ (test\w*) _+$", section, flags=re.M)
+    parts = re.split(r"^_+ (test\S*) _+$", section, flags=re.M)
     return {name: body.strip("\n=") for name, body in zip(parts[1::2], parts[2::2])}
 
 
@@ -92,4 +97,16 @@ def test_a_file_that_does_not_import_is_reported_once_and_passes_no_test(output)
     tests = [name for name in blocks if name.startswith("test_head_split_")]
     assert len(tests) >= 2 and all(blocks[n].startswith(f"the same failure as {said[0]}") for n in tests if n != said[0])
     passed = [line for line in output.splitlines() if line.startswith("PASSED") and "test_head_split.py" in line]
+    assert not passed, passed
+
+
+def test_a_module_whose_import_never_ends_is_stopped_once_said_once_and_passes_no_test(output):
+    blocks = _blocks(output)
+    tests = [name for name in blocks if name.startswith("test_attention_dropout_")]
+    said = [name for name in tests if "did not finish importing" in blocks[name]]
+    assert len(tests) >= 2 and len(said) == 1, {name: blocks[name] for name in tests}
+    assert "(stopped at attention_dropout.py:" in blocks[said[0]] and f"(and in {len(tests) - 1} more tests" in blocks[said[0]]
+    assert all(blocks[n].startswith(f"the same failure as {said[0]}") for n in tests if n != said[0])
+    assert output.count("Timeout") <= 1, output[-3000:]  # stopped once, not once a test
+    passed = [line for line in output.splitlines() if line.startswith("PASSED") and "test_attention_dropout.py" in line]
     assert not passed, passed

@@ -71,19 +71,8 @@ def test_public_tests_catch_the_mistake_and_name_it(runs, mistake):
     said = {(test, words) for words in mistake.get("not_said", []) for test, (status, message) in results.items()
             if status == "failed" and words in message}
     assert not said, f"{mistake['name']}: a failing test says what is false for it: {sorted(said)}"
-    assert not any(w in n for w in mistake.get("not_said", []) for n in _named(mistake)), "not_said contradicts its cause"
-
-
-def _named(patch: dict) -> list[str]:
-    """What a "likely cause:" line of this mistake's runs may contain: its cause, its expected message, and
-    the other words it is documented to be named in."""
-    cause = [known_results.cause_text(patch)] if patch.get("cause") else []
-    return [*cause, *([patch["expect_message"]] if "expect_message" in patch else []), *patch.get("also_named", [])]
-
-
-def _causes(results: dict[str, tuple[str, str]]) -> list[str]:
-    return [line.strip()[len("likely cause: "):] for status, message in results.values() if status == "failed"
-            for line in message.splitlines() if line.strip().startswith("likely cause: ")]
+    assert not any(w in n for w in mistake.get("not_said", []) for n in known_results.named_words(mistake)), \
+        "not_said contradicts its cause"
 
 
 @pytest.mark.timeout(180)
@@ -91,7 +80,7 @@ def _causes(results: dict[str, tuple[str, str]]) -> list[str]:
 def test_every_library_mistake_fails_a_public_test_that_names_it_and_no_other(runs, patch):
     results = runs[patch["name"]]
     assert "__error__" not in results, results.get("__error__")
-    causes, named = _causes(results), _named(patch)
+    causes, named = known_results.likely_causes(results.values()), known_results.named_words(patch)
     assert any(n in c for c in causes for n in named), (
         f"no 'likely cause:' line names {patch['name']} ({named}); the failing tests said: "
         f"{ {t: m[-600:] for t, (st, m) in results.items() if st == 'failed'} }")
