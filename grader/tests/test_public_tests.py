@@ -20,6 +20,7 @@ That every public test fails on the stubs and passes on the solutions is proved 
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 
@@ -165,14 +166,26 @@ def test_solution_docstring_examples_run_as_doctests(runs):
     assert len(results) >= 20, sorted(results)  # every exercise's functions and classes carry an example
 
 
+# Raw errors students meet, each a library mistake whose run must say it in the short format: the chapter's own
+# head_dim = d_out (a .view's RuntimeError), a weight's dimensions swapped (mat1 and mat2 shapes cannot be
+# multiplied), a .view of a transposed tensor without .contiguous().
+RAW_ERRORS = {"multihead_attention_head_dim_d_out": "RuntimeError: shape",
+              "self_attention_v2_linear_d_in_d_out_swapped": "RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+              "multihead_attention_view_without_contiguous": "RuntimeError: view size is not compatible"}
+FRAMES = ("site-packages", "dist-packages", "_pytest", "pluggy", "torch/nn/", "torch/_", "Traceback (most recent call last)")
+
+
 @pytest.mark.timeout(180)
 def test_no_failing_public_test_says_more_than_20_lines_or_shows_a_frame_of_torch_or_pytest(runs):
-    """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py)."""
+    """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py),
+    the raw errors above among them, each with its type, its text and the student's own line."""
     failed = {(run, test): message for run, tests in runs.items() if run != pr.DOCTESTS and "__error__" not in tests
               for test, (status, message) in tests.items() if status == "failed"}
-    assert len(failed) >= len(LIBRARY)
+    assert len(failed) >= len(LIBRARY) and any(run == known_results.STUBS for run, _ in failed)
     long = {key: len(message.splitlines()) for key, message in failed.items() if len(message.splitlines()) > 20}
     assert not long, long
-    frames = {key: message for key, message in failed.items()
-              if any(f in message for f in ("site-packages", "_pytest", "pluggy", "Traceback (most recent call last)"))}
+    frames = {key: message for key, message in failed.items() if any(f in message for f in FRAMES)}
     assert not frames, frames
+    for mistake, error in RAW_ERRORS.items():
+        said = [m for (run, _), m in failed.items() if run == mistake and f"raised {error}" in m]
+        assert said and all(re.search(r"^  at \w+\.py:\d+ \(", m, re.M) for m in said), (mistake, said)
