@@ -20,7 +20,6 @@ That every public test fails on the stubs and passes on the solutions is proved 
 from __future__ import annotations
 
 import ast
-import re
 
 import pytest
 
@@ -178,7 +177,7 @@ FRAMES = ("site-packages", "dist-packages", "_pytest", "pluggy", "torch/nn/", "t
 @pytest.mark.timeout(180)
 def test_no_failing_public_test_says_more_than_20_lines_or_shows_a_frame_of_torch_or_pytest(runs):
     """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py),
-    the raw errors above among them, each with its type, its text and the student's own line."""
+    the raw errors above among them, each with its type and its text."""
     failed = {(run, test): message for run, tests in runs.items() if run != pr.DOCTESTS and "__error__" not in tests
               for test, (status, message) in tests.items() if status == "failed"}
     assert len(failed) >= len(LIBRARY) and any(run == known_results.STUBS for run, _ in failed)
@@ -186,6 +185,5 @@ def test_no_failing_public_test_says_more_than_20_lines_or_shows_a_frame_of_torc
     assert not long, long
     frames = {key: message for key, message in failed.items() if any(f in message for f in FRAMES)}
     assert not frames, frames
-    for mistake, error in RAW_ERRORS.items():
-        said = [m for (run, _), m in failed.items() if run == mistake and f"raised {error}" in m]
-        assert said and all(re.search(r"^  at \w+\.py:\d+ \(", m, re.M) for m in said), (mistake, said)
+    for mistake, error in RAW_ERRORS.items():  # with the student's own line: test_public_reports.py
+        assert any(run == mistake and f"raised {error}" in m for (run, _), m in failed.items()), mistake
