@@ -12,8 +12,9 @@ module) and its score is checked against what the rubric promises:
 * one mistake each, which must cost points in its own module only: its own exercise and, for a module
   the GPU-run check runs, that module's own share of the check (in proportion to the exercise's core
   points lost), never another module's points or the exercises built on it: a mask not cut to T x T
-  (mutant 20), a missing ``multihead_attention.py``, a syntax error in ``causal_attention.py``, a
-  numeric mistake, a mask kept in a plain attribute (the same share whatever else is finished).
+  (mutant 20), a missing ``multihead_attention.py``, a syntax error in ``causal_attention.py`` (none of
+  whose tests passes, its device test included), a numeric mistake, a mask kept in a plain attribute (the
+  same share whatever else is finished).
 
 The lazy submissions live in ``grader/tests/submissions/lazy_*`` (``X.hostile`` replaces the reference
 module ``X``; ``gate.py.append`` is appended to every reference module).
@@ -204,7 +205,7 @@ def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
     assert "MultiHeadAttention: not there (no multihead_attention.py)" in report.gpu_check.message
 
 
-def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_path):
+def test_a_syntax_error_in_causal_attention_costs_its_exercise_only_and_no_test_of_it_passes(graded, tmp_path):
     sub = build_submission("syntax_error_ca", tmp_path)
     path = sub / "03_causal" / "causal_attention.py"
     path.write_text(path.read_text().replace("def forward(self, x", "def forward(self x", 1))
