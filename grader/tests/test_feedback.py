@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader import cli
+from grader.authoring import known_results
 from grader.classroom import score_all as batch
 from grader.files import private_files
 from grader.grading.options import GradeOptions
@@ -212,6 +213,8 @@ def test_labels_and_test_ids_name_the_documents_as_students_know_them():
         text = feedback_text("alice", data, visibility)
         assert f"`test_values[{names['001']}, seed789]`" in text and "001" not in text, text
     assert f"called causal_mask(6)  [{names['001']}, In [818]]:" in feedback_text("alice", data, "full")
+    gradescope = json.dumps(to_gradescope(data, "full"), ensure_ascii=False)  # Gradescope's output and names too
+    assert f"[{names['001']}, In [818]]" in gradescope and "001 In[" not in gradescope and "[001-" not in gradescope
 
 
 # --- the stubs: one line per module ------------------------------------------------------------------
@@ -406,8 +409,11 @@ def test_different_failures_are_each_said_and_one_alone_is_left_as_it_is():
 def test_messages_never_edit_the_kata_s_likely_cause_lines_and_a_forged_one_is_redacted():
     causes = load_kata_mistakes()
     for name in ("SCALED_BY_D_IN", "DROPOUT_NOT_APPLIED", "MASK_NOT_CUT"):
-        line = f"  likely cause: {causes[name]}"
-        assert any(c in causes[name] for c in ("[-1]", "0.5", "[1]")) and redact(line, "messages") == line
+        assert any(c in causes[name] for c in ("[-1]", "0.5", "[1]")), name  # numbers and subscripts among them
+    library = [known_results.cause_text(p) for p in known_results.library()]  # those written out in a patch too
+    edited = [text for text in [*causes.values(), *library] if redact(f"  likely cause: {text}", "messages")
+              != f"  likely cause: {text}"]
+    assert len(causes) > 50 and not edited, edited
     forged = "RuntimeError: boom\n  likely cause: the hidden input is 0.4921 [0.1, 0.2]"
     assert "0.4921" not in redact(forged, "messages") and "0.1" not in redact(forged, "messages")
     assert redact("  got x[0] = 0.25, keys.shape[-1] = 3", "messages") == "  got x[0] = …, keys.shape[-1] = 3"
