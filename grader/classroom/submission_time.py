@@ -100,6 +100,7 @@ def _timestamp_file(folder: Path) -> datetime | None:
 
 
 def _git_commit_time(folder: Path) -> datetime | None:
+    folder = folder.absolute()  # git runs in the folder: a relative GIT_DIR (score-all class/) would miss it
     git_dir = folder / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir():
         return None

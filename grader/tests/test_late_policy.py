@@ -161,7 +161,7 @@ def test_timestamp_txt_comes_first(tmp_path: Path) -> None:
     assert submission_time(tmp_path / "sub").source == "file time"
 
 
-def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path) -> None:
+def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "attention.py").write_text("x = 1\n")
@@ -179,6 +179,9 @@ def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path) -> 
     found = submission_time(sub)
     assert found is not None and found.source == "git commit" and found.when == LATE
     assert not pwned.exists()
+    # a relative path, as `score-all class/` gives it: the repository is found all the same
+    monkeypatch.chdir(tmp_path)
+    assert submission_time(Path("sub")) == found
     # a .git that is a link (to a repository outside the submission) is not read: the files' time is
     other = tmp_path / "other"
     other.mkdir()
