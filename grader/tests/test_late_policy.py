@@ -232,7 +232,9 @@ def test_a_late_submission_is_penalized_in_score_all(tmp_path: Path) -> None:
     feedback = (tmp_path / "feedback" / feedback_filename("alice")).read_text()
     assert "late by 16.5 h: -5% (" in feedback and f"**Total: {float(rows['alice']['score']):g} / " in feedback
     assert "late by" not in (tmp_path / "feedback" / feedback_filename("bob")).read_text()
-    summary = to_markdown(summarize_class(read_class(csv_path)))
+    numbers = summarize_class(read_class(csv_path, json_dir=tmp_path / "reports"))
+    assert numbers.reports_read == 3 and not numbers.notes  # a penalized row's report is still its grading's
+    summary = to_markdown(numbers)
     assert "## Late submissions" in summary and "| alice | late by 16.5 h" in summary and "| bob |" not in summary
     first = without_times(csv_path)
     graded_log(tmp_path)
