@@ -291,9 +291,10 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
                 "regrade (--regrade-stale)" if options.regrade_stale else "regrade")
     times = (options.submission_times if options.submission_times is not None
              else submission_times(folder, options.late_policy, summary.warnings))
-    summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
-        summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment,
-        blind=options.blind), options.late_policy, times)
+    shown = Shown(summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook,
+                  options.assignment, blind=options.blind)
+    summary.warnings += finish(csv_path, held, options.overrides, regraded, shown, options.late_policy, times)
+    summary.feedback += [path for path in shown.written if path not in summary.feedback]  # final grades changed
     if options.class_outputs:
         summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
                                               options.blind)
