@@ -225,10 +225,13 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert main(["feedback", str(tmp_path / "json"), "--feedback-dir", str(tmp_path / "again"), "--blind", str(key)]) == 0
     again = sorted((tmp_path / "again").iterdir())
     assert [path.name for path in again] == [f"{blind('Jane Doe_12345_assignsubmission_file_')}.md"]
+    assert main(["rescore", str(tmp_path / "json"), "--csv", str(tmp_path / "grades.csv"),  # its summary replaces
+                 "--feedback-dir", str(tmp_path / "rescored"), "--blind", str(key)]) == 0  # score-all's
+    again += sorted((tmp_path / "rescored").iterdir())
     seen = {f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8")
             for path in summary.feedback + summary.outputs + merged.outputs + again}
     instructors = {name for name in seen if name.endswith(("-blind-ids.csv", "-similarity.md", "-similarity.csv"))}
-    assert len(seen) - len(instructors) == 7  # 2 feedback files, the summary (md, html) of score-all and merge, 1 again
+    assert len(seen) - len(instructors) == 8  # 2 feedback files, the summary (md, html) of score-all and merge, 2 again
     assert not [name for name, text in seen.items() if "Similar submissions" in text and name not in instructors]
     assert sorted(p.name for p in summary.feedback) == sorted(f"{blind(n)}.md" for n in names)
     for name, text in seen.items():
