@@ -290,7 +290,8 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
     regraded = ("regrade (--only)" if options.only is not None else "regrade (--force)" if options.force else
                 "regrade (--regrade-stale)" if options.regrade_stale else "regrade")
     times = (options.submission_times if options.submission_times is not None
-             else submission_times(folder, options.late_policy, summary.warnings))
+             else submission_times(folder, options.late_policy, summary.warnings,
+                                   {*work.kept, *(name for name, _ in work.queue)}))  # this CSV's (shard's)
     shown = Shown(summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook,
                   options.assignment, blind=options.blind)
     summary.warnings += finish(csv_path, held, options.overrides, regraded, shown, options.late_policy, times)

@@ -25,6 +25,7 @@ import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Collection
 
 from grader.classroom.roster import list_students
 from grader.files import UnreadableFile, read_regular
@@ -53,14 +54,17 @@ def submission_time(path: Path) -> SubmissionTime | None:
     return SubmissionTime(when, "file time") if when is not None else None
 
 
-def submission_times(folder: Path, policy: object, warnings: list[str]) -> dict[str, datetime]:
-    """The submission time of every student of ``folder`` (grader.classroom.roster's), when a late ``policy``
-    is given (None: none read); ``warnings`` gets a line naming the students whose time is a file's (the
-    weakest source) and those with none."""
+def submission_times(folder: Path, policy: object, warnings: list[str],
+                     students: Collection[str] | None = None) -> dict[str, datetime]:
+    """The submission time of every student of ``folder`` (grader.classroom.roster's; those of ``students``
+    alone when given: a shard's), when a late ``policy`` is given (None: none read); ``warnings`` gets a line
+    naming the students whose time is a file's (the weakest source) and those with none."""
     if policy is None:
         return {}
     times, weakest, unknown = {}, [], []
     for name, path in sorted(list_students(folder)[0].items()):
+        if students is not None and name not in students:
+            continue
         found = submission_time(path)
         if found is None:
             unknown.append(name)

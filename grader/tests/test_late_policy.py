@@ -25,7 +25,7 @@ from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import log_path
 from grader.classroom.rescore import RescoreError, rescore_class
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
-from grader.classroom.submission_time import submission_time
+from grader.classroom.submission_time import submission_time, submission_times
 from grader.cli import main
 from grader.reports.feedback import feedback_filename
 from grader.rubric import GROUPS, load_rubric
@@ -207,6 +207,13 @@ def test_the_newest_file_time_is_the_last_resort_and_follows_no_link(tmp_path: P
     assert submission_time(archive).when == old
     (tmp_path / "empty").mkdir()
     assert submission_time(tmp_path / "empty") is None
+
+
+def test_a_shard_reads_and_names_the_times_of_its_own_students_only(tmp_path: Path) -> None:
+    root = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 1.0})
+    warnings: list[str] = []
+    times = submission_times(root, policy(tmp_path), warnings, {"bob"})
+    assert list(times) == ["bob"] and len(warnings) == 1 and "bob" in warnings[0] and "alice" not in warnings[0]
 
 
 # --- the score-all path -----------------------------------------------------------------------------
