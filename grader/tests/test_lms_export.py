@@ -23,6 +23,7 @@ from grader.classroom.score_all import score_all
 from grader.classroom.lms_export import ExportOptions, export
 from grader.classroom.student_roster import RosterEntry, lms_ids, match_students, read_roster
 from grader.cli import main
+from grader.rubric import GROUPS
 
 # folder name -> (roster id, fraction of the points)
 CLASS = {
@@ -140,6 +141,9 @@ def test_roster_matches_each_pattern_and_says_what_matched_nothing(course: Path)
         "neither is used (name the right one in the roster's folder column)",
         "no roster row for submission stray",
         "no submission for roster row 5 (Nobody Here)"]
+    # grader nbgrader's rows: <assignment>__<nbgrader student id>; another prefix is no assignment
+    nbgrader = match_students([f"{GROUPS[-1]}__12345", "homework__777"], roster)
+    assert {folder: e.id for folder, e in nbgrader.matched.items()} == {f"{GROUPS[-1]}__12345": "12345"}
 
 
 def test_canvas_gradebook_export_serves_as_a_roster(tmp_path: Path) -> None:
@@ -178,6 +182,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
                          csv_row("b", {"report": fake_report(gpu=None)}, "b" * 64)])
     (tmp_path / "no-id.csv").write_text("name,email\nJane,j@x\n")
     (tmp_path / "twice.csv").write_text("id,login\n1,jdoe\n2,JDoe\n")
+    (tmp_path / "other.csv").write_text("id,name\n1,Someone Else\n")  # another class's roster: no one matches
     grades, roster = str(course / "grades.csv"), str(course / "roster.csv")
     cases = {
         "no such file": [str(tmp_path / "none.csv"), "--roster", roster, "--to", "canvas"],
@@ -188,6 +193,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
         "login jdoe is given twice": [grades, "--roster", str(tmp_path / "twice.csv"), "--to", "moodle"],
         "different totals": [str(mixed), "--roster", roster, "--to", "canvas"],
         "--strict": [grades, "--roster", roster, "--to", "canvas", "--strict"],
+        "nothing to export": [grades, "--roster", str(tmp_path / "twice.csv").replace("twice", "other"), "--to", "moodle"],
     }
     for said, argv in cases.items():
         assert main(["export", *argv, "--out", str(tmp_path / "out.csv")]) == 2, said
