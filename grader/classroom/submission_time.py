@@ -27,12 +27,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Collection
 
+from grader.classroom.late_policy import LatePolicy
 from grader.classroom.roster import list_students
 from grader.files import UnreadableFile, read_regular
 from grader.safe_text import printable
 
 GIT_TIMEOUT = 10.0  # seconds for `git log` on one repository
 SOURCES = ("timestamp.txt", "git commit", "file time")
+ALL_LATE = 3  # from this many students timed by their files, all of them late is worth a line of its own
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def submission_time(path: Path) -> SubmissionTime | None:
     return SubmissionTime(when, "file time") if when is not None else None
 
 
-def submission_times(folder: Path, policy: object, warnings: list[str],
+def submission_times(folder: Path, policy: LatePolicy | None, warnings: list[str],
                      students: Collection[str] | None = None) -> dict[str, datetime]:
     """The submission time of every student of ``folder`` (grader.classroom.roster's; those of ``students``
     alone when given: a shard's), when a late ``policy`` is given (None: none read); ``warnings`` gets a line
@@ -75,6 +77,9 @@ def submission_times(folder: Path, policy: object, warnings: list[str],
     if weakest:
         warnings.append(f"late policy: the submission time of {_names(weakest)} is their files' newest modification "
                         "time (no timestamp.txt, no git commit): a copy or a download changes it")
+        if len(weakest) >= ALL_LATE and all(times[name] > policy.due_of(name) for name in weakest):
+            warnings.append(f"late policy: all {len(weakest)} students timed by their files are past the due date: "
+                            "those may be the times of a download or a copy; check the late list before exporting")
     if unknown:
         warnings.append(f"late policy: no submission time for {_names(unknown)}: no late penalty for them")
     return times

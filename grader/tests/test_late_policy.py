@@ -214,6 +214,10 @@ def test_a_shard_reads_and_names_the_times_of_its_own_students_only(tmp_path: Pa
     warnings: list[str] = []
     times = submission_times(root, policy(tmp_path), warnings, {"bob"})
     assert list(times) == ["bob"] and len(warnings) == 1 and "bob" in warnings[0] and "alice" not in warnings[0]
+    # a class whose files were all written after the due date (a download's times, not the students'): said
+    root = fake_class(tmp_path / "class", {name: 1.0 for name in ("alice", "bob", "carol")})
+    submission_times(root, policy(tmp_path), warnings)
+    assert warnings[-1].startswith("late policy: all 3 students timed by their files are past the due date")
 
 
 # --- the score-all path -----------------------------------------------------------------------------
