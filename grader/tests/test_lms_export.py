@@ -17,7 +17,9 @@ import pytest
 from support import fake_class, fake_options, fake_report
 
 from grader.blind_ids import BlindIds
-from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
+from grader.classroom.blind_grading import blind_sheet
+from grader.classroom.flags import with_flags
+from grader.classroom.grades_sheet import FLAGS_COLUMN, ClassSheet, csv_row, read_grades, write_grades
 from grader.classroom.merge import merge
 from grader.classroom.score_all import score_all
 from grader.classroom.lms_export import ExportOptions, export
@@ -250,6 +252,19 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert main(["score-all", str(tmp_path / "subs"), "--csv", str(tmp_path / "g.csv"), "--sandbox", "none",
                  "--blind", str(tmp_path / "nope" / "k")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_blind_summary_names_no_folder_in_the_flags(tmp_path: Path) -> None:
+    """An error row's flag quotes its message, which names the submission's path: blinded as the message is."""
+    name = "Jane Doe_12345_assignsubmission_file_"
+    error = csv_row(name, {"error": f"/home/prof/term/{'x' * 90}/{name}: nothing that looks like a submission"},
+                    "e" * 64)
+    rows = with_flags({name: error}, lambda student: None)
+    assert name[:10] in rows[name][FLAGS_COLUMN]
+    blind = BlindIds.from_key_file(tmp_path / "blind.key")
+    shown = blind_sheet(blind, ClassSheet(tmp_path / "grades.csv", rows))
+    assert not [cell for row in shown.rows.values() for cell in row.values() if "Jane" in cell or "12345" in cell]
+    assert shown.rows[blind(name)][FLAGS_COLUMN].startswith("not graded: ")
 
 
 def test_github_classroom_roster_and_a_failed_grading_are_said(tmp_path: Path) -> None:
