@@ -64,7 +64,12 @@ def submission_times(folder: Path, policy: LatePolicy | None, warnings: list[str
     if policy is None:
         return {}
     times, weakest, unknown = {}, [], []
-    for name, path in sorted(list_students(folder)[0].items()):
+    everyone = list_students(folder)[0]
+    strangers = sorted(set(policy.extensions) - set(everyone))
+    if strangers:  # a misspelt name would leave its student penalized, silently
+        warnings.append(f"late policy: no submission in {printable(str(folder))} for the extension of "
+                        f"{_names(strangers)} (extensions name students as the CSV's student column does)")
+    for name, path in sorted(everyone.items()):
         if students is not None and name not in students:
             continue
         found = submission_time(path)

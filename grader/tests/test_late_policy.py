@@ -212,8 +212,11 @@ def test_the_newest_file_time_is_the_last_resort_and_follows_no_link(tmp_path: P
 def test_a_shard_reads_and_names_the_times_of_its_own_students_only(tmp_path: Path) -> None:
     root = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 1.0})
     warnings: list[str] = []
-    times = submission_times(root, policy(tmp_path), warnings, {"bob"})
+    times = submission_times(root, policy(tmp_path, extensions={}), warnings, {"bob"})
     assert list(times) == ["bob"] and len(warnings) == 1 and "bob" in warnings[0] and "alice" not in warnings[0]
+    # an extension for a name with no submission (POLICY's carol is not in this class) is said
+    submission_times(root, policy(tmp_path, extensions={"carol": 48, "bob": 48}), warnings, {"bob"})
+    assert warnings[1].startswith("late policy: no submission in ") and "for the extension of carol (" in warnings[1]
     # a class whose files were all written after the due date (a download's times, not the students'): said
     root = fake_class(tmp_path / "class", {name: 1.0 for name in ("alice", "bob", "carol")})
     submission_times(root, policy(tmp_path), warnings)
