@@ -74,6 +74,17 @@ def course_cell(exercise_id: str) -> tuple[str, str]:
     return group, f"{module}_tests"
 
 
+@dataclass(frozen=True)
+class ManualGrade:
+    """A grade a person changed in formgrader: the CSV column it is (an exercise id, ``gpu_check``), the
+    manual score (None: the autograder's stands), the extra credit and formgrader's comment."""
+
+    column: str
+    manual_score: float | None
+    extra_credit: float
+    comment: str
+
+
 @dataclass
 class _Layout:
     kind: str  # "course" | "kata"
@@ -287,6 +298,31 @@ class ClassGradebook:
         if not taken or earned <= 0:
             return 0.0
         return round(taken * sum(_number(graded.get(column) or 0) for column in self.layout.cells) / earned, 4)
+
+    def manual_grades(self, student: str) -> list[ManualGrade]:
+        """What a person changed in formgrader of ``student``'s grades of this assignment: each cell of the
+        layout whose ``manual_score`` differs from the autograder's, or that holds ``extra_credit`` (nbgrader's
+        score of a cell: the manual score, else the auto score, plus the extra credit), with formgrader's
+        comment on the exercise's solution cell (nbgrader records no grader's name)."""
+        from nbgrader.api import MissingEntry
+
+        try:
+            submission = self.gb.find_submission(self.assignment, student)
+        except MissingEntry:
+            return []
+        columns = {cell: column for column, cell in self.layout.cells.items()}
+        notebooks = list(submission.notebooks)
+        comments = {(nb.name, comment.name): comment.manual_comment or "" for nb in notebooks for comment in nb.comments}
+        found = []
+        for nb in notebooks:
+            for grade in nb.grades:
+                column = columns.get((nb.name, grade.name))
+                manual = grade.manual_score if grade.manual_score != grade.auto_score else None
+                if column is None or (manual is None and not grade.extra_credit):
+                    continue
+                comment = comments.get((nb.name, column.rsplit("/", 1)[-1]), "")
+                found.append(ManualGrade(column, manual, grade.extra_credit or 0.0, " ".join(comment.split())))
+        return sorted(found, key=lambda g: g.column)
 
     def _find_or_add(self, find: Callable[[], Any], make: Callable[[], Any]) -> Any:
         """``find()``'s row, or ``make()``'s, added to the database, where nbgrader has none (a notebook or

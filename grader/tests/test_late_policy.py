@@ -291,6 +291,40 @@ def test_late_penalty_then_override(tmp_path: Path) -> None:
     assert [again[c] for c in (SUBMITTED_AT_COLUMN, LATE_BY_COLUMN)] == [row[SUBMITTED_AT_COLUMN], "16.5"]
 
 
+def test_merge_applies_the_shards_late_policy_and_refuses_another(tmp_path: Path, capsys) -> None:
+    """Two shards graded under the policy merge into what one run writes (alice penalized as there); merge
+    under another policy, or none, is refused in one line before anything is written."""
+    root = fake_class(tmp_path / "class", {name: 0.5 for name in ("alice", "bob", "carol", "dan")})
+    for name in ("alice", "bob", "carol", "dan"):
+        stamp(root / name, LATE)
+    late_file = policy_file(tmp_path, POLICY)
+    options = replace(fake_options(tmp_path, late_policy=read_late_policy(late_file)), jobs=1)
+    score_all(root, tmp_path / "one.csv", options)
+    shards = [tmp_path / f"shard-{k}.csv" for k in (1, 2)]
+    for k, shard in enumerate(shards, start=1):
+        score_all(root, shard, replace(options, shard=(k, 2)))
+    assert all(read_grades(shard).rows for shard in shards)  # each shard graded someone
+    merged = tmp_path / "merged.csv"
+    assert main(["merge", str(merged), *map(str, shards), "--late-policy", str(late_file)]) == 0
+    assert without_times(merged) == without_times(tmp_path / "one.csv")
+    assert float(read_grades(merged).rows["alice"][LATE_PENALTY_COLUMN]) > 0
+    assert "late by 16.5 h" in read_grades(merged).rows["alice"]["flags"]
+    capsys.readouterr()
+    other = policy_file(tmp_path, {**POLICY, "penalty": "zero"}, "other.json")
+    for extra, says in ((["--late-policy", str(other)], "was graded under another late policy (late by 16.5 h, -"),
+                        ([], "late penalties applied (")):
+        target = tmp_path / f"refused-{len(extra)}.csv"
+        assert main(["merge", str(target), *map(str, shards), *extra]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, err
+        assert not target.exists()
+    plain = tmp_path / "plain.csv"  # graded without a policy: merge under one refuses it too
+    score_all(root, plain, replace(options, late_policy=None, shard=(1, 2)))
+    assert main(["merge", str(tmp_path / "mixed.csv"), str(plain), "--late-policy", str(late_file)]) == 2
+    err = capsys.readouterr().err
+    assert "plain.csv: graded without a late policy (no submission times)" in err and len(err.strip().splitlines()) == 1
+
+
 # --- the nbgrader path -------------------------------------------------------------------------------
 
 

@@ -195,7 +195,8 @@ def test_merge_applies_overrides_and_the_gradebook_shows_them(tmp_path: Path) ->
     db = tmp_path / "gradebook.db"
     merge(tmp_path / "grades.csv", shards, gradebook=db, assignment="hw3", overrides=overrides)
     alice = read_grades(tmp_path / "grades.csv").rows["alice"]
-    assert "regrade request" in alice[OVERRIDES_COLUMN]
+    assert "regrade request" in alice[OVERRIDES_COLUMN] and "override applied" in alice["flags"]
+    assert "override" not in read_grades(tmp_path / "grades.csv").rows["bob"]["flags"]
     with Gradebook(f"sqlite:///{db}") as gb:
         assert gb.find_grade(cell_name(ex_id), NOTEBOOK, "hw3", "alice").auto_score == pytest.approx(float(alice[ex_id]))
     merge(tmp_path / "grades.csv", shards, overrides=overrides)  # merged again: applied once
