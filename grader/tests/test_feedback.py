@@ -14,6 +14,7 @@ import pytest
 from grader import cli
 from grader.authoring import known_results
 from grader.classroom import score_all as batch
+from grader.classroom.overrides import read_overrides
 from grader.files import private_files
 from grader.grading.options import GradeOptions
 from grader.reports.feedback import feedback_filename, feedback_text, sections, write_feedback
@@ -324,6 +325,23 @@ def test_a_resume_that_writes_no_feedback_says_so_in_one_line(tmp_path: Path, mo
     said = [w for w in again.warnings if "feedback" in w]
     assert said == [f"no feedback file written to {tmp_path / 'fb2'}: all 2 rows were kept from an earlier run "
                     f"(python -m grader feedback {tmp_path / 'json'} --feedback-dir {tmp_path / 'fb2'} writes theirs)"]
+
+    # an override given on a resume writes that student's feedback again: counted, and no warning
+    (tmp_path / "overrides.csv").write_text("student,exercise,points,reason,who\nbea,total,+1,regrade request,TA\n")
+    third = score_all_here(monkeypatch, tmp_path, answers, json_dir=tmp_path / "json", feedback_dir=tmp_path / "fb2",
+                           overrides=read_overrides(tmp_path / "overrides.csv"))
+    assert [p.name for p in third.feedback] == ["bea.md"] and not any("feedback" in w for w in third.warnings)
+    assert "overridden: +1 by TA: regrade request" in (tmp_path / "fb2" / "bea.md").read_text()
+    # none changed (the override dropped, then kept dropped): the way on is the rescore, whose feedback shows the
+    # final grades (`feedback` would not)
+    (tmp_path / "overrides.csv").write_text("student,exercise,points,reason,who\n")
+    for _ in range(2):
+        fourth = score_all_here(monkeypatch, tmp_path, answers, json_dir=tmp_path / "json",
+                                feedback_dir=tmp_path / "fb3", overrides=read_overrides(tmp_path / "overrides.csv"))
+    assert [w for w in fourth.warnings if "feedback" in w] == [
+        f"no feedback file written to {tmp_path / 'fb3'}: all 2 rows were kept from an earlier run (python -m grader "
+        f"rescore {tmp_path / 'json'} --csv {tmp_path / 'grades.csv'} --feedback-dir {tmp_path / 'fb3'}, with the same "
+        "--overrides and --late-policy, writes theirs with the final grades)"]
 
 
 # --- python -m grader feedback JSON_DIR --feedback-dir DIR ----------------------------------------------
