@@ -184,6 +184,7 @@ def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
     add_overrides_option(parser)
     add_late_policy_option(parser)
     add_feedback_options(parser, "also write each graded student's feedback, rescored, to DIR (created)")
+    add_blind_option(parser, "the feedback and the summary name")
 
 
 def run_rescore(args: argparse.Namespace) -> int:
@@ -195,7 +196,7 @@ def run_rescore(args: argparse.Namespace) -> int:
     try:
         result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args),
                                feedback_dir=args.feedback_dir, visibility=args.visibility,
-                               late_policy=_late_policy(args))
+                               late_policy=_late_policy(args), blind=blind_ids(args))
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)

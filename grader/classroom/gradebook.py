@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 
 from grader.authoring.nbgrader_release import gpu_group
 from grader.classroom.grades_sheet import LATE_PENALTY_COLUMN
+from grader.classroom.overrides import without_overrides
 from grader.files import private_files
 from grader.rubric import load_rubric
 
@@ -269,7 +270,7 @@ class ClassGradebook:
         gb.update_or_create_student(student)
         submission = gb.update_or_create_submission(self.assignment, student,
                                                     **({"timestamp": timestamp} if timestamp else {}))
-        penalty = _number(row.get(LATE_PENALTY_COLUMN) or 0)  # nbgrader export: score = cells' sum - penalty
+        penalty = self._penalty(row)  # nbgrader export: score = cells' sum - penalty
         for i, notebook in enumerate(sorted(submission.notebooks, key=lambda nb: nb.name)):
             notebook.late_submission_penalty = (penalty or None) if i == 0 else None
         if graded and self.layout.kind == "kata":
@@ -287,6 +288,16 @@ class ClassGradebook:
             if reason is not None or (comment.auto_comment or "").startswith(COMMENT_PREFIX):
                 comment.auto_comment = reason
         gb.db.commit()
+
+    def _penalty(self, row: Mapping[str, Any]) -> float:
+        """The row's late penalty in this assignment: the same share of what its cells hold as the policy took of
+        the row's graded score (a score-all row holds every exercise; the course's 03_causal, three of them)."""
+        taken = _number(row.get(LATE_PENALTY_COLUMN) or 0)
+        graded = without_overrides(row)
+        earned = _number(graded["score"]) + taken
+        if not taken or earned <= 0:
+            return 0.0
+        return round(taken * sum(_number(graded.get(column) or 0) for column in self.layout.cells) / earned, 4)
 
     def manual_grades(self, student: str) -> list[ManualGrade]:
         """What a person changed in formgrader of ``student``'s grades of this assignment: each cell of the

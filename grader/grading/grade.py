@@ -85,8 +85,9 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             return charge_shortcuts(rubric, engine.run_hidden_tests(engine.start_worker(
                 root, substitutes=substitutes, preload=preload, **limits), exercises=exercise_ids))
 
-        if device_runs.ran:  # one mistake, one charge: the check charges what it sees
-            outcomes = leave_device_tests_to_the_gpu_check(outcomes)
+        # One mistake, one charge: the check charges what it sees of a module it ran on the device.
+        outcomes = leave_device_tests_to_the_gpu_check(
+            outcomes, {rubric.owner_of[name] for name in device_runs.ran_on_the_device})
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
         gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run

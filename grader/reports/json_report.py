@@ -113,8 +113,8 @@ def stopped_at(ex_id: str, tests: list[dict[str, Any]], kata_modules: Collection
     (``tests``: its entries of the report) stopped at, and those not handed in, when it earned nothing and
     every failed test stopped so; else None. One definition for the feedback and the class summary.
 
-    A test that passed and earned nothing is no sign of work (a stub's device tests, left to the GPU-run
-    check, pass so). The module may be another one the exercise builds on (weight_transfer's tests build
+    A test that passed and earned nothing is no sign of work (an edge test of code whose core tests all
+    fail passes so). The module may be another one the exercise builds on (weight_transfer's tests build
     a SelfAttention_v2 first)."""
     module = ex_id.rsplit("/", 1)[-1]
     failed = [t for t in tests if t.get("status") == "failed"]

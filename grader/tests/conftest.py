@@ -45,7 +45,7 @@ ONE_WORKER = {
     "test_book_variants.py": "hidden_runs",  # hidden_runner.proof_runs() runs both modules' runs at once
     "test_public_tests.py": "public_runs",  # public_runner caches its runs for both files
     "test_exercises.py": "public_runs",
-    "test_isolation.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # its uid
+    "test_isolation_domain.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # its uid
     "test_sandbox.py::test_no_network_under_bwrap": MODE_SCOPES["none"],  # it grades in none mode too
     "test_gradebook.py": "gradebook",
 }

@@ -168,7 +168,13 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
         assert set(gb.layout.cells) == {ex.id for ex in rubric.in_group("03_causal")}  # only its own exercises
         gb.record(csv_row("carol", {"error": "-nothing to grade"}, "0" * 64))
     assert course_max_scores(db) == before  # nothing added, no max score changed
+    dan = csv_row("dan", {"report": fake_report(fraction=1.0)}, "2" * 64)  # 5% late, taken from the whole kata's
+    taken = 0.05 * float(dan["score"])  # score (grader/classroom/late_policy.py): 5% of 03_causal's in 03_causal
+    dan.update(score=str(float(dan["score"]) - taken), late_penalty=str(taken))
+    with ClassGradebook(db, "03_causal") as gb:
+        gb.record(dan)
     rows = in_process_export(db, tmp_path / "grades.csv")
+    assert float(rows["03_causal", "dan"]["score"]) == pytest.approx(0.95 * before["03_causal"])
     for student, report in reports.items():
         for group in ("03_causal", "04_multihead"):
             row = rows[group, student]
