@@ -24,6 +24,13 @@ import types
 TOOLS_FOLDER = "/kata-public-tests"
 
 
+def run(req, torch) -> dict:
+    """The request ``{"name", "text"}`` of one public test file, with ``"tools"`` and ``"table"`` the first time."""
+    if "tools" in req:
+        load_tools(req["tools"], req["table"])
+    return run_file(req["name"], req["text"], torch)
+
+
 def load_tools(sources, table_text) -> None:
     """``sources``: ``[[name, text], ...]`` in import order, each executed as the module ``name``; the shortcuts
     table (JSON text) is what ``kata_trace.table()`` returns from now on in this domain."""
