@@ -132,6 +132,9 @@ class DomainCgroup:
         self.bound, self.memory_mb = bound, memory_mb
         self.folders = [parent / f"{PREFIX}{os.getpid()}-{DomainCgroup._count}" for parent in bound.parents]
         self.procs_fds: list[int] = []
+        # Readable when the kernel kills a process of the domain for its memory (v1's eventfd: it kills one
+        # process at a time, a second apart; v2's memory.oom.group kills them all at once, so none is needed).
+        self.oom_fd: int | None = None
         limits = V2_LIMITS if bound.kind == "cgroup v2" else V1_LIMITS
         try:
             for folder in self.folders:
@@ -139,6 +142,13 @@ class DomainCgroup:
                 folder.chmod(0o700)  # (cgroupfs ignores mkdir's mode)
                 _write_limits(folder, limits, memory_mb * 2**20, nproc, memory=folder == self.folders[0])
                 self.procs_fds.append(os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
+            if bound.kind == "cgroup v1":
+                self.oom_fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+                control = os.open(self.folders[0] / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    (self.folders[0] / "cgroup.event_control").write_text(f"{self.oom_fd} {control}")
+                finally:
+                    os.close(control)
         except OSError:
             self.remove()
             raise
@@ -160,6 +170,9 @@ class DomainCgroup:
     def remove(self) -> bool:
         """Kill whatever the cgroup still holds, then remove it; False if it could not be removed."""
         self.close_fds()
+        if self.oom_fd is not None:
+            os.close(self.oom_fd)
+            self.oom_fd = None
         gone = True
         for folder in self.folders:
             gone = remove_cgroup(folder) and gone

@@ -281,11 +281,16 @@ def await_answer(proc: RunningDomain, start: float, usage0: tuple[float, float] 
                  what: str) -> None:
     """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock not
     counting the time the domain waited for a CPU: a busy machine delays a correct student's call, it
-    does not fail it, and a hang that spins reads the same on a quiet machine and a busy one."""
+    does not fail it, and a hang that spins reads the same on a quiet machine and a busy one. A domain
+    the kernel stopped a process of for its memory (its cgroup's) is stopped at once."""
     deadline = start + timeout
+    oom = [] if proc.proc.oom_fd is None else [proc.proc.oom_fd]
     while True:
         left = deadline - time.monotonic()
-        if left > 0 and select.select([proc.sock], [], [], left)[0]:
+        ready = select.select([proc.sock, *oom], [], [], left)[0] if left > 0 else []
+        if oom and oom[0] in ready:  # the caller names the limit (WorkerClient._kill_if_over_memory)
+            raise WorkerFailure(f"stopped: the domain went over its memory limit in {what}", "died")
+        if ready:
             return
         now = time.monotonic()
         usage = proc.usage(rescan=True)

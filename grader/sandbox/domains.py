@@ -138,6 +138,11 @@ class Domain:
             pass
         self.owner.clean(self.root, self.cgroup)
 
+    @property
+    def oom_fd(self) -> int | None:
+        """A descriptor that becomes readable when the kernel stops a process of this domain for its memory."""
+        return None if self.cgroup is None else self.cgroup.oom_fd
+
     def out_of_memory(self) -> bool:
         """Whether the kernel killed a process of this domain for going over the domain's memory limit."""
         return self.cgroup is not None and self.cgroup.out_of_memory()
