@@ -284,7 +284,7 @@ def await_answer(proc: RunningDomain, start: float, usage0: tuple[float, float] 
     does not fail it, and a hang that spins reads the same on a quiet machine and a busy one. A domain
     the kernel stopped a process of for its memory (its cgroup's) is stopped at once."""
     deadline = start + timeout
-    oom = [] if proc.proc.oom_fd is None else [proc.proc.oom_fd]
+    oom = [] if proc.oom_fd is None else [proc.oom_fd]
     while True:
         left = deadline - time.monotonic()
         ready = select.select([proc.sock, *oom], [], [], left)[0] if left > 0 else []
