@@ -96,18 +96,33 @@ def find_bound() -> MemoryBound:
     """The best bound this machine allows (cgroup v2, v1, else rlimits), found once by making a probe cgroup."""
     mounts = _mounts()
     if "" in mounts:
-        v2 = mounts[""]
-        try:  # the controllers must be enabled for our children (refused while our own cgroup holds processes)
-            if not {"memory", "pids"} <= set((v2 / "cgroup.subtree_control").read_text().split()):
-                (v2 / "cgroup.subtree_control").write_text("+memory +pids")
-            bound = _try_parent("cgroup v2", (v2,), V2_LIMITS)
-        except OSError as err:
-            bound = MemoryBound("rlimits", why=f"cgroup v2 at {v2}: no memory controller ({err.strerror or err})")
+        bound = _v2_bound(mounts[""])
         if bound.parents or "memory" not in mounts:
             return bound
     if "memory" in mounts:
         return _try_parent("cgroup v1", tuple(mounts[k] for k in ("memory", "pids") if k in mounts), V1_LIMITS)
     return MemoryBound("rlimits", why="no cgroup v2 memory controller or v1 memory hierarchy is mounted writable")
+
+
+def _v2_bound(own: Path) -> MemoryBound:
+    """Domains' cgroups under our own v2 cgroup, else beside it (v2 enables a controller for a cgroup's
+    children only while the cgroup itself holds no process: a systemd scope's or a container's does)."""
+    why = ""
+    for parent in (own, own.parent):
+        if not (parent / "cgroup.controllers").exists():
+            continue
+        try:
+            for controller in ("memory", "pids"):
+                if controller not in (parent / "cgroup.subtree_control").read_text().split():
+                    (parent / "cgroup.subtree_control").write_text(f"+{controller}")
+        except OSError as err:
+            why = why or f"cgroup v2 at {parent}: no {controller} controller for its children ({err.strerror or err})"
+            continue
+        bound = _try_parent("cgroup v2", (parent,), V2_LIMITS)
+        if bound.parents:
+            return bound
+        why = why or bound.why
+    return MemoryBound("rlimits", why=why)
 
 
 def _write_limits(folder: Path, limits: dict[str, str], size: int, nproc: int, memory: bool) -> None:

@@ -113,7 +113,8 @@ def test_a_domain_that_forks_allocators_is_stopped_alone(bounded: Domains, tmp_p
 
 
 # What a student would try against the cgroups: move itself out (into its parent's or the root's
-# cgroup), raise its own limit, read a domain's memory files, use a descriptor left open.
+# cgroup), raise or turn off its own limits (oom_kill_disable would hang the domain instead of stopping
+# it), set a release agent (run as root), read a domain's memory files, use a descriptor left open.
 ESCAPE = """import os
 
 def attention_scores():
@@ -126,8 +127,10 @@ def attention_scores():
     for point, options in mounts:
         path = next((p for c, p in own.items() if c and c in options.split(",")), own.get(""))
         for folder in {point + path, point + os.path.dirname(path), point}:
-            for name, text in [("cgroup.procs", str(os.getpid())), ("memory.limit_in_bytes", "-1"),
-                               ("memory.max", "max"), ("pids.max", "max"), ("release_agent", "/tmp/x")]:
+            for name, text in [("cgroup.procs", str(os.getpid())), ("tasks", str(os.getpid())),
+                               ("memory.limit_in_bytes", "-1"), ("memory.memsw.limit_in_bytes", "-1"),
+                               ("memory.oom_control", "1"), ("memory.max", "max"), ("memory.swap.max", "max"),
+                               ("pids.max", "max"), ("cgroup.subtree_control", "-memory"), ("release_agent", "/tmp/x")]:
                 try:
                     with open(os.path.join(folder, name), "w") as f:
                         f.write(text)
