@@ -92,8 +92,11 @@ def test_a_domain_that_forks_allocators_is_stopped_alone(bounded: Domains, tmp_p
     """Stopped with its limit named (a cgroup's, for the domain in all; else each process's, and the
     process count holds the children to the rest of the uid's budget); the classmate graded next, in
     the same template, gets full marks, and the report names the bound."""
+    bounded.warm_up()
+    template = bounded._template.proc.pid  # the other domains' parent: the kernel must stop this domain alone
     with pytest.raises((WorkerFailure, MemoryError)) as stopped:
         call(bounded, tmp_path, FORK_AND_FILL)
+    assert bounded._template.alive() and bounded._template.proc.pid == template
     message = str(stopped.value)
     if bounded.isolation.memory.parents:
         assert isinstance(stopped.value, WorkerFailure), message
