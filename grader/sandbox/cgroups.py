@@ -18,6 +18,7 @@ process-count bound of grader/sandbox/limits.py holds instead.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -174,7 +175,10 @@ class DomainCgroup:
             os.close(fd)
 
     def out_of_memory(self) -> bool:
-        """Whether the kernel killed a process of the domain for going over its memory limit."""
+        """Whether the kernel killed a process of the domain for going over its memory limit (or, v1's
+        eventfd, is about to: it signals the OOM before the kill is counted)."""
+        if self.oom_fd is not None and select.select([self.oom_fd], [], [], 0)[0]:
+            return True
         events = self.folders[0] / ("memory.events" if self.bound.kind == "cgroup v2" else "memory.oom_control")
         try:
             counts = dict(line.split() for line in events.read_text().splitlines() if len(line.split()) == 2)
