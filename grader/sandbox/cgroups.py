@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-PREFIX = "kata-"  # a domain's cgroup is kata-<grading pid>-<n>, under the grading process's own cgroup
+PREFIX = "kata-"  # a domain's cgroup is named by cgroup_name, under the grading process's own cgroup
 V2_LIMITS = {"memory.max": "{memory}", "memory.swap.max": "0", "memory.oom.group": "1", "pids.max": "{nproc}"}
 V1_LIMITS = {"memory.limit_in_bytes": "{memory}", "memory.memsw.limit_in_bytes": "{memory}", "pids.max": "{nproc}"}
 
@@ -137,6 +137,12 @@ def _write_limits(folder: Path, limits: dict[str, str], size: int, nproc: int, m
         target.write_text(value.format(memory=size, nproc=nproc))
 
 
+def cgroup_name(pid: int, n: int | str) -> str:
+    """The name of the ``n``-th domain cgroup of the grading process ``pid`` of our pid namespace: a sweep
+    of what a killed grading left (:func:`remove_orphans`) then never touches another namespace's."""
+    return f"{PREFIX}{os.stat('/proc/self/ns/pid').st_ino}-{pid}-{n}"
+
+
 class DomainCgroup:
     """One domain's cgroup (a folder in each hierarchy), made with its limits; ``procs_fds`` are what
     the domain writes itself into (passed at spawn, closed here by :meth:`close_fds` once passed)."""
@@ -146,7 +152,7 @@ class DomainCgroup:
     def __init__(self, bound: MemoryBound, memory_mb: int, nproc: int):
         DomainCgroup._count += 1
         self.bound, self.memory_mb = bound, memory_mb
-        self.folders = [parent / f"{PREFIX}{os.getpid()}-{DomainCgroup._count}" for parent in bound.parents]
+        self.folders = [parent / cgroup_name(os.getpid(), DomainCgroup._count) for parent in bound.parents]
         self.procs_fds: list[int] = []
         # Readable when the kernel kills a process of the domain for its memory (v1's eventfd: it kills one
         # process at a time, a second apart; v2's memory.oom.group kills them all at once, so none is needed).
@@ -225,8 +231,9 @@ def remove_cgroup(folder: Path, timeout: float = 10.0) -> bool:
 
 def remove_orphans(bound: MemoryBound) -> None:
     """Remove the domains' cgroups that a grading process which no longer runs left (killed before its clean-up)."""
+    ours = cgroup_name(0, 0).rsplit("-", 2)[0] + "-"  # kata-<our pid namespace>-
     for parent in bound.parents:
-        for folder in parent.glob(f"{PREFIX}*-*"):
-            owner = folder.name[len(PREFIX):].split("-")[0]
+        for folder in parent.glob(f"{ours}*-*"):
+            owner = folder.name[len(ours):].split("-")[0]
             if owner.isdigit() and not Path(f"/proc/{owner}").exists():
                 remove_cgroup(folder)

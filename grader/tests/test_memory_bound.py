@@ -19,7 +19,7 @@ from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.grading.remote_impl import RemoteImpl
 from grader.rubric import load_rubric
-from grader.sandbox.cgroups import PREFIX, MemoryBound, find_bound, remove_orphans
+from grader.sandbox.cgroups import PREFIX, MemoryBound, cgroup_name, find_bound, remove_orphans
 from grader.sandbox.client import WorkerClient, WorkerFailure
 from grader.sandbox.domains import Domains
 from grader.sandbox.reaper import running_as
@@ -48,7 +48,7 @@ def call(domains: Domains, tmp_path: Path, source: str):
 
 def left_cgroups() -> list[Path]:
     """The domains' cgroups of this process still on disk."""
-    return [folder for parent in HERE.parents for folder in parent.glob(f"{PREFIX}{os.getpid()}-*")]
+    return [folder for parent in HERE.parents for folder in parent.glob(cgroup_name(os.getpid(), "*"))]
 
 
 # Forks up to 4 children, each filling memory until it is refused and then holding it; once every
@@ -166,13 +166,16 @@ def test_a_student_cannot_leave_or_loosen_its_cgroup(isolating: Domains, tmp_pat
 
 @pytest.mark.skipif(not HERE.parents, reason=f"no cgroup here: {HERE.why}")
 def test_the_cgroups_of_a_grading_killed_before_its_clean_up_are_removed() -> None:
-    """A grading process killed with ``kill -9`` leaves its domains' cgroups; the next one removes them."""
+    """A grading process killed with ``kill -9`` leaves its domains' cgroups; the next one removes them,
+    and only them: not a live grading's, nor one of a grading in another pid namespace (where our
+    /proc does not show its pid), which may share the cgroup's parent."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    folders = [parent / f"{PREFIX}{dead.pid}-1" for parent in HERE.parents]
+    folders = [parent / cgroup_name(dead.pid, 1) for parent in HERE.parents]
     for folder in folders:
         folder.mkdir()
-    mine = [parent / f"{PREFIX}{os.getpid()}-0" for parent in HERE.parents]  # a live grading's: kept
+    mine = [parent / name for parent in HERE.parents  # kept
+            for name in (cgroup_name(os.getpid(), 0), f"{PREFIX}1-{dead.pid}-1")]
     for folder in mine:
         folder.mkdir()
     try:
