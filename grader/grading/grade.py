@@ -95,7 +95,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     review = sorted({*limits["review"], *(f"GPU-run check: {line}" for line in gpu_check.for_review)})
     return GradeReport(submission=str(path), exercises=results, gpu_check=gpu_check,
                        isolation=domains.isolation.mode.name, execution_time=time.perf_counter() - started,
-                       warnings=[*domains.isolation.warnings, *left_out], review=review, public_tests=public)
+                       warnings=[*domains.isolation.warnings, domains.isolation.memory_line(options.memory_mb), *left_out],
+                       review=review, public_tests=public)
 
 
 def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection[tuple[str, str]]) -> list[str]:
