@@ -10,7 +10,8 @@ in the kata are relative to the repository root). The wrapper builds on your
 import torch
 
 from kata_checks import (assert_does_its_own_work, creation_order, QKV_BIAS_IGNORED, assert_close, call_in_float64,
-                         call_on_any_device, check_tensor, fail, journey_batch, load)
+                         call_checked, call_on_any_device, check_tensor, fail, journey_batch, load)
+from kata_mistakes import layer_errors
 
 
 def test_multihead_wrapper_seed_123_matches_the_document():
@@ -91,8 +92,8 @@ def test_multihead_wrapper_moved_to_float64_computes_in_float64():
     m = load("multihead_wrapper")
     mha = m.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)
     x = torch.rand(2, 5, 3, generator=torch.Generator().manual_seed(25), dtype=torch.float64)
-    call_in_float64(mha, x, call="MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)(x of shape (2, 5, 3))",
-                    shapes=[(2, 5, 4)])
+    call = "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).to(torch.float64)(x of shape (2, 5, 3))"
+    call_in_float64(lambda x: call_checked(mha, x, call=call, errors=[layer_errors]), x, call=call, shapes=[(2, 5, 4)])
 
 
 def test_multihead_wrapper_does_its_own_work():
