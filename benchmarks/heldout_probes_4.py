@@ -91,7 +91,38 @@ FIRST = [
        ["valueerror", "divisible"]),
 ]
 
-SECOND: list[dict] = []
+SECOND = [
+    _m("h4s-01", MHA, "heads split interleaved: view(b, T, head_dim, num_heads).permute(0, 3, 1, 2).",
+       [(f"{n} = self.W_{w}(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
+         f"{n} = self.W_{w}(x).view(b, num_tokens, self.head_dim, self.num_heads).permute(0, 3, 1, 2)")
+        for n, w in (("queries", "query"), ("keys", "key"), ("values", "value"))],
+       ["interleav"]),
+    _m("h4s-02", MHA, "heads merged with permute(0, 2, 3, 1): the features of each token ordered by head_dim first.",
+       [("context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)",
+         "context = (attn_weights @ values).permute(0, 2, 3, 1).reshape(b, num_tokens, self.d_out)")],
+       ["wrong order", "order"]),
+    _m("h4s-03", MHA, "scaled with math.sqrt(self.d_out) instead of the head size.",
+       [("import torch\nimport torch.nn as nn", "import math\n\nimport torch\nimport torch.nn as nn"),
+        ("attn_scores / self.head_dim**0.5", "attn_scores / math.sqrt(self.d_out)")],
+       ["d_out", "head_dim"]),
+    _m("h4s-04", MHA, "dropout applied to the raw scores (before mask and softmax), not to the weights.",
+       [("attn_scores = queries @ keys.transpose(2, 3)\n", "attn_scores = self.dropout(queries @ keys.transpose(2, 3))\n"),
+        ("        attn_weights = self.dropout(attn_weights)\n", "")],
+       ["before the softmax", "scores"]),
+    _m("h4s-05", WRAP, "the heads concatenated in reverse order.",
+       [("torch.cat([head(x) for head in self.heads], dim=-1)", "torch.cat([head(x) for head in reversed(self.heads)], dim=-1)")],
+       ["order", "reverse"]),
+    _m("h4s-06", SPLIT, "merge_heads concatenates the heads along the tokens: torch.cat(x.unbind(1), dim=1).",
+       [("return x.transpose(1, 2).reshape(b, num_tokens, num_heads * head_dim)", "return torch.cat(x.unbind(1), dim=1)")],
+       ["tokens", "dim=-1", "features"]),
+    _m("h4s-07", MHA, "the mask is cut on its rows only: self.mask.bool()[:num_tokens].",
+       [("self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)", "self.mask.bool()[:num_tokens], -torch.inf)")],
+       ["cut", "[:t, :t]", "t × t"]),
+    _m("h4s-08", MHA, "out_proj applied to the heads before merging them: (b, T, h, head_dim) through nn.Linear(d_out, d_out).",
+       [("context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)\n        return self.out_proj(context)",
+         "context = self.out_proj((attn_weights @ values).transpose(1, 2))\n        return context.reshape(b, num_tokens, self.d_out)")],
+       ["merge", "before out_proj", "merged"]),
+]
 
 
 def main(argv: list[str]) -> int:

@@ -325,43 +325,43 @@ def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "
 # Issue 38, group 04 and the raw errors: causes read from the student's objects where PyTorch's error names none.
 PARAMETERS_FROZEN = ("requires_grad is False: such a parameter is never trained; leave it as nn.Parameter / nn.Linear "
                      "make it (no requires_grad_(False), no requires_grad=False)")
-LINEAR_IN_FEATURES = ("{names}: nn.Linear({i}, {o}) was applied to inputs whose last dim is not {i} (mat2 {i}x{o} is its "
-                      "weight, transposed): give each layer in_features = the size of what it maps (W_query, W_key, "
-                      "W_value: x's d_in; out_proj: the merged heads' d_out)")
+LINEAR_IN_FEATURES = "{names}: nn.Linear({i}, {o}) was given inputs of another size (mat2 {i}x{o} is its weight, transposed): {fix}"
+FROM_D_IN = "W_query, W_key and W_value map x's d_in = {d} features: nn.Linear(d_in, d_out)"
+OUT_PROJ_SQUARE = "out_proj maps the merged heads' d_out features to d_out: nn.Linear(d_out, d_out)"
 
 
-def layers_renamed(missing: list[str]) -> str:
-    """LAYERS_RENAMED for the layers ``missing`` (the student's module has no attribute of that name)."""
+def layers_renamed(missing: list[str]) -> str:  # LAYERS_RENAMED for the layers the student's module lacks
     return f"the layers are named otherwise: {', '.join(missing)}: the documents' names, which the tests find them by"
 
 
 def gradient_causes(module: Any, out: Any, used: list[str] | None = None) -> list[str]:
-    """Why no gradient reaches the parameters ``used`` (the forward uses them), or, with None, why ``out`` has no
-    graph at all (none when it has one): the parameters that do not require grad (PARAMETERS_FROZEN), and, where
-    one that does require it gets none, a forward that cut the graph (NO_GRADIENT)."""
+    """Why no gradient reaches the parameters ``used`` (the forward uses them), or, with None, why ``out`` has no graph
+    at all: those that do not require grad (PARAMETERS_FROZEN); one that does, reached by none: a cut graph (NO_GRADIENT)."""
     try:
         frozen = [name for name, p in module.named_parameters() if not p.requires_grad]
-        names = [name for name, _ in module.named_parameters()] if used is None else list(used)
-        if used is None and getattr(out, "grad_fn", None) is not None:
-            return []
+        graph = used is None and getattr(out, "grad_fn", None) is not None  # out has a graph: nothing to explain
+        names = [] if graph else [name for name, _ in module.named_parameters()] if used is None else list(used)
     except Exception:  # noqa: BLE001 - a module that cannot say: no cause
         return []
     shown = [name for name in names if name in frozen]
     return [f"{', '.join(shown)}: {PARAMETERS_FROZEN}"] * bool(shown) + [NO_GRADIENT] * any(n not in frozen for n in names)
 
 
-def layer_errors(module: Any, *_: Any) -> list[tuple[str, str]]:
-    """``call_checked`` errors of a student's nn.Linear given inputs of another size: ``mat1 and mat2 shapes cannot be
-    multiplied (Nxk and INxOUT)`` names the layers of that (in, out) (LINEAR_IN_FEATURES), and any module held in a
-    plain list or tuple (left behind by .to()) a dtype mismatch (MODULES_IN_A_PLAIN_LIST)."""
+def layer_errors(module: Any, x: Any = None, *_: Any) -> list[tuple[str, str]]:
+    """``call_checked`` errors of the student's module on ``x``: ``mat1 and mat2 shapes cannot be multiplied (Nxk and
+    INxOUT)`` names a layer of that (in, out) whose own size is wrong (LINEAR_IN_FEATURES: W_query, W_key, W_value not
+    from x's d_in, an out_proj not square), and a dtype mismatch any modules held in a plain list (MODULES_IN_A_PLAIN_LIST)."""
     try:
-        shapes: dict[tuple[int, int], list[str]] = {}
+        wrong: dict[tuple[int, int, str], list[str]] = {}
         for name, sub in module.named_modules():
-            if isinstance(getattr(sub, "in_features", None), int) and isinstance(getattr(sub, "out_features", None), int):
-                shapes.setdefault((sub.in_features, sub.out_features), []).append(name)
+            i, o, last = getattr(sub, "in_features", None), getattr(sub, "out_features", None), name.split(".")[-1]
+            fix = (FROM_D_IN.format(d=x.shape[-1]) if last in ("W_query", "W_key", "W_value") and i != x.shape[-1]
+                   else OUT_PROJ_SQUARE if last == "out_proj" and i != o else "")
+            if fix and isinstance(i, int) and isinstance(o, int):
+                wrong.setdefault((i, o, fix), []).append(name)
         listed = any(isinstance(v, (list, tuple)) and any(hasattr(i, "parameters") and list(i.parameters()) for i in v)
                      for sub in module.modules() for v in vars(sub).values())
     except Exception:  # noqa: BLE001 - a module that cannot say: no cause
         return []
-    return [(f" and {i}x{o})", LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o)) for (i, o), n in shapes.items()
-            ] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed
+    return [(f" and {i}x{o})", LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o, fix=fix))
+            for (i, o, fix), n in wrong.items()] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed

@@ -411,7 +411,7 @@ MISTAKES += [
     {"name": "multihead_attention_out_proj_from_head_dim", "exercise": "04_multihead/multihead_attention",
      "replace": "self.out_proj = nn.Linear(d_out, d_out)", "with": "self.out_proj = nn.Linear(self.head_dim, d_out)",
      "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
-     "expect_message": "out_proj: nn.Linear(2, 4) was applied to inputs whose last dim is not 2"},
+     "expect_message": "out_proj: nn.Linear(2, 4) was given inputs of another size"},
     {"name": "multihead_attention_names_its_layers_otherwise", "exercise": "04_multihead/multihead_attention",
      "replace": _MHA_LAYERS_TO_VALUES, "with": _MHA_LAYERS_TO_VALUES.replace("self.W_", "self.proj_"),
      "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
