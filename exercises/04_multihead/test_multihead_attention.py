@@ -15,9 +15,10 @@ from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_
                          SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, scaled_by_d_out)
-from kata_mistakes import (HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED, KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, MASKED_WITH_ZEROS,
-                           MERGED_IN_WRONG_ORDER, SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, layer_errors,
-                           layers_renamed, scale_diagnoses)
+from kata_mistakes import (DROPOUT_BEFORE_SOFTMAX, DROPOUT_ON_THE_OUTPUT, HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED,
+                           KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, MASKED_WITH_ZEROS, MERGED_IN_WRONG_ORDER,
+                           SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, layer_errors, layers_renamed,
+                           scale_diagnoses)
 
 # On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask, and
 # a layer's, read from the student's layers.
@@ -167,14 +168,29 @@ def test_multihead_attention_runs_on_any_device():
     check_tensor(got, call=call, shape=(2, 5, 4))
 
 
-def _attention_with_dropout(mha, x, num_heads, p, seed):
-    """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax)."""
+def _attention_with_dropout(mha, x, num_heads, p, seed, where="weights"):
+    """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax), or, a
+    known mistake, on the scores before the mask and softmax, the merged context, or the output."""
     b, t, _ = x.shape
     q, k, v = (torch.stack(y.split(y.shape[-1] // num_heads, dim=-1), dim=1) for y in (mha.W_query(x), mha.W_key(x), mha.W_value(x)))
-    scores = (q @ k.transpose(2, 3) / q.shape[-1] ** 0.5).masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf)
     torch.manual_seed(seed)
-    weights = F.dropout(torch.softmax(scores, dim=-1), p, training=True)
-    return mha.out_proj(torch.cat((weights @ v).unbind(1), dim=-1))
+    drop = {where: lambda y: F.dropout(y, p, training=True)}
+    scores = drop.get("scores", lambda y: y)(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5)
+    weights = torch.softmax(scores.masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf), dim=-1)
+    context = drop.get("context", lambda y: y)(torch.cat((drop.get("weights", lambda y: y)(weights) @ v).unbind(1), dim=-1))
+    return drop.get("output", lambda y: y)(mha.out_proj(context))
+
+
+def _dropout_mistakes(mha, x, expected):
+    """Dropout's draws where students put them instead of on the weights, from the module's own layers; each kept
+    only where it differs from the right result there."""
+    try:
+        with torch.no_grad():
+            return differing([(_attention_with_dropout(mha, x, 2, 0.5, 5, where), cause) for where, cause in
+                              (("scores", DROPOUT_BEFORE_SOFTMAX), ("context", DROPOUT_ON_THE_OUTPUT),
+                               ("output", DROPOUT_ON_THE_OUTPUT))], expected)
+    except Exception:  # noqa: BLE001 - broken layers: their own checks report them
+        return []
 
 
 def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode_only():
@@ -192,7 +208,8 @@ def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode
     if torch.allclose(in_training, in_eval):
         fail(f"torch.manual_seed(5); {call}(x) in training mode", "returned the same output as in eval mode",
              f"likely cause: {DROPOUT_NOT_APPLIED}")
-    assert_close(in_training, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode")
+    assert_close(in_training, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
+                 diagnoses=_dropout_mistakes(mha, x, expected))
     assert_close(in_eval, _expected(mha, x, call), atol=1e-5, call=f"{call}.eval()(x)")
 
 
