@@ -323,20 +323,17 @@ def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "
 
 
 # Issue 38, group 04 and the raw errors: causes read from the student's objects where PyTorch's error names none.
-PARAMETERS_FROZEN = ("requires_grad is False: such a parameter is never trained; leave it as nn.Parameter / nn.Linear "
-                     "make it (no requires_grad_(False), no requires_grad=False)")
+PARAMETERS_FROZEN = "requires_grad is False: such a parameter is never trained; leave it as nn.Parameter / nn.Linear make it (no requires_grad_(False))"
+HEADS_REVERSED = "concatenated the heads in reverse order: head 0's output comes first, torch.cat([head(x) for head in self.heads], dim=-1)"
+OUT_PROJ_BEFORE_MERGE = "applied out_proj to the heads before merging them: merge (b, num_heads, T, head_dim) into (b, T, d_out) first, then out_proj"
 LINEAR_IN_FEATURES = "{names}: nn.Linear({i}, {o}) was given inputs of another size (mat2 {i}x{o} is its weight, transposed): {fix}"
 FROM_D_IN = "W_query, W_key and W_value map x's d_in = {d} features: nn.Linear(d_in, d_out)"
 OUT_PROJ_SQUARE = "out_proj maps the merged heads' d_out features to d_out: nn.Linear(d_out, d_out)"
-
-
-def layers_renamed(missing: list[str]) -> str:  # LAYERS_RENAMED for the layers the student's module lacks
-    return f"the layers are named otherwise: {', '.join(missing)}: the documents' names, which the tests find them by"
+LAYERS_NAMED_OTHERWISE = "the layers are named otherwise: {names}: the documents' names, which the tests find them by"
 
 
 def gradient_causes(module: Any, out: Any, used: list[str] | None = None) -> list[str]:
-    """Why no gradient reaches the parameters ``used`` (the forward uses them), or, with None, why ``out`` has no graph
-    at all: those that do not require grad (PARAMETERS_FROZEN); one that does, reached by none: a cut graph (NO_GRADIENT)."""
+    """Why no gradient reaches the parameters ``used`` (or, with None, ``out`` has no graph): PARAMETERS_FROZEN, NO_GRADIENT."""
     try:
         frozen = [name for name, p in module.named_parameters() if not p.requires_grad]
         graph = used is None and getattr(out, "grad_fn", None) is not None  # out has a graph: nothing to explain
@@ -352,16 +349,17 @@ def layer_errors(module: Any, x: Any = None, *_: Any) -> list[tuple[str, str]]:
     INxOUT)`` names a layer of that (in, out) whose own size is wrong (LINEAR_IN_FEATURES: W_query, W_key, W_value not
     from x's d_in, an out_proj not square), and a dtype mismatch any modules held in a plain list (MODULES_IN_A_PLAIN_LIST)."""
     try:
-        wrong: dict[tuple[int, int, str], list[str]] = {}
+        wrong: dict[tuple[str, Any, Any, str], list[str]] = {}
         for name, sub in module.named_modules():
             i, o, last = getattr(sub, "in_features", None), getattr(sub, "out_features", None), name.split(".")[-1]
             fix = (FROM_D_IN.format(d=x.shape[-1]) if last in ("W_query", "W_key", "W_value") and i != x.shape[-1]
                    else OUT_PROJ_SQUARE if last == "out_proj" and i != o else "")
-            if fix and isinstance(i, int) and isinstance(o, int):
-                wrong.setdefault((i, o, fix), []).append(name)
+            hd = getattr(module, "head_dim", None) if last == "out_proj" and not fix else None  # a right out_proj given
+            if fix or isinstance(hd, int) and hd != o:  # the heads unmerged: their head_dim features
+                wrong.setdefault((f" and {i}x{o})", i, o, fix) if fix else (f"x{hd} and {o}x{o})", i, o, ""), []).append(name)
         listed = any(isinstance(v, (list, tuple)) and any(hasattr(i, "parameters") and list(i.parameters()) for i in v)
                      for sub in module.modules() for v in vars(sub).values())
     except Exception:  # noqa: BLE001 - a module that cannot say: no cause
         return []
-    return [(f" and {i}x{o})", LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o, fix=fix))
-            for (i, o, fix), n in wrong.items()] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed
+    return [(pattern, LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o, fix=fix) if fix else OUT_PROJ_BEFORE_MERGE)
+            for (pattern, i, o, fix), n in wrong.items()] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed

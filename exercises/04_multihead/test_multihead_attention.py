@@ -17,7 +17,7 @@ from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, scaled_by_d_out)
 from kata_mistakes import (DROPOUT_BEFORE_SOFTMAX, DROPOUT_ON_THE_OUTPUT, HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED,
                            KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, MASKED_WITH_ZEROS, MERGED_IN_WRONG_ORDER,
-                           SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, layer_errors, layers_renamed,
+                           SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, LAYERS_NAMED_OTHERWISE, layer_errors,
                            scale_diagnoses)
 
 # On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask, and
@@ -41,7 +41,7 @@ def _expected(mha, x, call, compute=None):
     absent = [name for name in LAYERS if not hasattr(mha, name)]
     if absent:
         fail(call, f"has no {', '.join(absent)}: the expected value is computed from the module's own layers",
-             f"likely cause: {layers_renamed(absent)}")
+             f"likely cause: {LAYERS_NAMED_OTHERWISE.format(names=', '.join(absent))}")
     try:
         with torch.no_grad():
             return compute(mha, x) if compute else _attention(mha, x, 2)

@@ -119,3 +119,6 @@ def test_a_layer_is_blamed_for_mat1_and_mat2_only_where_its_own_size_is_wrong():
     plain = dict(MISTAKES.layer_errors(_Heads(listed=[torch.nn.Linear(3, 3)]), x))
     assert plain == {"same dtype": MISTAKES.MODULES_IN_A_PLAIN_LIST}
     assert MISTAKES.layer_errors(_Heads(listed=[torch.nn.ReLU(), 3]), x) == []  # no parameters left behind by .to()
+    merged = _Heads()
+    merged.head_dim = 2  # a right out_proj given the heads unmerged: blamed on the merge, not on its size
+    assert dict(MISTAKES.layer_errors(merged, x)) == {"x2 and 4x4)": MISTAKES.OUT_PROJ_BEFORE_MERGE}

@@ -419,4 +419,13 @@ MISTAKES += [
     {"name": "multihead_wrapper_heads_in_a_plain_list_moved_to_float64", "exercise": "04_multihead/multihead_wrapper",
      "replace": "self.heads = nn.ModuleList(", "with": "self.heads = list(",
      "expect_test": "test_multihead_wrapper_moved_to_float64_computes_in_float64", "expect_message": "hold them in an nn.ModuleList"},
+    {"name": "wrapper_concatenates_the_heads_last_first", "exercise": "04_multihead/multihead_wrapper",
+     "replace": "return torch.cat([head(x) for head in self.heads], dim=-1)",
+     "with": "outs = [head(x) for head in self.heads]\n        return torch.cat(outs[::-1], dim=-1)",
+     "expect_test": "test_multihead_wrapper_seed_123_matches_the_document", "expect_message": "concatenated the heads in reverse order"},
+    {"name": "multihead_attention_out_proj_per_head", "exercise": "04_multihead/multihead_attention",
+     "replace": "context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)\n        return self.out_proj(context)",
+     "with": "return self.out_proj(attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)",
+     "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
+     "expect_message": "applied out_proj to the heads before merging them", "not_said": ["was given inputs of another size"]},
 ]
