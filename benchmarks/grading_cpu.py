@@ -47,7 +47,8 @@ def measure(tree: Path, repeat: int, sandbox: str) -> dict[str, list[float]]:
     end = RunningDomain.kill
 
     def kill(domain: RunningDomain) -> None:
-        workers[0] += domain.cpu_seconds(rescan=True) or 0.0
+        used = domain.usage(rescan=True)  # (CPU seconds, seconds waited for a CPU), or None
+        workers[0] += used[0] if used else 0.0
         end(domain)
 
     RunningDomain.kill = kill

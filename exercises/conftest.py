@@ -65,7 +65,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if reporter is not None:
         import kata_report
 
-        kata_report.say_repeats_once(reporter.stats.get("failed", []))
+        kata_report.say_repeats_once([*reporter.stats.get("failed", []), *reporter.stats.get("error", [])])
 
 
 def _modules_under_test(items: list[pytest.Item]) -> list[str]:
@@ -83,12 +83,19 @@ def _modules_under_test(items: list[pytest.Item]) -> list[str]:
 def _modules_imported_before_any_seed(request: pytest.FixtureRequest) -> None:
     """Import every module under test once, before the first test seeds: what a module does when imported
     (a notebook's last ``torch.rand``) then shifts no test's random numbers. An import that fails is left to
-    the module's own tests, which import it again and say why (``kata_checks.load``)."""
+    the module's own tests, which import it again and say why (``kata_checks.load``). An import stopped by the
+    time limit is refused from then on (kata_report.py): its tests fail at once, each saying it the same way,
+    and the modules left are imported by their own tests, under their own time limits."""
     for module in _modules_under_test(request.session.items):
         try:
             importlib.import_module(module)
         except (Exception, SystemExit, pytest.skip.Exception):  # noqa: BLE001 - the module's tests report it
             pass
+        except pytest.fail.Exception as stopped:  # pytest-timeout's: this import did not finish
+            import kata_report
+
+            kata_report.import_did_not_finish(module, stopped)
+            return
 
 
 @pytest.fixture(autouse=True)

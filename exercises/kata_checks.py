@@ -42,7 +42,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors, reshaped,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT, gradient_causes)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -224,7 +224,6 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
     )
 
 
-
 def call_checked(fn: Callable[..., Any], *args: Any, call: str, errors: Sequence[Any] = (), **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)``; an exception whose text contains one of ``errors``' patterns fails the
     check, naming the likely cause: ``(pattern, message)`` pairs (the pattern: the very error text a known
@@ -392,13 +391,14 @@ def assert_gradients_reach_every_parameter(module: Any, x: torch.Tensor, *, call
     """``module(x).sum().backward()`` gives every parameter of ``module`` a gradient (``errors``: as call_checked's)."""
     __tracebackhide__ = True
     module.zero_grad(set_to_none=True)
-    call_checked(module, x, call=call, errors=errors).sum().backward()
+    out = call_checked(module, x, call=call, errors=errors)  # no graph: the student's parameters say why (premises)
+    call_checked(lambda: out.sum().backward(), call=call, errors=[("not require grad", c) for c in gradient_causes(module, out)])
     missing = sorted(name for name, p in module.named_parameters() if p.grad is None)
     if missing:
         unused = [name for name in missing if not kata_known.output_depends_on(module, x, name)]
-        fail(call, f"no gradient reached {missing}",
-             f"likely cause: forward does not use {unused} (changing them changes nothing): apply every layer you "
-             "create" if unused else "", f"likely cause: {NO_GRADIENT}" if len(unused) < len(missing) else "")
+        fail(call, f"no gradient reached {missing}", f"likely cause: forward does not use {unused} (changing them changes "
+             "nothing): apply every layer you create" if unused else "",
+             *[f"likely cause: {c}" for c in gradient_causes(module, None, [n for n in missing if n not in unused])])
 
 
 def assert_mask_buffer(module: Any, expected: torch.Tensor | None, *, call: str,

@@ -373,3 +373,46 @@ def named_parameter_causes(module: Any, weights: tuple[str, ...] = ("W_query", "
     except Exception:  # noqa: BLE001 - a module that cannot say: no cause
         return []
     return [f"{', '.join(plain)}: {WEIGHT_NOT_A_PARAMETER}"] if plain else []
+
+
+# Issue 38, group 04 and the raw errors: causes read from the student's objects where PyTorch's error names none.
+PARAMETERS_FROZEN = "requires_grad is False: such a parameter is never trained; leave it as nn.Parameter / nn.Linear make it (no requires_grad_(False))"
+HEADS_REVERSED = "concatenated the heads in reverse order: head 0's output comes first, torch.cat([head(x) for head in self.heads], dim=-1)"
+OUT_PROJ_BEFORE_MERGE = "applied out_proj to the heads before merging them: merge (b, num_heads, T, head_dim) into (b, T, d_out) first, then out_proj"
+LINEAR_IN_FEATURES = "{names}: nn.Linear({i}, {o}) was given inputs of another size (mat2 {i}x{o} is its weight, transposed): {fix}"
+FROM_D_IN = "W_query, W_key and W_value map x's d_in = {d} features: nn.Linear(d_in, d_out)"
+OUT_PROJ_SQUARE = "out_proj maps the merged heads' d_out features to d_out: nn.Linear(d_out, d_out)"
+LAYERS_NAMED_OTHERWISE = "the layers are named otherwise: {names}: the documents' names, which the tests find them by"
+
+
+def gradient_causes(module: Any, out: Any, used: list[str] | None = None) -> list[str]:
+    """Why no gradient reaches the parameters ``used`` (or, with None, ``out`` has no graph): PARAMETERS_FROZEN, NO_GRADIENT."""
+    try:
+        frozen = [name for name, p in module.named_parameters() if not p.requires_grad]
+        graph = used is None and getattr(out, "grad_fn", None) is not None  # out has a graph: nothing to explain
+        names = [] if graph else [name for name, _ in module.named_parameters()] if used is None else list(used)
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
+        return []
+    shown = [name for name in names if name in frozen]
+    return [f"{', '.join(shown)}: {PARAMETERS_FROZEN}"] * bool(shown) + [NO_GRADIENT] * any(n not in frozen for n in names)
+
+
+def layer_errors(module: Any, x: Any = None, *_: Any) -> list[tuple[str, str]]:
+    """``call_checked`` errors of the student's module on ``x``: ``mat1 and mat2 shapes cannot be multiplied (Nxk and
+    INxOUT)`` names a layer of that (in, out) whose own size is wrong (LINEAR_IN_FEATURES: W_query, W_key, W_value not
+    from x's d_in, an out_proj not square), and a dtype mismatch any modules held in a plain list (MODULES_IN_A_PLAIN_LIST)."""
+    try:
+        wrong: dict[tuple[str, Any, Any, str], list[str]] = {}
+        for name, sub in module.named_modules():
+            i, o, last = getattr(sub, "in_features", None), getattr(sub, "out_features", None), name.split(".")[-1]
+            fix = (FROM_D_IN.format(d=x.shape[-1]) if last in ("W_query", "W_key", "W_value") and i != x.shape[-1]
+                   else OUT_PROJ_SQUARE if last == "out_proj" and i != o else "")
+            hd = getattr(module, "head_dim", None) if last == "out_proj" and not fix else None  # a right out_proj given
+            if fix or isinstance(hd, int) and hd != o:  # the heads unmerged: their head_dim features
+                wrong.setdefault((f" and {i}x{o})", i, o, fix) if fix else (f"x{hd} and {o}x{o})", i, o, ""), []).append(name)
+        listed = any(isinstance(v, (list, tuple)) and any(hasattr(i, "parameters") and list(i.parameters()) for i in v)
+                     for sub in module.modules() for v in vars(sub).values())
+    except Exception:  # noqa: BLE001 - a module that cannot say: no cause
+        return []
+    return [(pattern, LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o, fix=fix) if fix else OUT_PROJ_BEFORE_MERGE)
+            for (pattern, i, o, fix), n in wrong.items()] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed

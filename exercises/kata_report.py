@@ -11,11 +11,15 @@
 
 At most ``MAX_LINES`` lines a test. The same failure in several tests of one file (the same error from
 the same line of your code, a file that does not import) is said once, in the first of them, with
-"and in N more tests"; each of the others says where it was said.
+"and in N more tests"; each of the others says where it was said. A module whose import never ends (a loop or
+a wait at its top level) is stopped once, by the time limit, and is then refused at once wherever it is
+imported (:func:`import_did_not_finish`): each of its tests fails with the same line instead of waiting again.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -125,3 +129,28 @@ def say_repeats_once(reports: list[Any]) -> None:
         first.longrepr = f"{first.longrepr}\n  (and in {len(same) - 1} more tests: {more})"
         for report in same[1:]:
             report.longrepr = f"the same failure as {names[0]} (said there)"
+
+
+class _Unfinished(importlib.abc.MetaPathFinder):
+    """Refuses, at once, the import of a module whose import did not finish before (``{module: why}``)."""
+
+    def __init__(self) -> None:
+        self.why: dict[str, str] = {}
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self.why:
+            raise ImportError(self.why[name], name=name)
+
+
+_UNFINISHED = _Unfinished()
+
+
+def import_did_not_finish(module: str, error: BaseException) -> None:
+    """``module``'s import was stopped by the time limit (``error``): from now on importing it raises ImportError
+    saying where it stopped, so that its tests, and those of modules that import it, fail at once."""
+    mine = your_line(error)
+    _UNFINISHED.why[module] = (f"{module} did not finish importing within the time limit"
+                               + (f" (stopped at {mine})" if mine else "")
+                               + ": code at the top of a module runs when it is imported, and a loop or a wait there never ends")
+    if _UNFINISHED not in sys.meta_path:
+        sys.meta_path.insert(0, _UNFINISHED)

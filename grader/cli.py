@@ -3,8 +3,8 @@ commands the wings declare (grader/commands.py says how); this module only build
 runs the one chosen and turns its outcome into an exit code.
 
 Instructors: ``score`` and ``feedback`` (grader/reports/commands.py); ``score-all``, ``merge``,
-``nbgrader`` and ``export`` (grader/classroom/commands.py); ``release`` and ``gradescope-bundle``
-(grader/authoring/commands.py); ``isolation`` (grader/sandbox/commands.py). Maintainers: ``dev check``
+``nbgrader``, ``export``, ``gradescope-bundle`` and ``gradescope-results`` (grader/classroom/commands.py);
+``release`` (grader/authoring/commands.py); ``isolation`` (grader/sandbox/commands.py). Maintainers: ``dev check``
 (grader/authoring/commands.py). Students: ``check`` and ``view`` (grader/student_commands.py), the
 standard library only at import (grader/progress.py, grader/attention_view.py).
 

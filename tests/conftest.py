@@ -46,12 +46,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-DEVICE = "device"  # a test of what a device run shows: charged by the GPU-run check when it runs
+DEVICE = "device"  # a test of what a device run shows: charged by the GPU-run check where it runs the module
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{DEVICE}: checks what a device run shows (a mask that follows .to()); "
-                                       "the grader leaves it to the GPU-run check when that runs (grader/grading/scoring.py)")
+                                       "the grader leaves it to the GPU-run check where that runs the module (grader/grading/scoring.py)")
     for kind, about in TEST_KINDS.items():
         config.addinivalue_line("markers", f"{kind}: a hidden test of kind {kind}: {about}")
 

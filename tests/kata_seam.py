@@ -115,6 +115,10 @@ class LocalImpl:
         if name.startswith("_") or name not in self._where:
             raise AttributeError(name)
         module = importlib.import_module(self._where[name].split("/")[1])
+        if not Path(module.__file__).resolve().is_relative_to(self.root.resolve()):
+            # Another directory's module of that name came first (a copied solutions/conftest.py that
+            # ``--impl DIR`` with a space made pytest load): grading it would grade the wrong code.
+            raise RuntimeError(f"{name}: {module.__file__} was imported, not {self.root}'s; pass --impl={self.root}")
         return getattr(module, name)
 
     manual_seed = staticmethod(torch.manual_seed)

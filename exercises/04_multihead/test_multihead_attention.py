@@ -14,47 +14,101 @@ from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_
                          MASK_CHANGED_BY_FORWARD, mask_errors, MERGE_BARE_RESHAPE, NO_OUT_PROJ, not_divisible, describe,
                          SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
-                         call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, no_scale, scaled_by_d_out)
-from kata_mistakes import HEAD_DIM_IS_D_OUT
+                         call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, scaled_by_d_out)
+from kata_mistakes import (DROPOUT_BEFORE_SOFTMAX, DROPOUT_ON_THE_OUTPUT, HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED,
+                           KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, MASKED_WITH_ZEROS, MERGED_IN_WRONG_ORDER,
+                           SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, LAYERS_NAMED_OTHERWISE, layer_errors,
+                           scale_diagnoses)
 
-# On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask.
-MASK_ERRORS = [mask_errors]
+# On the CPU (call_on_any_device's GPU run says its own causes): the mask's errors, read from the student's mask, and
+# a layer's, read from the student's layers.
+MASK_ERRORS = [mask_errors, layer_errors]
+LAYERS = ("W_query", "W_key", "W_value", "out_proj")
 
 
-def _attention(mha, x, num_heads, scale=None, causal=True, split="slices", merge="cat", out_proj=True):
+def _attention(mha, x, num_heads, causal=True, out_proj=True):
     """Multi-head attention from the module's own layers: head h uses features h*hd:(h+1)*hd of Q, K, V."""
-    b, t, _ = x.shape
     q, k, v = mha.W_query(x), mha.W_key(x), mha.W_value(x)
     hd = q.shape[-1] // num_heads
-
-    def heads(y):  # (b, T, d_out) -> (b, num_heads, T, hd)
-        return y.reshape(b, num_heads, t, hd) if split == "bare-view" else torch.stack(y.split(hd, dim=-1), dim=1)
-
-    ctx = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=causal, scale=scale)
-    ctx = ctx.reshape(b, t, num_heads * hd) if merge == "bare-reshape" else torch.cat(ctx.unbind(1), dim=-1)
+    heads = [torch.stack(y.split(hd, dim=-1), dim=1) for y in (q, k, v)]  # (b, T, d_out) -> (b, num_heads, T, hd)
+    ctx = torch.cat(F.scaled_dot_product_attention(*heads, is_causal=causal).unbind(1), dim=-1)
     return mha.out_proj(ctx) if out_proj else ctx
 
 
+def _expected(mha, x, call, compute=None):
+    """The expected value, computed from the module's own layers (``_attention``, or ``compute(mha, x)``): a module
+    without them, or whose layers cannot be applied so, fails here with what it lacks, never in this file's code."""
+    absent = [name for name in LAYERS if not hasattr(mha, name)]
+    if absent:
+        fail(call, f"has no {', '.join(absent)}: the expected value is computed from the module's own layers",
+             f"likely cause: {LAYERS_NAMED_OTHERWISE.format(names=', '.join(absent))}")
+    try:
+        with torch.no_grad():
+            return compute(mha, x) if compute else _attention(mha, x, 2)
+    except Exception as err:  # noqa: BLE001 - the student's layers: reported, with a cause where they show one
+        text = f"{type(err).__name__}: {err}"
+        fail(call, f"the expected value, computed from the module's own {', '.join(LAYERS)}, raised {text[:300]}",
+             *[f"likely cause: {c}" for p, c in layer_errors(mha) if p in text])
+
+
 def _diagnoses(mha, x, num_heads):
-    """Known mistakes, recomputed from the module's own weights (none if its layers are named otherwise)."""
+    """Known mistakes, recomputed from the module's own weights (none if its layers cannot be applied so)."""
     try:
         return _mistakes(mha, x, num_heads)
-    except (AttributeError, RuntimeError):
+    except Exception:  # noqa: BLE001 - renamed or broken layers: their own checks report them
         return []
 
 
+def _variant(mha, x, h, scale=None, split="slices", merge="cat", kq=False, fill=-torch.inf, dim=-1, late=""):
+    """Multi-head attention from the module's own layers, written out with one mistake: ``split``/``merge`` the heads
+    another way, K Qᵀ (``kq``), the mask's ``fill``, the softmax's ``dim``, a ``late`` mask or scale (after the softmax)."""
+    b, t, _ = x.shape
+    q, k, v = mha.W_query(x), mha.W_key(x), mha.W_value(x)
+    hd = q.shape[-1] // h
+    layouts = {"bare-view": lambda y: y.reshape(b, h, t, hd),
+               "interleaved": lambda y: y.reshape(b, t, hd, h).permute(0, 3, 1, 2)}
+    q, k, v = map(layouts.get(split, lambda y: y.reshape(b, t, h, hd).transpose(1, 2)), (q, k, v))
+    scores = k @ q.transpose(2, 3) if kq else q @ k.transpose(2, 3)
+    f = hd**-0.5 if scale is None else scale
+    hidden = torch.ones(t, t, dtype=torch.bool).triu(1)
+    if late == "mask":  # the softmax of every score, the future zeroed after it (not renormalized)
+        w = torch.softmax(scores * f, dim=dim).masked_fill(hidden, 0.0)
+    elif late == "scale":  # the softmax of the unscaled scores, the weights scaled after it
+        w = torch.softmax(scores.masked_fill(hidden, fill), dim=dim) * f
+    else:
+        w = torch.softmax((scores * f).masked_fill(hidden, fill), dim=dim)
+    ctx = w @ v  # (b, h, T, hd)
+    ctx = {"interleaved": ctx.permute(0, 2, 3, 1), "bare-reshape": ctx}.get(merge, ctx.transpose(1, 2))
+    return mha.out_proj(ctx.reshape(b, t, h * hd))
+
+
 def _mistakes(mha, x, num_heads):
-    d_out = mha.out_proj.weight.shape[0]
+    """The grid of known mistakes on the module's own weights, each kept only where it differs from the right result
+    there; mistakes that agree with each other there cannot be told apart, and are said together."""
+    d_in, d_out = x.shape[-1], mha.out_proj.weight.shape[0]
     hd = d_out // num_heads
     with torch.no_grad():
-        out = [(_attention(mha, x, num_heads, scale=1.0), no_scale(hd, "head_dim")),
+        out = [*scale_diagnoses(lambda f: _variant(mha, x, num_heads, scale=f), hd, "head_dim"),
+               *[(_variant(mha, x, num_heads, scale=d**-0.5), m) for d, m in
+                 ((d_out, scaled_by_d_out(d_out, hd)), (d_in, SCALED_BY_D_IN_HEADS)) if d != hd],
                (_attention(mha, x, num_heads, causal=False), UNMASKED),
                (_attention(mha, x, num_heads, out_proj=False), NO_OUT_PROJ),
-               (_attention(mha, x, num_heads, split="bare-view"), SPLIT_BARE_VIEW),
-               (_attention(mha, x, num_heads, merge="bare-reshape"), MERGE_BARE_RESHAPE)]
-        if d_out != hd:
-            out.insert(0, (_attention(mha, x, num_heads, scale=d_out**-0.5), scaled_by_d_out(d_out, hd)))
-        return differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
+               (_variant(mha, x, num_heads, split="bare-view"), SPLIT_BARE_VIEW),
+               (_variant(mha, x, num_heads, split="interleaved"), HEADS_INTERLEAVED),
+               (_variant(mha, x, num_heads, merge="bare-reshape"), MERGE_BARE_RESHAPE),
+               (_variant(mha, x, num_heads, merge="interleaved"), MERGED_IN_WRONG_ORDER),
+               (_variant(mha, x, num_heads, kq=True), KEYS_TIMES_QUERIES),
+               (_variant(mha, x, num_heads, fill=0.0), MASKED_WITH_ZEROS),
+               (_variant(mha, x, num_heads, dim=-2), WRONG_DIM),
+               (_variant(mha, x, num_heads, late="mask"), MASK_AFTER_SOFTMAX),
+               (_variant(mha, x, num_heads, late="scale"), SCALED_AFTER_SOFTMAX)]
+        kept = differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
+    groups: list[tuple[torch.Tensor, list[str]]] = []
+    for alt, message in kept:
+        same = next((g for g in groups if not differing([(g[0], "")], alt, atol=1e-4)), None)
+        same[1].append(message) if same else groups.append((alt, [message]))
+    return [(alt, ms[0] if len(ms) == 1 else "one of these, which give the same result here: " + "; or ".join(ms))
+            for alt, ms in groups]
 
 
 def test_multihead_attention_seed_123_matches_the_reference_values():
@@ -81,13 +135,9 @@ def test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weig
         mha = m.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, qkv_bias=bias)  # head_dim 2, d_in != d_out
         call = f"MultiHeadAttention(3, 4, context_length=6, dropout=0.0, num_heads=2, qkv_bias={bias})(x of shape (2, 5, 3))"
         got = call_checked(mha, x, call=call, errors=MASK_ERRORS)
-        with torch.no_grad():
-            expected = _attention(mha, x, 2)
-        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x, 2))
+        assert_close(got, _expected(mha, x, call), atol=1e-5, call=call, diagnoses=_diagnoses(mha, x, 2))
         one = call_checked(mha, x[:, :1], call=call + "[:, :1] (a single token)", errors=MASK_ERRORS)
-        with torch.no_grad():
-            expected = _attention(mha, x[:, :1], 2)
-        assert_close(one, expected, atol=1e-5, call=f"MultiHeadAttention(...)(x[:, :1]) (a single token), qkv_bias={bias}")
+        assert_close(one, _expected(mha, x[:, :1], call), atol=1e-5, call=f"MultiHeadAttention(...)(x[:, :1]) (a single token), qkv_bias={bias}")
 
 
 def test_multihead_attention_qkv_bias_gives_the_projections_biases():
@@ -118,14 +168,29 @@ def test_multihead_attention_runs_on_any_device():
     check_tensor(got, call=call, shape=(2, 5, 4))
 
 
-def _attention_with_dropout(mha, x, num_heads, p, seed):
-    """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax)."""
+def _attention_with_dropout(mha, x, num_heads, p, seed, where="weights"):
+    """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax), or, a
+    known mistake, on the scores before the mask and softmax, the merged context, or the output."""
     b, t, _ = x.shape
     q, k, v = (torch.stack(y.split(y.shape[-1] // num_heads, dim=-1), dim=1) for y in (mha.W_query(x), mha.W_key(x), mha.W_value(x)))
-    scores = (q @ k.transpose(2, 3) / q.shape[-1] ** 0.5).masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf)
     torch.manual_seed(seed)
-    weights = F.dropout(torch.softmax(scores, dim=-1), p, training=True)
-    return mha.out_proj(torch.cat((weights @ v).unbind(1), dim=-1))
+    drop = {where: lambda y: F.dropout(y, p, training=True)}
+    scores = drop.get("scores", lambda y: y)(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5)
+    weights = torch.softmax(scores.masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf), dim=-1)
+    context = drop.get("context", lambda y: y)(torch.cat((drop.get("weights", lambda y: y)(weights) @ v).unbind(1), dim=-1))
+    return drop.get("output", lambda y: y)(mha.out_proj(context))
+
+
+def _dropout_mistakes(mha, x, expected):
+    """Dropout's draws where students put them instead of on the weights, from the module's own layers; each kept
+    only where it differs from the right result there."""
+    try:
+        with torch.no_grad():
+            return differing([(_attention_with_dropout(mha, x, 2, 0.5, 5, where), cause) for where, cause in
+                              (("scores", DROPOUT_BEFORE_SOFTMAX), ("context", DROPOUT_ON_THE_OUTPUT),
+                               ("output", DROPOUT_ON_THE_OUTPUT))], expected)
+    except Exception:  # noqa: BLE001 - broken layers: their own checks report them
+        return []
 
 
 def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode_only():
@@ -136,15 +201,16 @@ def test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode
     mha = m.MultiHeadAttention(3, 4, 6, 0.5, num_heads=2)
     call = "MultiHeadAttention(3, 4, 6, dropout=0.5, num_heads=2)"
     with torch.no_grad():
-        in_eval = mha.eval()(x)
+        in_eval = call_checked(mha.eval(), x, call=f"{call}.eval()(x)", errors=MASK_ERRORS)
         torch.manual_seed(5)
-        in_training = mha.train()(x)
-        expected = _attention_with_dropout(mha, x, 2, 0.5, seed=5)
+        in_training = call_checked(mha.train(), x, call=f"torch.manual_seed(5); {call}(x) in training mode", errors=MASK_ERRORS)
+    expected = _expected(mha, x, call, lambda mha, x: _attention_with_dropout(mha, x, 2, 0.5, seed=5))
     if torch.allclose(in_training, in_eval):
         fail(f"torch.manual_seed(5); {call}(x) in training mode", "returned the same output as in eval mode",
              f"likely cause: {DROPOUT_NOT_APPLIED}")
-    assert_close(in_training, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode")
-    assert_close(in_eval, _attention(mha, x, 2), atol=1e-5, call=f"{call}.eval()(x)")
+    assert_close(in_training, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
+                 diagnoses=_dropout_mistakes(mha, x, expected))
+    assert_close(in_eval, _expected(mha, x, call), atol=1e-5, call=f"{call}.eval()(x)")
 
 
 def test_multihead_attention_gpt2_size_has_the_documented_parameter_count():
@@ -196,9 +262,7 @@ def test_multihead_attention_takes_a_longer_input_after_a_shorter_one():
         if built is not None and not (isinstance(mask, torch.Tensor) and mask.shape == built.shape and torch.equal(mask.float(), built)):
             fail(call + "; then mha.mask", f"is {describe(mask)}; before the forward it was the {tuple(built.shape)} mask it was built with",
                  f"likely cause: {MASK_CHANGED_BY_FORWARD}")
-        with torch.no_grad():
-            expected = _attention(mha, x[:, :t], 2)
-        assert_close(got, expected, atol=1e-5, call=call, diagnoses=_diagnoses(mha, x[:, :t], 2))
+        assert_close(got, _expected(mha, x[:, :t], call), atol=1e-5, call=call, diagnoses=_diagnoses(mha, x[:, :t], 2))
 
 
 def test_multihead_attention_rejects_an_indivisible_d_out_and_too_many_tokens():

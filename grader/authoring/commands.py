@@ -1,8 +1,9 @@
 """The authoring wing's commands: what leaves this repository for the students and the graders.
 
 ``release OUT`` (the students' repository and the nbgrader course, grader/authoring/release.py),
-``gradescope-bundle OUT.zip`` (grader/authoring/gradescope_bundle.py) and, for maintainers,
-``dev check`` (grader/authoring/dev_check.py; docs/maintainers.md)."""
+the Gradescope bundle's options (grader/authoring/gradescope_bundle.py; its command, ``gradescope-bundle OUT.zip``,
+is declared in grader/classroom/commands.py, since it checks the instructor's overrides it bundles) and, for
+maintainers, ``dev check`` (grader/authoring/dev_check.py; docs/maintainers.md)."""
 
 from __future__ import annotations
 
@@ -37,17 +38,17 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     add_visibility_option(parser, default=BUNDLE_VISIBILITY)
 
 
-def run_gradescope_bundle(args: argparse.Namespace) -> int:
+def run_gradescope_bundle(args: argparse.Namespace, overrides: bytes | None = None) -> int:
+    """``gradescope-bundle``: ``overrides``, the text of a checked overrides file to bundle."""
     if args.out.suffix != ".zip":
         raise UsageError(f"{args.out}: the bundle must be a .zip file")
     check_writable(args.out, "gradescope-bundle")
-    build_bundle(args.out, visibility=args.visibility)
+    build_bundle(args.out, visibility=args.visibility, overrides=overrides)
     print(f"Gradescope autograder: {args.out}", file=sys.stderr)
     return 0
 
 
 COMMANDS = [
     Command("release", "write the student release and an nbgrader course to OUT", add_release_arguments, run_release),
-    Command("gradescope-bundle", "write a Gradescope autograder zip", add_bundle_arguments, run_gradescope_bundle),
     Command("dev", dev_check.HELP, dev_check.add_arguments, dev_check.run),  # maintainers: docs/maintainers.md
 ]

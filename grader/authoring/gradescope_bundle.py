@@ -55,13 +55,17 @@ def bundle_members(repo_root: Path = REPO_ROOT) -> dict[str, Path]:
 # What students see unless the instructor says otherwise: Gradescope lets them resubmit, and with the hidden
 # tests' inputs and expected values in view they could resubmit until they match.
 BUNDLE_VISIBILITY = "messages"
+# The instructor's overrides, where the bundle holds them (run_autograder applies them to every run's results:
+# grader/classroom/gradescope_overrides.py, which checks the file before it is bundled).
+OVERRIDES_FILE = "overrides.csv"
 
 
-def build_bundle(out_zip: Path, visibility: str = BUNDLE_VISIBILITY) -> None:
+def build_bundle(out_zip: Path, visibility: str = BUNDLE_VISIBILITY, overrides: bytes | None = None) -> None:
     """Write the autograder zip to ``out_zip`` (replacing an older one).
 
     ``visibility`` (full | messages | scores, see grader.visibility.redact) is what students see of the
-    hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it.
+    hidden tests' messages in Gradescope; ``KATA_VISIBILITY`` in the image overrides it. ``overrides``: the
+    text of an overrides file, bundled as :data:`OVERRIDES_FILE`.
     """
     check_visibility(visibility)
     out_zip = Path(out_zip)
@@ -77,13 +81,15 @@ def build_bundle(out_zip: Path, visibility: str = BUNDLE_VISIBILITY) -> None:
             _write(zf, script, data, executable=True)
         for name, path in bundle_members().items():
             _write(zf, name, path.read_bytes())
+        if overrides is not None:  # other students' addresses and grades: the student's uid may not read them
+            _write(zf, OVERRIDES_FILE, overrides, mode=0o600)
         if "README.md" not in zf.namelist():  # pyproject.toml names it: pip install needs it
             _write(zf, "README.md", _README.encode())
 
 
-def _write(zf: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+def _write(zf: zipfile.ZipFile, name: str, data: bytes, executable: bool = False, mode: int = 0o644) -> None:
     """Add a file with Unix permissions (Gradescope needs ``run_autograder`` executable)."""
     info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-    info.external_attr = (0o100755 if executable else 0o100644) << 16
+    info.external_attr = (0o100000 | (0o755 if executable else mode)) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     zf.writestr(info, data)

@@ -64,6 +64,19 @@ def cause_text(patch: dict) -> str:
     return cause if " " in cause else getattr(students_module("kata_mistakes"), cause)
 
 
+def named_words(patch: dict) -> list[str]:
+    """What a "likely cause:" line of ``patch``'s runs may contain: its cause, its expected message, and the
+    other words it is documented to be named in (``also_named``)."""
+    cause = [cause_text(patch)] if patch.get("cause") else []
+    return [*cause, *([patch["expect_message"]] if "expect_message" in patch else []), *patch.get("also_named", [])]
+
+
+def likely_causes(outcomes) -> list[str]:
+    """The causes the failing tests of a run name: ``outcomes``, each test's ``(status, message, ...)``."""
+    return [line.strip()[len("likely cause: "):] for status, *_, message in outcomes if status == "failed"
+            for line in message.splitlines() if line.strip().startswith("likely cause: ")]
+
+
 def public_test_file(ex_id: str, tree: Path = EXERCISES_DIR) -> Path:
     """``tree/<group>/test_<module>.py``: the public tests of an exercise (same layout as the hidden ones)."""
     return tree / load_rubric().exercises[ex_id].test_file.relative_to(TESTS_DIR)
@@ -209,9 +222,16 @@ def render(data: dict[str, list[dict]]) -> str:
 
 def computed(environ: dict[str, str] | None = None) -> dict[Path, dict[str, list[dict]]]:
     """Both files' known results as the library gives them now (on the float path ``environ`` sets)."""
+    return computed_with_runs(environ)[0]
+
+
+def computed_with_runs(environ: dict[str, str] | None = None) -> tuple[dict[Path, dict[str, list[dict]]], dict]:
+    """:func:`computed`, and the public runs it came from (``{run: forked_pytest result}``: what their
+    failing tests said, the causes named on that float path among it)."""
     patches, mutants = library(), library((MUTANTS,))
-    return {DATA_FILE: known_results(run_public_tests(patches, environ=environ)[1], patches),
-            HIDDEN_DATA_FILE: known_results(run_hidden_tests(mutants, environ=environ), mutants)}
+    runs, records = run_public_tests(patches, environ=environ)
+    return {DATA_FILE: known_results(records, patches),
+            HIDDEN_DATA_FILE: known_results(run_hidden_tests(mutants, environ=environ), mutants)}, runs
 
 
 def read(path: Path) -> dict[str, list[dict]]:

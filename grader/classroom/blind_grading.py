@@ -14,10 +14,11 @@ from pathlib import Path
 
 from grader.blind_ids import BlindIds
 from grader.classroom.class_numbers import read_report
-from grader.classroom.grades_sheet import REVIEW_COLUMN, ClassSheet, spreadsheet_text
+from grader.classroom.flags import row_flags
+from grader.classroom.grades_sheet import FLAGS_COLUMN, OVERRIDES_COLUMN, REVIEW_COLUMN, ClassSheet, spreadsheet_text
 from grader.files import write_atomically
 
-TEXT_COLUMNS = ("message", REVIEW_COLUMN)  # the cells of a row that may name the student's folder
+TEXT_COLUMNS = ("message", REVIEW_COLUMN, OVERRIDES_COLUMN)  # the cells of a row that may name the student's folder
 
 
 def blind_sheet(ids: BlindIds, sheet: ClassSheet) -> ClassSheet:
@@ -35,6 +36,8 @@ def blind_sheet(ids: BlindIds, sheet: ClassSheet) -> ClassSheet:
             report = read_report(Path(sheet.json_dir), student)
         if report is not None:
             reports[shown] = report
+        if row.get(FLAGS_COLUMN):  # again from the blinded cells: "not graded: <message>" names the folder
+            rows[shown][FLAGS_COLUMN] = "; ".join(row_flags(rows[shown], report))
     return ClassSheet(sheet.csv_path, rows, reports, None)
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 from grader.classroom.grades_sheet import (FLAGS_COLUMN, LATE_BY_COLUMN, LATE_PENALTY_COLUMN, OVERRIDES_COLUMN,
                                            REVIEW_COLUMN, SUBMITTED_AT_COLUMN, ClassSheet, json_path)
+from grader.classroom.late_policy import without_late
+from grader.classroom.overrides import OverrideError, without_overrides
 from grader.files import UnreadableFile, read_regular
 from grader.reports.json_report import stopped_at
 from grader.rubric import load_rubric
@@ -140,11 +142,20 @@ def _is_grading_of(report: Any, row: dict[str, str]) -> bool:
             and all(isinstance(t, dict) for t in report["tests"])
             and isinstance(report.get("exercises"), dict) and isinstance(report.get("gpu_check"), dict)):
         return False
-    score = _number(row.get("score", ""))
+    score = _graded_score(row)
     try:
         return score is not None and abs(float(report.get("score")) - score) < 0.005
     except (TypeError, ValueError):
         return False
+
+
+def _graded_score(row: dict[str, str]) -> float | None:
+    """The total the grading gave the row, which its report holds: its overrides taken off, its late penalty
+    given back (the CSV's score is the final grade)."""
+    try:
+        return _number(without_late(without_overrides(row)).get("score", ""))
+    except (OverrideError, ValueError):  # a cell not as score-all writes it: the row's own score
+        return _number(row.get("score", ""))
 
 
 def _reports_of(rows: dict[str, dict[str, str]], graded: list[str], reports: dict[str, dict[str, Any]],

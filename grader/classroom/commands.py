@@ -1,7 +1,8 @@
 """The classroom wing's commands: ``score-all`` (a class into the grades CSV), ``merge`` (the CSVs of
 ``score-all --shard`` runs), ``rescore`` (the CSV again from the JSON reports, under the rubric now),
-``nbgrader`` (an nbgrader course's notebooks), ``similarity`` (a class's near-copies) and ``export`` (the CSV
-as an LMS's import file); and the refusal every class grading shares
+``nbgrader`` (an nbgrader course's notebooks), ``similarity`` (a class's near-copies), ``export`` (the CSV
+as an LMS's import file), ``gradescope-bundle`` and ``gradescope-results`` (the Gradescope autograder, with
+the instructor's overrides: grader/classroom/gradescope_overrides.py); and the refusal every class grading shares
 (:func:`check_class_isolation`)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.blind_ids import add_blind_option, blind_ids
+from grader.classroom import gradescope_overrides as gradescope
 from grader.classroom.gradebook import GradebookError
 from grader.classroom.late_policy import LatePolicy, LatePolicyError, read_late_policy
 from grader.classroom.merge import MergeError, merge
@@ -153,6 +155,7 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     add_gradebook_options(parser, "record every row in this nbgrader gradebook")
     add_blind_option(parser, "the summary names")
     add_overrides_option(parser)
+    add_late_policy_option(parser)
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -164,7 +167,7 @@ def run_merge(args: argparse.Namespace) -> int:
     try:
         result = merge(args.out, args.shards, json_dir=args.json_dir, from_json_dirs=args.from_json_dirs or [],
                        gradebook=args.gradebook, assignment=args.assignment, blind=blind_ids(args),
-                       overrides=_overrides(args))
+                       overrides=_overrides(args), late_policy=_late_policy(args))
     except (MergeError, GradebookError) as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
@@ -181,6 +184,7 @@ def add_rescore_arguments(parser: argparse.ArgumentParser) -> None:
     add_overrides_option(parser)
     add_late_policy_option(parser)
     add_feedback_options(parser, "also write each graded student's feedback, rescored, to DIR (created)")
+    add_blind_option(parser, "the feedback and the summary name")
 
 
 def run_rescore(args: argparse.Namespace) -> int:
@@ -192,7 +196,7 @@ def run_rescore(args: argparse.Namespace) -> int:
     try:
         result = rescore_class(args.json_dir, args.csv, source=args.source, overrides=_overrides(args),
                                feedback_dir=args.feedback_dir, visibility=args.visibility,
-                               late_policy=_late_policy(args))
+                               late_policy=_late_policy(args), blind=blind_ids(args))
     except RescoreError as err:
         raise UsageError(str(err)) from None
     say_warnings_and_outputs(result.warnings, result.outputs)
@@ -315,4 +319,10 @@ COMMANDS = [
                           "the stub", add_similarity_arguments, run_similarity),
     Command("export", "write a grades CSV as Canvas's or Moodle's grade import file, or nbgrader's student list",
             add_export_arguments, run_export),
+    # Gradescope (grader/classroom/gradescope_overrides.py): here, not in grader/authoring/, for the overrides
+    Command("gradescope-bundle", "write a Gradescope autograder zip", gradescope.add_bundle_arguments,
+            gradescope.run_bundle),
+    Command("gradescope-results", "render a JSON report as Gradescope's results.json with the instructor's overrides "
+                                  "of its submitters applied (run_autograder runs it)", gradescope.add_results_arguments,
+            gradescope.run_results),
 ]

@@ -43,6 +43,7 @@ class Shown:
     assignment: str | None = None
     every_report: bool = False  # the feedback of every student of ``reports`` too (a rescore's), not only the overridden
     blind: BlindIds | None = None  # blind grading: feedback files by the students' opaque ids (grader/blind_ids.py)
+    written: list[Path] = field(default_factory=list)  # filled by finish: the feedback files it wrote
 
 
 def held_and_checked(csv_path: Path, overrides: Overrides | None, known: set[str] | None = None,
@@ -124,6 +125,7 @@ def _feedback(students: list[str], final: Mapping[str, Mapping[str, str]], overr
                             f"(overrides, late penalty): {why}")
             continue
         lines = [late_notes[name]] if name in late_notes else []
-        write_feedback(name if shown.blind is None else shown.blind(name), overridden_report(report, row),
-                       shown.feedback_dir, shown.visibility, lines + notes(row, overrides))
+        shown.written.append(write_feedback(name if shown.blind is None else shown.blind(name),
+                                            overridden_report(report, row), shown.feedback_dir, shown.visibility,
+                                            lines + notes(row, overrides)))
     return warnings

@@ -12,9 +12,12 @@ student's JSON report, the row's cells), never from the student's code:
 * ``for review``: code that could hide operations from the trace, or that told the simulated GPU apart;
 * ``override applied``, ``late by N h`` and ``not graded: <why>``;
 
+* ``public tests pass, hidden fail: <module>``: every public test of the module passed (run in the
+  student's domain after the hidden tests, grader/grading/public_tests.py: the student's code could forge
+  that, which is why it is a flag and never a grade) and a hidden test of its exercise failed;
+
 and, in the summary only (it compares the class, after the CSV is written), ``similar to <student> in
-<module>`` (grader/classroom/similarity_report.py). Not flagged: "public tests pass but hidden tests
-fail": the grader runs no public test.
+<module>`` (grader/classroom/similarity_report.py).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ def row_flags(row: Mapping[str, str], report: Mapping[str, Any] | None) -> list[
         tests = [t for t in report.get("tests", []) if isinstance(t, dict)]
         flags += _by_exercise("library shortcut in", tests, lambda out: out.startswith(SHORTCUT_CHARGED))
         flags += _by_exercise("timed out in", tests, lambda out: "timed out" in out)
+        flags += _public_pass_hidden_fail(report.get("public_tests"), tests)
         warnings = [w for w in report.get("warnings", []) if isinstance(w, str)]
         left_out = sum(any(mark in w for mark in LEFT_OUT) for w in warnings)
         if left_out:
@@ -68,3 +72,10 @@ def _by_exercise(words: str, tests: list[dict[str, Any]], hit) -> list[str]:
     exercises = sorted({str(t.get("name", "")).split(": ", 1)[0] for t in tests
                         if t.get("status") != "passed" and hit(str(t.get("output", "")))})
     return [f"{words} {', '.join(exercises)}"] if exercises else []
+
+
+def _public_pass_hidden_fail(public: Any, tests: list[dict[str, Any]]) -> list[str]:
+    passed = {module for module, said in public.items() if said == "passed"} if isinstance(public, dict) else set()
+    modules = sorted(passed & {str(t.get("name", "")).split(": ", 1)[0].rsplit("/", 1)[-1]
+                               for t in tests if t.get("status") != "passed"})
+    return [f"public tests pass, hidden fail: {', '.join(modules)}"] if modules else []

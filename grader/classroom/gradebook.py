@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 
 from grader.authoring.nbgrader_release import gpu_group
 from grader.classroom.grades_sheet import LATE_PENALTY_COLUMN
+from grader.classroom.overrides import without_overrides
 from grader.files import private_files
 from grader.rubric import load_rubric
 
@@ -71,6 +72,17 @@ def course_cell(exercise_id: str) -> tuple[str, str]:
     ``03_causal/causal_mask`` -> ``("03_causal", "causal_mask_tests")``."""
     group, module = exercise_id.split("/")
     return group, f"{module}_tests"
+
+
+@dataclass(frozen=True)
+class ManualGrade:
+    """A grade a person changed in formgrader: the CSV column it is (an exercise id, ``gpu_check``), the
+    manual score (None: the autograder's stands), the extra credit and formgrader's comment."""
+
+    column: str
+    manual_score: float | None
+    extra_credit: float
+    comment: str
 
 
 @dataclass
@@ -258,7 +270,7 @@ class ClassGradebook:
         gb.update_or_create_student(student)
         submission = gb.update_or_create_submission(self.assignment, student,
                                                     **({"timestamp": timestamp} if timestamp else {}))
-        penalty = _number(row.get(LATE_PENALTY_COLUMN) or 0)  # nbgrader export: score = cells' sum - penalty
+        penalty = self._penalty(row)  # nbgrader export: score = cells' sum - penalty
         for i, notebook in enumerate(sorted(submission.notebooks, key=lambda nb: nb.name)):
             notebook.late_submission_penalty = (penalty or None) if i == 0 else None
         if graded and self.layout.kind == "kata":
@@ -276,6 +288,41 @@ class ClassGradebook:
             if reason is not None or (comment.auto_comment or "").startswith(COMMENT_PREFIX):
                 comment.auto_comment = reason
         gb.db.commit()
+
+    def _penalty(self, row: Mapping[str, Any]) -> float:
+        """The row's late penalty in this assignment: the same share of what its cells hold as the policy took of
+        the row's graded score (a score-all row holds every exercise; the course's 03_causal, three of them)."""
+        taken = _number(row.get(LATE_PENALTY_COLUMN) or 0)
+        graded = without_overrides(row)
+        earned = _number(graded["score"]) + taken
+        if not taken or earned <= 0:
+            return 0.0
+        return round(taken * sum(_number(graded.get(column) or 0) for column in self.layout.cells) / earned, 4)
+
+    def manual_grades(self, student: str) -> list[ManualGrade]:
+        """What a person changed in formgrader of ``student``'s grades of this assignment: each cell of the
+        layout whose ``manual_score`` differs from the autograder's, or that holds ``extra_credit`` (nbgrader's
+        score of a cell: the manual score, else the auto score, plus the extra credit), with formgrader's
+        comment on the exercise's solution cell (nbgrader records no grader's name)."""
+        from nbgrader.api import MissingEntry
+
+        try:
+            submission = self.gb.find_submission(self.assignment, student)
+        except MissingEntry:
+            return []
+        columns = {cell: column for column, cell in self.layout.cells.items()}
+        notebooks = list(submission.notebooks)
+        comments = {(nb.name, comment.name): comment.manual_comment or "" for nb in notebooks for comment in nb.comments}
+        found = []
+        for nb in notebooks:
+            for grade in nb.grades:
+                column = columns.get((nb.name, grade.name))
+                manual = grade.manual_score if grade.manual_score != grade.auto_score else None
+                if column is None or (manual is None and not grade.extra_credit):
+                    continue
+                comment = comments.get((nb.name, column.rsplit("/", 1)[-1]), "")
+                found.append(ManualGrade(column, manual, grade.extra_credit or 0.0, " ".join(comment.split())))
+        return sorted(found, key=lambda g: g.column)
 
     def _find_or_add(self, find: Callable[[], Any], make: Callable[[], Any]) -> Any:
         """``find()``'s row, or ``make()``'s, added to the database, where nbgrader has none (a notebook or

@@ -216,10 +216,10 @@ class _JobDomains(Domains):
                 raise TemplateError("this grading job is ending")
             super().replace(broken)
 
-    def clean(self, root: Path | None) -> None:
+    def clean(self, root: Path | None, cgroup: Any = None) -> None:
         # A clean-up runs a process as the student's uid: once ending, only the close's own may start.
         if not self._ending or threading.get_ident() == self._closer:
-            super().clean(root)
+            super().clean(root, cgroup)
 
     def close(self) -> None:
         """Domains.close (the template killed: with bubblewrap its sandbox and every domain in it; in uid

@@ -89,6 +89,9 @@ def export(grades_csv: Path, roster_csv: Path, out: Path, options: ExportOptions
     except RosterError as err:
         raise ExportError(str(err)) from None
     matching = match_students(rows, roster)
+    if not matching.matched and options.to != "nbgrader":  # (nbgrader's file is the roster's students alone)
+        raise ExportError(f"{grades_csv}: no student of it matches a row of {roster_csv} ({matching.lines[0]}): "
+                          "nothing to export; see docs/class-grading.md, The roster")
     if options.strict and not matching.complete:
         raise ExportError(f"--strict: {len(matching.lines)} submissions or roster rows did not match; first: "
                           f"{matching.lines[0]}")

@@ -19,6 +19,15 @@ graded student whose JSON report none of ``--from-json-dirs`` holds; shards grad
 provenance keys, or under another rubric than this checkout's (grader/classroom/provenance.py: the
 merged CSV's sidecar describes the shards' one key); a shard or the output that another run holds
 (grader/classroom/sheet_lock.py: merge holds the locks of all of them while it runs).
+
+A late policy (``--late-policy FILE``, grader/classroom/late_policy.py) is applied as one run applies it: taken
+off the rows and applied anew from each row's ``submitted_at`` (merge has no submissions folder), so the merged
+CSV is what one run under that policy writes. Each shard's rows record what its policy made of each submission
+(``submitted_at``, ``late_by``, ``late_penalty``): merge recomputes them under FILE and refuses the first row
+whose late cells differ (a shard graded under another policy, or under none), and refuses shards holding
+penalties when not given the file (it would keep them without the policy that explains them). To change a
+policy after the shards ran (an extension), merge under the shards' policy, then resume or rescore the merged
+CSV under the new one.
 """
 
 from __future__ import annotations
@@ -33,8 +42,10 @@ from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked  # overrides, regrade log
 from grader.classroom.gradebook import ClassGradebook
-from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, SheetError, json_path, read_grades, safe_file_name,
-                                           write_grades)
+from grader.classroom.grades_sheet import (GRADED_BY_COLUMN, LATE_COLUMNS, SheetError, json_path, read_grades,
+                                           safe_file_name, write_grades)
+from grader.classroom.late_policy import LatePolicy, LatePolicyError, apply_late
+from grader.classroom.late_policy import check_held as check_late_held
 from grader.classroom.provenance import MixedGradings, one_grading, record_key
 from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.classroom.overrides import OverrideError, Overrides, check_held, rows_without_overrides
@@ -64,7 +75,7 @@ class _Reports:
 
 def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, from_json_dirs: Sequence[Path] = (),
           gradebook: Path | None = None, assignment: str | None = None, blind: BlindIds | None = None,
-          overrides: Overrides | None = None) -> MergeResult:
+          overrides: Overrides | None = None, late_policy: LatePolicy | None = None) -> MergeResult:
     """Write ``out`` (and ``json_dir``, ``gradebook``) from the shards (see the module docstring); what
     it creates is for this user alone, as score-all's outputs are (grader.files.private_files)."""
     with private_files(), ExitStack() as locks:
@@ -74,20 +85,22 @@ def merge(out: Path, shards: Sequence[Path], *, json_dir: Path | None = None, fr
                 locks.enter_context(take_lock(csv_path, "merge"))
         except SheetBusy as err:
             raise MergeError(str(err)) from None
-        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, blind, overrides)
+        return _merge(out, shards, json_dir, from_json_dirs, gradebook, assignment, blind, overrides, late_policy)
 
 
 def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_dirs: Sequence[Path],
            gradebook: Path | None, assignment: str | None, blind: BlindIds | None,
-           overrides: Overrides | None = None) -> MergeResult:
+           overrides: Overrides | None = None, late_policy: LatePolicy | None = None) -> MergeResult:
     result = MergeResult()
-    rows, graded_by = _read_shards(Path(out), shards)
+    rows, graded_by, source = _read_shards(Path(out), shards)
     try:  # overrides: taken off the shards' rows, applied to the merged ones at the end
         grading = one_grading(graded_by)
         held = held_and_checked(Path(out), overrides, set(rows), "the shards")
         check_held(rows, "a shard", overrides is not None)
         rows = rows_without_overrides(rows)
-    except (MixedGradings, OverrideError) as err:
+        check_late_held(rows, "a shard", late_policy is not None)
+        _check_late_policy(rows, late_policy, source)
+    except (MixedGradings, OverrideError, LatePolicyError) as err:
         raise MergeError(str(err)) from None
     found = _find_reports(rows, json_dir, from_json_dirs, result.warnings) if json_dir is not None else _Reports()
     book = None
@@ -111,14 +124,34 @@ def _merge(out: Path, shards: Sequence[Path], json_dir: Path | None, from_json_d
             book.close()
     result.rows = len(rows)
     result.warnings += finish(Path(out), held, overrides, "merge of shards", Shown(found.reports, json_dir, None,
-                              gradebook=gradebook, assignment=assignment, blind=blind))
+                              gradebook=gradebook, assignment=assignment, blind=blind), late_policy)
     result.outputs = write_class_outputs(Path(out), found.reports, result.warnings, blind=blind)
     return result
 
 
-def _read_shards(out: Path, shards: Sequence[Path]) -> tuple[dict[str, dict[str, str]], dict[str, Path]]:
-    """Every row of the shards, by student, and {graded_by: the first shard with a row graded under it};
-    MergeError for a shard that is not whole or not disjoint."""
+def _check_late_policy(rows: dict[str, dict[str, str]], policy: LatePolicy | None, source: dict[str, Path]) -> None:
+    """MergeError (one line) at the first row whose late cells ``policy`` would not have written: its shard was
+    graded under another late policy, or under none (the rows hold no override here)."""
+    if policy is None:
+        return
+    timed = {source[name] for name, row in rows.items() if row[LATE_COLUMNS[0]]}
+    untimed = sorted({str(shard) for shard in source.values()} - {str(shard) for shard in timed})
+    if untimed:  # a run without a policy reads no submission time: nothing here to apply one to
+        raise MergeError(f"{untimed[0]}: graded without a late policy (no submission times): grade it again with "
+                         f"--late-policy {policy.path}, then merge")
+    again, _ = apply_late(rows, policy, {})
+    for name in sorted(rows):
+        held, now = ([row[c] for c in LATE_COLUMNS[1:]] for row in (rows[name], again[name]))
+        if held != now:
+            said = f"late by {held[0]} h, -{held[1]} points" if held[0] else "no late policy"
+            raise MergeError(f"{source[name]}: the row of {name!r} was graded under another late policy ({said}; "
+                             f"{policy.path} gives late by {now[0]} h, -{now[1]} points): merge with the shards' "
+                             "policy, then resume or rescore the merged CSV under the new one")
+
+
+def _read_shards(out: Path, shards: Sequence[Path]) -> tuple[dict[str, dict[str, str]], dict[str, Path], dict[str, Path]]:
+    """Every row of the shards, by student, {graded_by: the first shard with a row graded under it} and
+    {student: their shard}; MergeError for a shard that is not whole or not disjoint."""
     rows: dict[str, dict[str, str]] = {}
     source: dict[str, Path] = {}
     graded_by: dict[str, Path] = {}
@@ -140,7 +173,7 @@ def _read_shards(out: Path, shards: Sequence[Path]) -> tuple[dict[str, dict[str,
             rows[name] = row
             source.setdefault(name, shard)
             graded_by.setdefault(row[GRADED_BY_COLUMN], shard)
-    return rows, graded_by
+    return rows, graded_by, source
 
 
 def _find_reports(rows: dict[str, dict[str, str]], json_dir: Path, from_json_dirs: Sequence[Path],

@@ -34,17 +34,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from grader.authoring.nbgrader_release import gpu_group, notebook_modules
-from grader.classroom.gradebook import ClassGradebook, GradebookError
-from grader.classroom.grades_sheet import LATE_PENALTY_COLUMN, SheetError, csv_row, read_grades, write_grades
+from grader.classroom.flags import with_flags
+from grader.classroom.gradebook import ClassGradebook, GradebookError, ManualGrade
+from grader.classroom.grades_sheet import (LATE_PENALTY_COLUMN, SheetError, csv_row, json_path, read_grades,
+                                           write_grades)
 from grader.classroom.late_policy import LatePolicy, row_note
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.notebook_intake import NotebookError
+from grader.classroom.overrides import Override, Overrides, apply_overrides, notes, overridden_report
 from grader.classroom.notebook_intake import notebook_modules as read_modules
 from grader.classroom.score_all import BatchOptions, Progress, score_all
 from grader.classroom.sheet_lock import SheetBusy, take_lock
 from grader.classroom.submission_time import submission_time
 from grader.files import UnreadableFile, is_real_dir, private_files, read_regular, write_atomically
 from grader.grading.options import GradeOptions
+from grader.reports.feedback_from_json import read_report
 from grader.reports.nbgrader_feedback import feedback_html
 from grader.rubric import GROUPS, load_rubric
 
@@ -54,6 +58,8 @@ from grader.rubric import GROUPS, load_rubric
 WORK_DIR = "kata-grading"
 SEPARATOR = "__"  # <assignment>__<student>: a staged submission's name (no group name holds it)
 RELEASE_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader release_feedback reads beside the html
+FORMGRADER = "formgrader"  # who changed a grade in formgrader, as its overrides say (nbgrader records no name)
+Manual = dict[tuple[str, str], list[ManualGrade]]  # (assignment, student) -> what formgrader changed
 
 
 class CourseError(Exception):
@@ -230,7 +236,6 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
                       **late_options(course, options))
     batch = score_all(course.work / "intake", csv_path, options, progress=progress)
     summary = CourseSummary(warnings=[*batch.warnings, *borrowed])
-    summary.outputs = assignment_outputs(course, csv_path, batch.reports, summary.warnings)
     rows = read_grades(csv_path).rows
     for assignment, students in course.students.items():
         for student in students:
@@ -249,11 +254,13 @@ def _grade_course(course: Course, options: BatchOptions, visibility: str,
                         row = csv_row(student, {"error": f"no report: {err}"},
                                       grading=assignment_options(options.grading, assignment))
                 summary.results.append(Graded(assignment, student, row, report, this_run=name not in batch.skipped))
-    record(course, summary)
+    manual = record(course, summary)  # and what formgrader changed: shown in the summaries and the feedback
+    summary.outputs = assignment_outputs(course, csv_path, batch.reports, summary.warnings, manual)
     unreleasable: dict[str, list[str]] = {}
     for result in summary.results:
         try:
-            page = write_feedback(course, result, visibility, options.late_policy)
+            page = write_feedback(course, result, visibility, options.late_policy,
+                                  manual_overrides(result.student, manual.get((result.assignment, result.student), [])))
         except OSError as err:
             summary.warnings.append(f"no feedback for {result.student} ({result.assignment}): {err}")
             continue
@@ -283,15 +290,24 @@ def late_options(course: Course, options: BatchOptions) -> dict[str, Any]:
     return {"late_policy": replace(policy, extensions=extensions), "submission_times": times}
 
 
-def assignment_outputs(course: Course, csv_path: Path, reports: dict[str, dict], warnings: list[str]) -> list[Path]:
+def assignment_outputs(course: Course, csv_path: Path, reports: dict[str, dict], warnings: list[str],
+                       manual: Manual | None = None) -> list[Path]:
     """The class-level outputs of each assignment apart (``kata-grading/<assignment>/grades.csv`` and,
-    beside it, its summary): one summary over 03 and 04 would count rows out of 26 under a total of 30."""
+    beside it, its summary): one summary over 03 and 04 would count rows out of 26 under a total of 30.
+    ``manual``: what formgrader changed (:func:`record`), applied there as overrides (``kata-grading/grades.csv``
+    keeps the autograder's scores, which the gradebook holds as such)."""
     rows = read_grades(csv_path).rows
     written: list[Path] = []
     for assignment in course.students:
         own = {name: row for name, row in rows.items() if name.split(SEPARATOR, 1)[0] == assignment}
         if not own:
             continue
+        changed = [o for (group, student), grades in (manual or {}).items() if group == assignment
+                   for o in manual_overrides(staged_name(group, student), grades).items]
+        if changed:
+            own, said = apply_overrides(own, Overrides(course.gradebook, tuple(changed)))
+            warnings += said
+            own = with_flags(own, lambda name: reports.get(name) or _stored_report(course.work / "json", name))
         sheet = course.work / assignment / "grades.csv"
         sheet.parent.mkdir(exist_ok=True)
         write_grades(sheet, own.values())
@@ -310,14 +326,38 @@ def release_feedback_warning(assignment: str, students: list[str]) -> str:
             f"out another way and release the others with --CourseDirectory.student_id_exclude={','.join(students)}")
 
 
-def record(course: Course, summary: CourseSummary) -> None:
-    """Every result into the course's gradebook, with the submission's timestamp."""
+def record(course: Course, summary: CourseSummary) -> Manual:
+    """Every result into the course's gradebook, with the submission's timestamp; and what formgrader changed
+    of each (gradebook.ClassGradebook.manual_grades: nbgrader keeps a manual score over an auto score)."""
+    manual: Manual = {}
     for assignment in course.assignments:
         with ClassGradebook(course.gradebook, assignment, must_exist=True) as gb:
             summary.warnings += gb.warnings
             for result in summary.results:
                 if result.assignment == assignment:
                     gb.record(result.row, timestamp=_timestamp(course.submitted / result.student / assignment))
+                    manual[assignment, result.student] = gb.manual_grades(result.student)
+    return manual
+
+
+def manual_overrides(student: str, grades: list[ManualGrade]) -> Overrides:
+    """formgrader's changes of ``student``'s grades as the overrides of grader/classroom/overrides.py (a manual
+    score is a value, extra credit a change), by ``formgrader`` (it records no grader's name), its comment why."""
+    items = []
+    for grade in grades:
+        why = (grade.comment or "manual grade in formgrader").replace(";", ",")
+        if grade.manual_score is not None:
+            items.append(Override(student, grade.column, f"{max(grade.manual_score, 0.0):g}", why, FORMGRADER))
+        if grade.extra_credit:
+            items.append(Override(student, grade.column, f"{grade.extra_credit:+g}", f"extra credit: {why}", FORMGRADER))
+    return Overrides(Path("gradebook.db"), tuple(items))
+
+
+def _stored_report(json_dir: Path, name: str) -> dict[str, Any] | None:
+    try:
+        return read_report(json_path(json_dir, name))
+    except ValueError:
+        return None
 
 
 def _timestamp(folder: Path) -> Any:
@@ -344,7 +384,8 @@ def assignment_report(assignment: str, report: dict[str, Any]) -> dict[str, Any]
             "tests": [t for t in report.get("tests", []) if t["name"].split(": ", 1)[0] in own]}
 
 
-def write_feedback(course: Course, result: Graded, visibility: str, late: LatePolicy | None = None) -> Path:
+def write_feedback(course: Course, result: Graded, visibility: str, late: LatePolicy | None = None,
+                   manual: Overrides | None = None) -> Path:
     """``feedback/<student>/<assignment>/<assignment>.html`` and the submission's timestamp and secret
     beside it (what ``nbgrader release_feedback`` reads); returns the html file.
 
@@ -355,11 +396,15 @@ def write_feedback(course: Course, result: Graded, visibility: str, late: LatePo
     folder = course.root / "feedback" / result.student / result.assignment
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{result.assignment}.html"
-    part = assignment_report(result.assignment, result.report) if result.report is not None else None
+    shown, _ = apply_overrides({result.student: result.row}, manual)  # formgrader's changes (``manual``)
+    row = shown[result.student]
+    part = (assignment_report(result.assignment, overridden_report(result.report, row))
+            if result.report is not None else None)
     note = row_note(result.row, staged_name(result.assignment, result.student), late)
     if part is not None and note:
         part["score"] = max(0.0, part["score"] - float(result.row[LATE_PENALTY_COLUMN]))
-    page = feedback_html(result.assignment, result.student, part, visibility, result.row["message"], [note] * bool(note))
+    page = feedback_html(result.assignment, result.student, part, visibility, result.row["message"],
+                         [note] * bool(note) + notes(row, manual))
     write_atomically(target, page, new_mode=0o644)
     submitted = course.submitted / result.student / result.assignment
     for name in RELEASE_FILES:

@@ -40,6 +40,7 @@ _VALUE = re.compile(r"\d+(?:\.\d+)?")
 # One applied override in the ``overrides`` column: "<target> <old> -> <new>[, total <old> -> <new>] (<why>)".
 _APPLIED = re.compile(r"(?P<target>\S+) (?P<old>\S+) -> (?P<new>\S+)(?:, total (?P<total_old>\S+) -> (?P<total_new>\S+))? \(")
 SEPARATOR = "; "
+GPU_COLUMN = "gpu_check"  # the GPU-run check's cell: no file's override, but formgrader's manual score of its cell
 
 
 class OverrideError(Exception):
@@ -205,5 +206,7 @@ def overridden_report(report: Mapping, row: Mapping[str, str]) -> dict:
     shown = dict(report)
     shown["exercises"] = {ex_id: {**ex, "score": float(row[ex_id])} if row.get(ex_id, "") != "" else ex
                           for ex_id, ex in report["exercises"].items()}
+    if isinstance(report.get("gpu_check"), Mapping) and row.get(GPU_COLUMN, "") != "":  # formgrader's may change it
+        shown[GPU_COLUMN] = {**report[GPU_COLUMN], "score": float(row[GPU_COLUMN])}
     shown["score"] = float(row["score"])
     return shown

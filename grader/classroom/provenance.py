@@ -125,9 +125,13 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 
 def stale_refusal(csv_path: Path, stale: Mapping[str, str], now: Provenance) -> str:
     """The one line refusing a run over ``csv_path`` whose rows ``stale`` ({student: graded_by}) were
-    graded under another key than ``now``'s: what changed (:func:`stale_reason`), and the two ways on."""
-    return (f"{csv_path}: {stale_reason(csv_path, stale, now)}; --regrade-stale grades them again, --force "
-            "grades everyone again (a CSV never mixes two gradings)")
+    graded under another key than ``now``'s: what changed (:func:`stale_reason`), and the ways on (a change of
+    the rubric alone: the rescore too, which runs no code)."""
+    reason = stale_reason(csv_path, stale, now)
+    rescore = (f", python -m grader rescore JSON_DIR --csv {csv_path} scores them again from their JSON reports "
+               "(points changed only)" if reason.startswith(f"{PARTS['rubric']} changed since") else "")
+    return (f"{csv_path}: {reason}; --regrade-stale grades them again, --force grades everyone again{rescore} "
+            "(a CSV never mixes two gradings)")
 
 
 def stale_reason(csv_path: Path, stale: Mapping[str, str], now: Provenance) -> str:

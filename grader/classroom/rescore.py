@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from grader.blind_ids import BlindIds
 from grader.classroom.class_outputs import write_class_outputs
 from grader.classroom.final_grades import Shown, finish, held_and_checked
 from grader.classroom.grades_sheet import (GRADED_AT_COLUMN, GRADED_BY_COLUMN, HASH_COLUMN, SUBMITTED_AT_COLUMN,
@@ -120,12 +121,13 @@ def _rekeyed(source: Path, csv_path: Path, rubric_sha: str, warnings: list[str])
 
 def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None, overrides: Overrides | None = None,
                   tests_dir: Path | None = None, feedback_dir: Path | None = None, visibility: str = "full",
-                  late_policy: LatePolicy | None = None) -> Rescored:
+                  late_policy: LatePolicy | None = None, blind: BlindIds | None = None) -> Rescored:
     """Rescore the rows of ``source`` (default ``csv_path``) from the reports in ``json_dir`` into ``csv_path``
     under the rubric of ``tests_dir`` (default: the repository's tests/; see the module docstring), and write
     every graded student's feedback from their rescored report into ``feedback_dir``; ``late_policy`` applied
     again to the rows' own ``submitted_at`` (a CSV holding penalties is refused without it); what it creates is
-    for this user alone, as score-all's outputs are, and it holds ``csv_path``'s lock as score-all does."""
+    for this user alone, as score-all's outputs are, and it holds ``csv_path``'s lock as score-all does. Under
+    blind grading (``blind``: the run's ids) the feedback and the summary name students by their ids."""
     with private_files():
         try:
             lock = take_lock(Path(csv_path), "rescore")
@@ -133,7 +135,8 @@ def rescore_class(json_dir: Path, csv_path: Path, *, source: Path | None = None,
             raise RescoreError(str(err)) from None
         with lock:
             return _rescore_class(Path(json_dir), Path(csv_path), Path(source or csv_path), overrides, tests_dir,
-                                  Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True), late_policy)
+                                  Shown(feedback_dir=feedback_dir, visibility=visibility, every_report=True,
+                                        blind=blind), late_policy)
 
 
 def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Overrides | None,
@@ -170,5 +173,5 @@ def _rescore_class(json_dir: Path, csv_path: Path, source: Path, overrides: Over
     write_grades(csv_path, rows.values())
     result.warnings += finish(csv_path, held, overrides, "rescore under changed rubric", replace(shown, reports=reports),
                               late_policy)
-    result.outputs = write_class_outputs(csv_path, reports, result.warnings)
+    result.outputs = write_class_outputs(csv_path, reports, result.warnings, blind=shown.blind)
     return result

@@ -290,26 +290,31 @@ def _score_all(folder: Path, csv_path: Path, options: BatchOptions,
     regraded = ("regrade (--only)" if options.only is not None else "regrade (--force)" if options.force else
                 "regrade (--regrade-stale)" if options.regrade_stale else "regrade")
     times = (options.submission_times if options.submission_times is not None
-             else submission_times(folder, options.late_policy, summary.warnings))
-    summary.warnings += finish(csv_path, held, options.overrides, regraded, Shown(
-        summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook, options.assignment,
-        blind=options.blind), options.late_policy, times)
+             else submission_times(folder, options.late_policy, summary.warnings,
+                                   {*work.kept, *(name for name, _ in work.queue)}))  # this CSV's (shard's)
+    shown = Shown(summary.reports, options.json_dir, options.feedback_dir, options.visibility, options.gradebook,
+                  options.assignment, blind=options.blind)
+    summary.warnings += finish(csv_path, held, options.overrides, regraded, shown, options.late_policy, times)
+    summary.feedback += [path for path in shown.written if path not in summary.feedback]  # final grades changed
     if options.class_outputs:
         summary.outputs = write_class_outputs(csv_path, summary.reports, summary.warnings, options.json_dir, folder,
                                               options.blind)
     if options.feedback_dir is not None and not summary.feedback:
-        summary.warnings.append(no_feedback_warning(options, len(work.kept)))
+        summary.warnings.append(no_feedback_warning(options, len(work.kept), csv_path))
     return summary
 
 
-def no_feedback_warning(options: BatchOptions, kept: int) -> str:
-    """The one line of a run with ``--feedback-dir`` that wrote no feedback file: a resume keeps the rows
-    (and writes no feedback) of everyone already graded, so a new feedback folder stays empty."""
-    where = printable(str(options.feedback_dir))
+def no_feedback_warning(options: BatchOptions, kept: int, csv_path: Path) -> str:
+    """The one line of a run with ``--feedback-dir`` that wrote no feedback file (a resume writes none for the rows
+    it keeps); its way on shows the final grades (overrides, penalties: the rescore's, not ``feedback``'s)."""
+    where, json_dir = printable(str(options.feedback_dir)), printable(str(options.json_dir))
     if not kept:
         return f"no feedback file written to {where}: no student was graded"
-    again = (f"python -m grader feedback {printable(str(options.json_dir))} --feedback-dir {where} writes theirs"
-             if options.json_dir is not None else "--force grades them again")
+    final = options.overrides is not None or options.late_policy is not None
+    again = ("--force grades them again" if options.json_dir is None else
+             f"python -m grader rescore {json_dir} --csv {printable(str(csv_path))} --feedback-dir {where}, with the "
+             "same --overrides and --late-policy, writes theirs with the final grades" if final else
+             f"python -m grader feedback {json_dir} --feedback-dir {where} writes theirs")
     return f"no feedback file written to {where}: all {kept} rows were kept from an earlier run ({again})"
 
 

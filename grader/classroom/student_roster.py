@@ -12,6 +12,8 @@ students are; this module reads it (:func:`read_roster`) and matches folders to 
   (a zip unpacked to a folder of that name, or the zip itself): the Canvas user id is the roster's ``id``
   (the ``ID`` column of Canvas's gradebook);
 - GitHub Classroom's repositories: ``<assignment>-<login>``: the GitHub login is the roster's ``login``;
+- ``grader nbgrader``'s rows, ``<assignment>__<student id>`` (``kata-grading/<assignment>/grades.csv``): the
+  nbgrader student id is the roster's ``id``;
 - else a folder named exactly as a roster row's ``id`` or ``login`` (nbgrader's student ids), or named
   by the row's own ``folder`` (a name, or a glob pattern such as ``*-jdoe``), which wins over the rest.
 
@@ -50,6 +52,8 @@ from pathlib import Path
 from typing import Iterable
 
 from grader.classroom.grades_sheet import SheetError, read_spreadsheet
+from grader.classroom.nbgrader_course import SEPARATOR
+from grader.rubric import GROUPS
 from grader.safe_text import printable
 
 # Where an id can stand in a download's name: Moodle's "_<id>_assignsubmission_file_", Canvas's
@@ -198,6 +202,9 @@ def _entry_for(folder: str, roster: list[RosterEntry], by_id: dict[str, RosterEn
         if listed:  # a name made to look like another student's download: neither, and say so
             return None, f" (a {lms} download that could be {' or '.join(e.shown() for e in listed)})"
         return None, f" (a {lms} download of id {printable(ids[0])}, which the roster does not list)"
+    assignment, separator, student_id = folder.partition(SEPARATOR)
+    if separator and assignment in GROUPS and student_id in by_id:  # grader nbgrader's <assignment>__<student id>
+        return by_id[student_id], ""
     if folder in by_id:
         return by_id[folder], ""
     lowered = folder.lower()

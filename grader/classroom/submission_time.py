@@ -25,13 +25,16 @@ import subprocess
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Collection
 
+from grader.classroom.late_policy import LatePolicy
 from grader.classroom.roster import list_students
 from grader.files import UnreadableFile, read_regular
 from grader.safe_text import printable
 
 GIT_TIMEOUT = 10.0  # seconds for `git log` on one repository
 SOURCES = ("timestamp.txt", "git commit", "file time")
+ALL_LATE = 3  # from this many students timed by their files, all of them late is worth a line of its own
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,22 @@ def submission_time(path: Path) -> SubmissionTime | None:
     return SubmissionTime(when, "file time") if when is not None else None
 
 
-def submission_times(folder: Path, policy: object, warnings: list[str]) -> dict[str, datetime]:
-    """The submission time of every student of ``folder`` (grader.classroom.roster's), when a late ``policy``
-    is given (None: none read); ``warnings`` gets a line naming the students whose time is a file's (the
-    weakest source) and those with none."""
+def submission_times(folder: Path, policy: LatePolicy | None, warnings: list[str],
+                     students: Collection[str] | None = None) -> dict[str, datetime]:
+    """The submission time of every student of ``folder`` (grader.classroom.roster's; those of ``students``
+    alone when given: a shard's), when a late ``policy`` is given (None: none read); ``warnings`` gets a line
+    naming the students whose time is a file's (the weakest source) and those with none."""
     if policy is None:
         return {}
     times, weakest, unknown = {}, [], []
-    for name, path in sorted(list_students(folder)[0].items()):
+    everyone = list_students(folder)[0]
+    strangers = sorted(set(policy.extensions) - set(everyone))
+    if strangers:  # a misspelt name would leave its student penalized, silently
+        warnings.append(f"late policy: no submission in {printable(str(folder))} for the extension of "
+                        f"{_names(strangers)} (extensions name students as the CSV's student column does)")
+    for name, path in sorted(everyone.items()):
+        if students is not None and name not in students:
+            continue
         found = submission_time(path)
         if found is None:
             unknown.append(name)
@@ -71,6 +82,9 @@ def submission_times(folder: Path, policy: object, warnings: list[str]) -> dict[
     if weakest:
         warnings.append(f"late policy: the submission time of {_names(weakest)} is their files' newest modification "
                         "time (no timestamp.txt, no git commit): a copy or a download changes it")
+        if len(weakest) >= ALL_LATE and all(times[name] > policy.due_of(name) for name in weakest):
+            warnings.append(f"late policy: all {len(weakest)} students timed by their files are past the due date: "
+                            "those may be the times of a download or a copy; check the late list before exporting")
     if unknown:
         warnings.append(f"late policy: no submission time for {_names(unknown)}: no late penalty for them")
     return times
@@ -100,6 +114,7 @@ def _timestamp_file(folder: Path) -> datetime | None:
 
 
 def _git_commit_time(folder: Path) -> datetime | None:
+    folder = folder.absolute()  # git runs in the folder: a relative GIT_DIR (score-all class/) would miss it
     git_dir = folder / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir():
         return None

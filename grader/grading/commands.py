@@ -25,10 +25,13 @@ def add_grading_options(parser: argparse.ArgumentParser, *, for_class: bool) -> 
     parser.add_argument("--gpu", choices=GPU_CHOICES, default=defaults.gpu,
                         help="the GPU-run check: on CUDA when available, else on a simulated GPU (auto); "
                              "require CUDA (or exit 2); simulate even with CUDA; skip it")
+    parser.add_argument("--no-public-tests", dest="public_tests", action="store_false",
+                        help="do not run the public tests of the modules that failed a hidden test (they only "
+                             "flag 'public tests pass, hidden fail'; under a second of CPU a module)")
     if for_class:
         parser.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1,
                             help="parallel jobs (default: the number of cores)")
 
 
 def grade_options(args: argparse.Namespace) -> GradeOptions:
-    return GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu)
+    return GradeOptions(call_timeout=args.timeout, sandbox=args.sandbox, gpu=args.gpu, public_tests=args.public_tests)

@@ -91,6 +91,7 @@ class PartResult:
     message: str
     reference_matched: bool = False  # its CPU run matched the reference on the input its device run used
     for_review: tuple[str, ...] = ()  # how its code told the simulated GPU from CUDA (said even when passed)
+    on_device: bool = False  # it ran on the device: what a device run shows of it is this check's to charge
 
     @property
     def good(self) -> bool:
@@ -178,7 +179,7 @@ def not_there(root: Path, module: str, there: frozenset[str] = frozenset()) -> s
     try:
         if found[0].stat().st_size > _MAX_SOURCE_BYTES:
             return None  # there; the worker's intake says what it makes of it
-        tree = ast.parse(found[0].read_bytes())
+        tree = ast.parse(found[0].read_bytes(), filename=found[0].name)
     except (SyntaxError, ValueError) as err:
         return f"{module}.py does not parse: {type(err).__name__}: {err}"
     except (OSError, RecursionError, MemoryError):
@@ -197,8 +198,8 @@ def _device_verdict(impl: Any, name: str, student: Any, x: "torch.Tensor", cpu_o
     try:
         run = impl.device_run(student, x, device)
     except Exception as err:  # the worker timed out or died while running it
-        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}")
-    return judge(name, device, run, cpu_output)
+        return PartResult(name, "failed", f"{name} on {device}: {type(err).__name__}: {err}", on_device=True)
+    return replace(judge(name, device, run, cpu_output), on_device=True)
 
 
 def _matches(out: Any, expected: "torch.Tensor") -> bool:
@@ -367,6 +368,15 @@ class DeviceRuns:
     @property
     def ran(self) -> bool:
         return not self.skipped
+
+    @property
+    def ran_on_the_device(self) -> frozenset[str]:
+        """The public names of the modules that ran on the device: only their device tests are the check's to
+        charge (one not there, left out or failing on the CPU first never reached what a device run shows). A
+        worker that failed while the check ran: every module's, as the check then earns nothing."""
+        if self.failure:
+            return frozenset(m.name for m in load_rubric().gpu_modules)
+        return frozenset(p.name for p in self.parts if p.on_device)
 
     def scored(self, fractions: Mapping[str, float]) -> GpuCheckResult:
         """The check's line in the report. ``fractions``: for each module, the share of its exercise's

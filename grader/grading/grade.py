@@ -5,7 +5,9 @@ Every worker runs in an isolation domain forked from a template that imported to
 (torch, pytest, collecting the hidden tests); the hidden tests' domain is forked on their first
 request. The GPU-run check's device runs come next, in the same domain (under ``--gpu skip`` it runs
 nothing); its wrapper part, when the student's CausalAttention does not pass it, in a domain over the
-stand-in; its points once the exercises' results (re-grades included) exist. A re-grade
+stand-in; its points once the exercises' results (re-grades included) exist. Last in that domain, while it
+lives, the public tests of the modules that failed a hidden test (grader/grading/public_tests.py: for a flag,
+never a grade). A re-grade
 (grader/grading/scoring.py) gets a domain of its own, with stand-ins, never reference code, in place of
 the modules it builds on. Each domain is ended (and, where the student's uid shares the
 machine, its processes killed and files removed) before the next starts; a report is returned only
@@ -25,6 +27,7 @@ from grader.grading import engine
 from grader.grading.gpu_check import DeviceRuns, OverStandins, run_gpu_check
 from grader.grading.intake import locate_submission
 from grader.grading.options import GradeOptions
+from grader.grading.public_tests import run_public_tests
 from grader.grading.results import ExerciseResult, GradeReport, TestOutcome
 from grader.grading.scoring import (charge_shortcuts, core_fraction, dependencies, leave_device_tests_to_the_gpu_check,
                                     score_with_regrade, summarize_each)
@@ -73,6 +76,7 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
         try:
             outcomes = charge_shortcuts(rubric, engine.run_hidden_tests(tests_worker, exercises=run, keep_open=True))
             device_runs = _gpu_check(tests_worker, rubric, options, outcomes, over_standins, imports)
+            public = run_public_tests(tests_worker, rubric, outcomes, options, limits["refused"])  # a flag's, last
         finally:
             tests_worker.close()
 
@@ -81,8 +85,9 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
             return charge_shortcuts(rubric, engine.run_hidden_tests(engine.start_worker(
                 root, substitutes=substitutes, preload=preload, **limits), exercises=exercise_ids))
 
-        if device_runs.ran:  # one mistake, one charge: the check charges what it sees
-            outcomes = leave_device_tests_to_the_gpu_check(outcomes)
+        # One mistake, one charge: the check charges what it sees of a module it ran on the device.
+        outcomes = leave_device_tests_to_the_gpu_check(
+            outcomes, {rubric.owner_of[name] for name in device_runs.ran_on_the_device})
         results = score_with_regrade(rubric, outcomes, regrade, options.exercises, imports)
         gpu_check = device_runs.scored(_core_fractions(rubric, results))
     domains.check_clean()  # without a pid namespace: nothing of the student's may still run
@@ -90,7 +95,8 @@ def grade(path: Path, options: GradeOptions = GradeOptions(),
     review = sorted({*limits["review"], *(f"GPU-run check: {line}" for line in gpu_check.for_review)})
     return GradeReport(submission=str(path), exercises=results, gpu_check=gpu_check,
                        isolation=domains.isolation.mode.name, execution_time=time.perf_counter() - started,
-                       warnings=[*domains.isolation.warnings, *left_out], review=review)
+                       warnings=[*domains.isolation.warnings, domains.isolation.memory_line(options.memory_mb), *left_out],
+                       review=review, public_tests=public)
 
 
 def _built_on(rubric: Rubric, exercise_ids: Collection[str], imports: Collection[tuple[str, str]]) -> list[str]:

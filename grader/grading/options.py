@@ -21,6 +21,9 @@ class GradeOptions:
     # The exercises graded (None: the whole rubric), e.g. one nbgrader assignment's. The tests of the
     # exercises they build on run too, to decide re-grades (grader/grading/scoring.py), and score nothing.
     exercises: tuple[str, ...] | None = None
+    # The public tests of each module that failed a hidden test, run for the flag "public tests pass, hidden
+    # fail" (grader/grading/public_tests.py); never a grade, so not one of the options a row's key records.
+    public_tests: bool = True
 
     def to_json(self) -> str:
         """For a job process (grader/classroom/jobs.py), read back by :meth:`from_json`."""

@@ -72,6 +72,9 @@ class GradeReport:
     # what the worker found that could hide operations from the trace (grader/sandbox/kata_worker/tracing.py):
     # never a grade, a reviewer's to judge
     review: list[str] = field(default_factory=list)
+    # {module: passed | failed | not run}: its public tests, where they ran (grader/grading/public_tests.py):
+    # computed in the student's domain, so read for a flag only, never a grade
+    public_tests: dict[str, str] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

@@ -164,11 +164,13 @@ LEFT_TO_THE_GPU_CHECK = ("not charged here: what follows .to() (a mask kept as a
                         "device run shows, and the GPU-run check charges it, once")
 
 
-def leave_device_tests_to_the_gpu_check(outcomes: Iterable[TestOutcome]) -> list[TestOutcome]:
-    """The outcomes with the failing device tests (tests/conftest.py's ``device`` marker) not charged: a
-    mistake both they and the GPU-run check see is the check's to charge, when it runs."""
-    return [replace(o, passed=True, message=LEFT_TO_THE_GPU_CHECK) if o.device and not o.passed else o
-            for o in outcomes]
+def leave_device_tests_to_the_gpu_check(outcomes: Iterable[TestOutcome], judged: Collection[str]) -> list[TestOutcome]:
+    """The outcomes with the failing device tests (tests/conftest.py's ``device`` marker) of the exercises
+    ``judged`` not charged: a mistake both they and the GPU-run check see is the check's to charge, where it
+    ran the module on the device. Elsewhere (a file that does not parse, a module the check left out) the
+    test failed for another reason and stays failed: no test of a module that does not import "passes"."""
+    return [replace(o, passed=True, message=LEFT_TO_THE_GPU_CHECK) if o.device and not o.passed and o.exercise in judged
+            else o for o in outcomes]
 
 
 # The start of the message of an exercise whose re-grade over stand-ins counted (its own result's follows).

@@ -6,7 +6,8 @@ all render from it, so a report read back from a file (``score-all --json-dir``)
 It is a contract other tools read too (score-all's CSV, the gradebook, Gradescope), documented in
 docs/grading.md ("The JSON report"): top-level ``submission``, ``score``, ``max_score``, ``execution_time``,
 ``isolation``, ``warnings``, ``review`` (what could hide operations from the from-scratch rule's trace,
-or told the simulated GPU from CUDA: a person's to judge), ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
+or told the simulated GPU from CUDA: a person's to judge), ``public_tests`` (``{module: "passed" | "failed" | "not run"}``
+for the modules whose public tests ran, grader/grading/public_tests.py: a flag's, never a grade), ``tests`` (Gradescope's per-test fields: ``name``, ``score``, ``max_score``,
 ``status``, ``output``; the GPU-run check last, named ``gpu_check``), ``exercises`` (keyed by the
 rubric's exercise ids: ``score``, ``max_score``, ``status``, ``message``) and ``gpu_check`` (``score``,
 ``max_score``, ``status``, ``device``, ``message``).
@@ -69,6 +70,7 @@ def to_json(report: GradeReport) -> dict[str, Any]:
         "isolation": report.isolation,
         "warnings": [_safe(w) for w in report.warnings],
         "review": [_safe(line) for line in report.review],  # for a person to judge, never a grade (docs/grading.md)
+        "public_tests": dict(report.public_tests),  # computed where the student's code ran: a flag's, never a grade
         "tests": _test_entries(report),
         "exercises": {
             ex_id: {
@@ -111,8 +113,8 @@ def stopped_at(ex_id: str, tests: list[dict[str, Any]], kata_modules: Collection
     (``tests``: its entries of the report) stopped at, and those not handed in, when it earned nothing and
     every failed test stopped so; else None. One definition for the feedback and the class summary.
 
-    A test that passed and earned nothing is no sign of work (a stub's device tests, left to the GPU-run
-    check, pass so). The module may be another one the exercise builds on (weight_transfer's tests build
+    A test that passed and earned nothing is no sign of work (an edge test of code whose core tests all
+    fail passes so). The module may be another one the exercise builds on (weight_transfer's tests build
     a SelfAttention_v2 first)."""
     module = ex_id.rsplit("/", 1)[-1]
     failed = [t for t in tests if t.get("status") == "failed"]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from grader.sandbox.limits import CALL_TIMEOUT, MEMORY_MB, STARTUP_TIMEOUT, WALL_CEILING, WALL_FACTOR
+from grader.sandbox.limits import CALL_TIMEOUT, DOMAIN_HEADROOM_MB, MEMORY_MB, STARTUP_TIMEOUT, WALL_CEILING, WALL_FACTOR
 from grader.rubric import STANDINS_DIR
 from grader.safe_text import escape_controls
 from grader.sandbox.bundle import bundle_fd, read_module_files
@@ -200,17 +200,35 @@ class WorkerClient:
                 answer = self._receive(proc, max(start + WALL_FACTOR * timeout, time.monotonic() + timeout), what,
                                        timeout)
             except BaseException:
+                self._kill_if_over_memory(proc, what)
                 self._kill()
                 raise
+            self._kill_if_over_memory(proc, what)
         if isinstance(answer, dict) and "trace" in answer:
             self.last_trace = _trace(answer.pop("trace"), self.review)
         if isinstance(answer, dict) and len(answer) == 1:
             if "ok" in answer:
                 return _from_wire(answer["ok"], self.generation)
             if "error" in answer:
-                raise _exception(answer["error"])
+                raise self._memory_named(_exception(answer["error"]))
         self._kill()
         raise WorkerFailure(f"protocol error: malformed answer during {what}", "protocol")
+
+    def _kill_if_over_memory(self, proc: RunningDomain, what: str) -> None:
+        """End a domain the kernel stopped for going over its memory limit in all (a cgroup's: one of its
+        processes was killed), whatever the request's outcome looked like: the domain is stopped, and says why."""
+        if proc.proc.out_of_memory():
+            self._kill()
+            raise WorkerFailure(f"stopped: the domain went over its memory limit ({self.memory_mb + DOMAIN_HEADROOM_MB} "
+                                f"MB for all its processes together) during {what}", "died")
+
+    def _memory_named(self, exc: BaseException) -> BaseException:
+        """A MemoryError from the student's code, with the limit it ran into (RLIMIT_AS, per process)."""
+        if type(exc) is not MemoryError:
+            return exc
+        head, newline, where = str(exc).partition("\n")
+        return MemoryError(f"{head} (over the memory limit: {self.memory_mb} MB of address space per process beyond "
+                           f"torch's)".lstrip() + newline + where)
 
     def _await_ready(self, proc: RunningDomain, started: float) -> None:
         """Wait for a new domain's worker to announce itself (its startup is the grader's time)."""
@@ -263,11 +281,16 @@ def await_answer(proc: RunningDomain, start: float, usage0: tuple[float, float] 
                  what: str) -> None:
     """Wait until the answer starts arriving; time out on CPU used, or on WALL_FACTOR x wall clock not
     counting the time the domain waited for a CPU: a busy machine delays a correct student's call, it
-    does not fail it, and a hang that spins reads the same on a quiet machine and a busy one."""
+    does not fail it, and a hang that spins reads the same on a quiet machine and a busy one. A domain
+    the kernel stopped a process of for its memory (its cgroup's) is stopped at once."""
     deadline = start + timeout
+    oom = [] if proc.oom_fd is None else [proc.oom_fd]
     while True:
         left = deadline - time.monotonic()
-        if left > 0 and select.select([proc.sock], [], [], left)[0]:
+        ready = select.select([proc.sock, *oom], [], [], left)[0] if left > 0 else []
+        if oom and oom[0] in ready:  # the caller names the limit (WorkerClient._kill_if_over_memory)
+            raise WorkerFailure(f"stopped: the domain went over its memory limit in {what}", "died")
+        if ready:
             return
         now = time.monotonic()
         usage = proc.usage(rescan=True)

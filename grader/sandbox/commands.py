@@ -1,5 +1,6 @@
 """The sandbox wing's command: ``isolation`` says which isolation grading gets on this machine
-(grader/sandbox/modes.py), and nothing changes; exit 2 when none is possible."""
+(grader/sandbox/modes.py) and which bound holds a domain's memory (grader/sandbox/cgroups.py), and
+nothing changes; exit 2 when none is possible."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 
 from grader.commands import Command, UsageError
+from grader.sandbox.limits import MEMORY_MB
 from grader.sandbox.modes import SANDBOX_CHOICES, SANDBOX_HELP, SandboxUnavailable, choose_isolation
 
 
@@ -20,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
     except SandboxUnavailable as err:
         raise UsageError(str(err)) from None
     print(isolation.mode.name)
+    print(isolation.memory_line(MEMORY_MB), file=sys.stderr)
     for warning in isolation.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

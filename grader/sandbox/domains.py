@@ -2,9 +2,10 @@
 
 Starting a worker costs an ``import torch`` (1.5 s here). The template (``kata_worker``, started
 through :class:`~grader.sandbox.modes.Isolation`'s command) imports torch once; each domain is a fork
-of it that enters namespaces of its own, gets the submission's files through a memfd (the grader
-never writes into anything a domain can reach) and drops to the student's uid
-(``kata_worker/domain.py``). A template that stops answering is killed and replaced; every wait on
+of it that joins a cgroup of its own where this machine allows one (grader/sandbox/cgroups.py: its
+memory bounded in all), enters namespaces of its own, gets the submission's files through a memfd
+(the grader never writes into anything a domain can reach) and drops to the student's uid
+(``kata_worker/domain.py``). Its clean-up removes its cgroup last. A template that stops answering is killed and replaced; every wait on
 it is bounded.
 """
 
@@ -23,12 +24,13 @@ from typing import Any
 
 from grader.rubric import GROUPS
 from grader.sandbox.bundle import MODULE_FILE
+from grader.sandbox.cgroups import DomainCgroup, remove_orphans
+from grader.sandbox.limits import DOMAIN_HEADROOM_MB
 from grader.sandbox.modes import SCRATCH, Isolation, Survivors, reap, wait_gone
 
 STARTUP_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 10.0
 DISK_MB = 64  # each of /tmp, /dev/shm and scratch in a domain with namespaces of its own
-NPROC = 64  # processes and threads of the student's uid
 
 
 class TemplateError(Exception):
@@ -88,8 +90,9 @@ class Domain:
     """A running domain as WorkerClient sees it: ``pid`` (a host pid, or None), ``stdout``, ``wait``, ``kill_tree``."""
 
     def __init__(self, owner: Domains, template: WorkerTemplate, template_pid: int, stdout_fd: int,
-                 root: Path | None):
+                 root: Path | None, cgroup: DomainCgroup | None):
         self.owner = owner
+        self.cgroup = cgroup
         self.template = template
         self.template_pid = template_pid  # as the template sees it
         # The host pid (to read CPU time from): the same for a plain process, else looked up in its pid namespace.
@@ -133,7 +136,16 @@ class Domain:
             self.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        self.owner.clean(self.root)
+        self.owner.clean(self.root, self.cgroup)
+
+    @property
+    def oom_fd(self) -> int | None:
+        """A descriptor that becomes readable when the kernel stops a process of this domain for its memory."""
+        return None if self.cgroup is None else self.cgroup.oom_fd
+
+    def out_of_memory(self) -> bool:
+        """Whether the kernel killed a process of this domain for going over the domain's memory limit."""
+        return self.cgroup is not None and self.cgroup.out_of_memory()
 
 
 def _host_pid(root: int, namespaced: int) -> int | None:
@@ -167,7 +179,9 @@ class Domains:
         self._template: WorkerTemplate | None = None
         self._count = 0
         self.survivors: list[str] = []  # clean-ups that failed: no result may be written (check_clean)
+        self._cgroups: set[DomainCgroup] = set()  # the domains' cgroups not removed yet
         self.clean(None)  # what a crashed grading process with the same uid may have left
+        remove_orphans(isolation.memory)  # and the cgroups of grading processes that no longer run
 
     def warm_up(self) -> None:
         """Start the template now, so its torch import overlaps whatever comes next."""
@@ -182,7 +196,8 @@ class Domains:
 
     def spawn(self, bundle_fd: int, sock: socket.socket, memory_mb: int) -> Domain:
         """A new domain serving ``sock`` on the files in ``bundle_fd`` (a memfd the caller closes), with
-        ``memory_mb`` of address space beyond what the template already maps (torch)."""
+        ``memory_mb`` of address space beyond what the template already maps (torch), and that much and
+        DOMAIN_HEADROOM_MB for all its processes together where a cgroup holds it."""
         self.warm_up()
         template = self._template
         self._count += 1
@@ -196,25 +211,48 @@ class Domains:
         # What the worker needs, and nothing it must know by heart: the mode's flags, the layout, the
         # bundle's rule (kata_worker/domain.py).
         spec = {**self.isolation.domain_spec(root), "groups": list(GROUPS), "module_file": MODULE_FILE.pattern,
-                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": NPROC}
+                "memory_mb": memory_mb, "disk_mb": DISK_MB, "nproc": self.isolation.nproc}
+        cgroup = self._cgroup(memory_mb)
         read_end, write_end = os.pipe()
         try:
             answer = template.ask({"op": "spawn", "spec": spec},
-                                  [sock.fileno(), write_end, bundle_fd])
+                                  [sock.fileno(), write_end, bundle_fd, *(cgroup.procs_fds if cgroup else [])])
             pid = int(answer["pid"])
         except (TemplateError, KeyError, TypeError, ValueError) as err:
             os.close(read_end)
             self.replace(template)
+            self._remove_cgroup(cgroup)
             raise TemplateError(f"could not start a domain: {err}") from None
         finally:
             os.close(write_end)
-        return Domain(self, template, pid, read_end, root)
+            if cgroup is not None:
+                cgroup.close_fds()  # the domain has its own copies, which it closes once it joined
+        return Domain(self, template, pid, read_end, root, cgroup)
 
-    def clean(self, root: Path | None) -> None:
+    def _cgroup(self, memory_mb: int) -> DomainCgroup | None:
+        """A new domain's cgroup, where this machine allows one (grader/sandbox/cgroups.py)."""
+        if not self.isolation.memory.parents:
+            return None
+        try:
+            cgroup = DomainCgroup(self.isolation.memory, memory_mb + DOMAIN_HEADROOM_MB, self.isolation.nproc)
+        except OSError as err:
+            raise TemplateError(f"could not make the domain's cgroup: {err}") from None
+        self._cgroups.add(cgroup)
+        return cgroup
+
+    def _remove_cgroup(self, cgroup: DomainCgroup | None) -> None:
+        """Remove a domain's cgroup (after its clean-up: it kills what is left in it); one that stays is a survivor."""
+        if cgroup is None:
+            return
+        if not cgroup.remove():
+            self.survivors.append(f"the cgroup {cgroup.folders[0]} of a domain could not be removed")
+        self._cgroups.discard(cgroup)
+
+    def clean(self, root: Path | None, cgroup: DomainCgroup | None = None) -> None:
         """Make sure nothing of the domain runs on: without a pid namespace, kill the student's uid's
         processes and remove its files (as that uid); then wait until none is left, not even a zombie
-        (the kernel's teardown, or the template's reaping). Then remove the domain's own folder. A
-        process that outlives it is noted in ``survivors``."""
+        (the kernel's teardown, or the template's reaping). Then remove the domain's own folder and its
+        cgroup (``None``: every cgroup left). A process that outlives it is noted in ``survivors``."""
         mode = self.isolation.mode
         try:
             if mode.shares_the_machine:
@@ -225,6 +263,8 @@ class Domains:
             self.survivors.append(str(err))
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
+        for left in [cgroup] if cgroup is not None else list(self._cgroups):
+            self._remove_cgroup(left)
 
     def check_clean(self) -> None:
         """Raise Survivors if any domain so far left a process behind (then no result may be written)."""

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from grader.rubric import EXERCISES_DIR, REPO_ROOT, WORKER_TOOLS
 from grader.sandbox.bubblewrap import bwrap_argv, bwrap_problem, python_paths
+from grader.sandbox.cgroups import RLIMITS, MemoryBound, find_bound
+from grader.sandbox.limits import DOMAIN_HEADROOM_MB, NPROC, NPROC_WITHOUT_CGROUP
 from grader.sandbox.reaper import UID_BASE, processes_of
 
 WORKER_LIB = Path(__file__).resolve().parent  # holds the kata_worker package
@@ -130,6 +132,20 @@ class Isolation:
     mode: Mode
     warnings: tuple[str, ...] = ()
     uid: int | None = None  # the student's uid, in a mode with one
+    memory: MemoryBound = RLIMITS  # how a domain's total memory is bounded here (grader/sandbox/cgroups.py)
+
+    @property
+    def nproc(self) -> int:
+        """Processes and threads a domain may run: fewer where no cgroup bounds their total memory
+        (grader/sandbox/limits.py; without a uid of its own, the limit counts this user's processes)."""
+        return NPROC if self.memory.parents or not self.mode.own_uid else NPROC_WITHOUT_CGROUP
+
+    def memory_line(self, memory_mb: int) -> str:
+        """Which bound holds a domain's memory here, in one line for the report and ``grader isolation``."""
+        if self.memory.parents:
+            return self.memory.describe(memory_mb + DOMAIN_HEADROOM_MB, self.nproc, "")
+        return self.memory.describe(memory_mb, self.nproc, f"the template's address space + {memory_mb} MB (none "
+                                    "with CUDA)" + ("" if self.mode.own_uid else "; no total bound: none isolates nothing"))
 
     def template_command(self, fd: int) -> list[str]:
         if self.mode.launcher is None:
@@ -248,7 +264,7 @@ def _chosen(mode: Mode, why: str, protect: bool) -> Isolation:
         warnings += protect_secrets() if protect else [
             f"grading in {mode.name} mode makes {path} unreadable to other users (chmod o-rwx)"
             for path in exposed_secrets()]
-    return Isolation(mode, tuple(warnings), student_uid() if mode.own_uid else None)
+    return Isolation(mode, tuple(warnings), student_uid() if mode.own_uid else None, find_bound())
 
 
 def exposed_secrets() -> list[Path]:

@@ -121,6 +121,11 @@ class RunningDomain:
             if sched_fd is not None:
                 os.close(sched_fd)
 
+    @property
+    def oom_fd(self) -> int | None:
+        """Readable when the kernel stops a process of the domain for its memory (grader/sandbox/cgroups.py)."""
+        return self.proc.oom_fd
+
     def output_tail(self) -> str:
         return escape_controls(bytes(self.tail[-OUTPUT_TAIL_BYTES:]).decode("utf-8", "replace"))
 

@@ -179,14 +179,18 @@ PRINTED_CONTROL = {"name": "control_printed_without_exp", "exercise": "01_simple
                    "source": "none", "differs": "a real mistake",
                    "replace": "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
                    "with": "return scores / torch.sum(scores)"}
+# Student mistakes whose false cause once reached the grade's feedback too (issue 38: a mask cut to the batch
+# size told six times, and again in the grade, that it was not cut): the hidden tests must not say it either.
+PREMISES_IN_THE_GRADE = [m for m in mutation.load_patches(TESTS_DIR / "mutants" / "student_mistakes_premises.py", "MISTAKES")
+                         if m["name"] == "causal_attention_counts_tokens_on_the_batch_axis"]
 
 
 @functools.cache
 def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[str, list[dict]]]:
     """``({run: {nodeid: Outcome} or the error}, {run: what its checks recorded})``: the solutions, the
     stubs, the solutions as one script, the stand-ins alone and under a correct dependent, each exercise alone, every mutant and
-    control, every book variant and its control, the printed variants and theirs (their printed tests alone; a
-    patch that cannot be applied: its HiddenRunError)."""
+    control, every book variant and its control, the printed variants and theirs (their printed tests alone), the
+    student mistakes of PREMISES_IN_THE_GRADE (a patch that cannot be applied: its HiddenRunError)."""
     exercises = load_rubric().exercises
     with tempfile.TemporaryDirectory(prefix="hidden-proofs-") as tmp_name:
         tmp = Path(tmp_name)
@@ -200,7 +204,8 @@ def proof_runs() -> tuple[dict[str, dict[str, Outcome] | HiddenRunError], dict[s
             jobs[f"alone {ex_id}"] = (alone(ex_id, tmp / f"alone-{i}"), [ex_id])
         broken: dict[str, HiddenRunError] = {}
         printed_only = [*PRINTED_VARIANTS, PRINTED_CONTROL]
-        patches = [*MUTANTS, *(control for control, _ in CONTROLS.values()), *VARIANTS, BOOK_CONTROL, *printed_only]
+        patches = [*MUTANTS, *(control for control, _ in CONTROLS.values()), *VARIANTS, BOOK_CONTROL, *printed_only,
+                   *PREMISES_IN_THE_GRADE]
         assert len({p["name"] for p in patches} | set(jobs)) == len(patches) + len(jobs), "two runs of one name"
         for patch in patches:
             try:

@@ -121,3 +121,37 @@ def test_permute_of_three_axes_is_named_only_for_the_error_it_raises_on_a_matrix
     assert dict(MISTAKES.transpose_errors(x, x))[_error(lambda: x @ x.permute(0, 2, 1))] == MISTAKES.PERMUTED_THREE_AXES
     batch = torch.rand(2, 5, 3)  # permute(0, 2, 1) is right on a batch: nothing to name
     assert MISTAKES.PERMUTED_THREE_AXES not in dict(MISTAKES.transpose_errors(batch, batch)).values()
+
+
+class _Heads(torch.nn.Module):
+    def __init__(self, out_in: int = 4, query_in: int = 3, listed: list | None = None):
+        super().__init__()
+        self.W_query, self.out_proj = torch.nn.Linear(query_in, 4), torch.nn.Linear(out_in, 4)
+        self.kept = listed if listed is not None else []
+
+
+def test_no_gradient_is_blamed_on_the_parameters_that_show_it():
+    module, x = torch.nn.Linear(3, 2), torch.rand(2, 3)
+    assert MISTAKES.gradient_causes(module, module(x)) == []  # a graph: nothing to explain
+    assert MISTAKES.gradient_causes(module, module(x).detach()) == [MISTAKES.NO_GRADIENT]
+    module.bias.requires_grad_(False)
+    assert MISTAKES.gradient_causes(module, None, ["bias"]) == [f"bias: {MISTAKES.PARAMETERS_FROZEN}"]
+    module.weight.requires_grad_(False)
+    causes = MISTAKES.gradient_causes(module, module(x))  # every parameter frozen: no graph, and no cut to blame
+    assert causes == [f"weight, bias: {MISTAKES.PARAMETERS_FROZEN}"]
+
+
+def test_a_layer_is_blamed_for_mat1_and_mat2_only_where_its_own_size_is_wrong():
+    x = torch.rand(2, 5, 3)
+    assert MISTAKES.layer_errors(_Heads(), x) == []  # out_proj square, W_query from d_in: the input is to blame
+    (pattern, cause), = MISTAKES.layer_errors(_Heads(out_in=2), x)
+    error = MISTAKES.error_of(lambda: _Heads(out_in=2).out_proj(torch.rand(10, 4)))
+    assert pattern in error and cause.startswith("out_proj: nn.Linear(2, 4)") and "nn.Linear(d_out, d_out)" in cause
+    (pattern, cause), = MISTAKES.layer_errors(_Heads(query_in=4), x)
+    assert pattern == " and 4x4)" and cause.startswith("W_query: nn.Linear(4, 4)") and "d_in = 3" in cause
+    plain = dict(MISTAKES.layer_errors(_Heads(listed=[torch.nn.Linear(3, 3)]), x))
+    assert plain == {"same dtype": MISTAKES.MODULES_IN_A_PLAIN_LIST}
+    assert MISTAKES.layer_errors(_Heads(listed=[torch.nn.ReLU(), 3]), x) == []  # no parameters left behind by .to()
+    merged = _Heads()
+    merged.head_dim = 2  # a right out_proj given the heads unmerged: blamed on the merge, not on its size
+    assert dict(MISTAKES.layer_errors(merged, x)) == {"x2 and 4x4)": MISTAKES.OUT_PROJ_BEFORE_MERGE}

@@ -4,7 +4,9 @@ AVX-512, whose float sums round otherwise. Their up-to-date checks and the match
 compare within float noise (``FLOAT_NOISE``, exercises/kata_known.py), never byte for byte.
 
 * the library recomputed on another float path (grader/authoring/known_results.py's ``OTHER_FLOAT_PATH``:
-  ATen's portable kernels, MKL's compatible code path) gives other bytes, and still matches both files;
+  ATen's portable kernels, MKL's compatible code path) gives other bytes, still matches both files, and the
+  public tests run on that path name every library mistake's own cause and no other (as on this CPU:
+  test_public_tests.py);
 * results nudged by float noise still match, and are still named as their mistake; a real difference, a
   result gone or another mistake does not match.
 """
@@ -44,8 +46,8 @@ def _nudged(data: dict[str, list[dict]], seed: int = 5) -> dict[str, list[dict]]
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_the_known_results_match_when_recomputed_on_another_float_path():
-    recomputed = known_results.computed(known_results.OTHER_FLOAT_PATH)
+def test_the_known_results_match_and_name_the_same_causes_when_recomputed_on_another_float_path():
+    recomputed, runs = known_results.computed_with_runs(known_results.OTHER_FLOAT_PATH)
     texts = {path: path.read_text(encoding="utf-8") for path in FILES}
     assert any(known_results.render(recomputed[path]) != texts[path] for path in FILES), (
         "the other float path gave the same bytes as the files: this test would not tell a byte-for-byte "
@@ -53,6 +55,10 @@ def test_the_known_results_match_when_recomputed_on_another_float_path():
     for path in FILES:
         stale = known_results.mismatches(known_results.read(path), recomputed[path])
         assert not stale, f"{path.name} on another float path:\n" + "\n".join(stale[:10])
+    for patch in known_results.library():  # its results on that path matched against the files: the same causes
+        causes, named = known_results.likely_causes(runs[patch["name"]].get("tests", {}).values()), known_results.named_words(patch)
+        assert any(n in c for c in causes for n in named), f"{patch['name']} is not named on another float path: {causes}"
+        assert all(any(n in c for n in named) for c in causes), f"{patch['name']} is told another cause there: {causes}"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)

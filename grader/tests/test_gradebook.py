@@ -16,7 +16,7 @@ import pytest
 from grader.authoring.nbgrader_release import build_nbgrader_course
 from grader.classroom.gradebook import (COMMENT_CELL, GPU_CELL, NOTEBOOK, ClassGradebook, GradebookError, cell_name,
                                         nbgrader_schema_head, stamp_new_gradebook)
-from grader.classroom.grades_sheet import csv_row
+from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
 from grader.rubric import GROUPS, load_rubric
 from support import fake_report
 
@@ -168,7 +168,13 @@ def test_the_release_course_gradebook_takes_each_assignments_grades_and_keeps_it
         assert set(gb.layout.cells) == {ex.id for ex in rubric.in_group("03_causal")}  # only its own exercises
         gb.record(csv_row("carol", {"error": "-nothing to grade"}, "0" * 64))
     assert course_max_scores(db) == before  # nothing added, no max score changed
+    dan = csv_row("dan", {"report": fake_report(fraction=1.0)}, "2" * 64)  # 5% late, taken from the whole kata's
+    taken = 0.05 * float(dan["score"])  # score (grader/classroom/late_policy.py): 5% of 03_causal's in 03_causal
+    dan.update(score=str(float(dan["score"]) - taken), late_penalty=str(taken))
+    with ClassGradebook(db, "03_causal") as gb:
+        gb.record(dan)
     rows = in_process_export(db, tmp_path / "grades.csv")
+    assert float(rows["03_causal", "dan"]["score"]) == pytest.approx(0.95 * before["03_causal"])
     for student, report in reports.items():
         for group in ("03_causal", "04_multihead"):
             row = rows[group, student]
@@ -211,6 +217,57 @@ def test_another_courses_assignment_is_refused(course_db: Path, tmp_path: Path):
     assert course_max_scores(db) == dict(before, **{"attention-kata-cli": load_rubric().max_score})
     with pytest.raises(GradebookError, match="generate_assignment 02_trainable"):  # what the nbgrader path asks for
         ClassGradebook(db, "02_trainable_weights_typo", must_exist=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_class_summary")  # the summary's page is test_summary.py's; the assignment's CSV is here
+def test_what_formgrader_changed_is_read_back_and_shown_as_overrides(course_db: Path, tmp_path: Path):
+    """A manual score (with formgrader's comment) and extra credit on alice's cells show in her feedback page and
+    the assignment's grades CSV as overrides by formgrader, with the total nbgrader export gives; bob's score
+    confirmed by hand at its graded value is no change. (A whole course run shows it too: test_nbgrader_course.py.)"""
+    from nbgrader.api import Gradebook
+
+    from grader.classroom.nbgrader_course import (Course, Graded, assignment_outputs, manual_overrides, staged_name,
+                                                  write_feedback)
+
+    group, report = "03_causal", fake_report(fraction=0.5)
+    first, second = load_rubric().in_group(group)[:2]
+    course = Course(tmp_path / "course", [group], {group: ["alice", "bob"]})
+    (course.work).mkdir(parents=True)
+    shutil.copy(course_db, course.gradebook)
+    rows = {name: csv_row(name, {"report": report}, "1" * 64) for name in ("alice", "bob")}
+    with ClassGradebook(course.gradebook, group, must_exist=True) as gb:
+        for row in rows.values():
+            gb.record(row)
+    with Gradebook(f"sqlite:///{course.gradebook}") as gb:
+        gb.find_grade(f"{first.module}_tests", group, group, "alice").manual_score = first.points
+        gb.find_comment(first.module, group, group, "alice").manual_comment = "regrade request; the mask is right"
+        gb.find_grade(f"{second.module}_tests", group, group, "alice").extra_credit = 0.5
+        confirmed = gb.find_grade(f"{first.module}_tests", group, group, "bob")
+        confirmed.manual_score = confirmed.auto_score
+        gb.db.commit()
+    with ClassGradebook(course.gradebook, group, must_exist=True) as gb:
+        manual = {(group, name): gb.manual_grades(name) for name in rows}
+    assert manual[group, "bob"] == []
+    assert [(m.column, m.manual_score, m.extra_credit) for m in manual[group, "alice"]] == sorted(
+        [(first.id, first.points, 0.0), (second.id, None, 0.5)], key=lambda m: m[0])
+    exported = in_process_export(course.gradebook, tmp_path / "export.csv")[group, "alice"]
+    page = write_feedback(course, Graded(group, "alice", rows["alice"], report), "full", None,
+                          manual_overrides("alice", manual[group, "alice"])).read_text()
+    assert f"overridden: {first.id} {first.points:g} by formgrader: regrade request, the mask is right" in page
+    assert f"overridden: {second.id} +0.5 by formgrader: extra credit: manual grade in formgrader" in page
+    graded = {ex.id: report["exercises"][ex.id]["score"] for ex in load_rubric().in_group(group)}
+    assert float(exported["score"]) == pytest.approx(sum(graded.values()) + first.points - graded[first.id] + 0.5)
+    assert f"Total: {float(exported['score']):g} / " in page
+    write_grades(course.work / "grades.csv", [dict(row, student=staged_name(group, name), late_by="16.5" * (name == "alice"))
+                                              for name, row in rows.items()])  # alice late too: both flags
+    assignment_outputs(course, course.work / "grades.csv", {}, [], manual)
+    sheet = read_grades(course.work / group / "grades.csv").rows
+    alice, bob = (sheet[staged_name(group, name)] for name in ("alice", "bob"))
+    changed = float(exported["score"]) - sum(graded.values())  # what nbgrader export adds, the CSV adds
+    assert float(alice["score"]) == pytest.approx(report["score"] + changed) and "override applied" in alice["flags"]
+    assert "late by 16.5 h" in alice["flags"] and not bob["overrides"] and "override" not in bob["flags"]
+    assert float(read_grades(course.work / "grades.csv").rows[staged_name(group, "alice")]["score"]) == report["score"]
 
 
 @pytest.mark.timeout(120)

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.gradescope_bundle import build_bundle
+from grader.classroom.gradescope_overrides import results_with_overrides
+from grader.classroom.overrides import read_overrides
 from grader.rubric import SOLUTIONS_DIR, load_rubric
+from support import fake_report
 
 # Gradescope's results.json specification: the keys it accepts at the top and per test.
 TOP_KEYS = {"score", "execution_time", "output", "output_format", "visibility", "stdout_visibility", "tests"}
@@ -56,7 +59,8 @@ def test_setup_sh_installs_torch_then_the_bundled_project(bundle: Path):
         setup = zf.read("setup.sh").decode()
         run = zf.read("run_autograder").decode()
     assert setup.index("pip3 install torch==2.13.0") < setup.index("pip3 install /autograder/source")
-    assert "python3 -m grader score" in run and "--format gradescope" in run and 'AUTOGRADER_ROOT:-/autograder' in run
+    assert "python3 -m grader score" in run and '--format "$FORMAT"' in run and 'AUTOGRADER_ROOT:-/autograder' in run
+    assert "\nFORMAT=gradescope\n" in run  # without bundled overrides: results.json from the grading itself
     for script in (setup, run):
         syntax = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
         assert syntax.returncode == 0, syntax.stderr
@@ -229,3 +233,74 @@ def test_students_see_messages_unless_the_instructor_says_otherwise(tmp_path: Pa
     from grader.cli import build_parser
 
     assert build_parser().parse_args(["gradescope-bundle", str(tmp_path / "e.zip")]).visibility == "messages"
+
+
+# --- Gradescope: the overrides bundled with the autograder, applied to each run's results.json -------------
+
+
+def overrides_file(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "overrides.csv"
+    path.write_text("student,exercise,points,reason,who\n" + "".join(line + "\n" for line in lines))
+    return path
+
+
+def test_gradescope_results_show_the_submitters_overrides(tmp_path: Path) -> None:
+    ex_id = next(iter(load_rubric().exercises))
+    report = fake_report(fraction=0.5)
+    overrides = read_overrides(overrides_file(
+        tmp_path, f"Alice@Uni.edu,{ex_id},+2,accepted regrade request,TA Kim",
+        "bob@uni.edu,total,+9,someone else,TA Kim", "1234,total,-1,copied a cell,Prof. Lee"))
+    metadata = {"users": [{"email": "alice@uni.edu", "id": 1234, "name": "Alice"}]}
+    results, warnings = results_with_overrides(report, overrides, metadata, "messages")
+    assert results["score"] == pytest.approx(report["score"] + 2 - 1) and not warnings  # hers, by address and id
+    graded = report["exercises"][ex_id]["score"]
+    lines = results["output"].splitlines()
+    assert lines[0] == (f"override: {ex_id} {graded} -> {graded + 2}, total {report['score']} -> {report['score'] + 2} "
+                        "(+2 by TA Kim: accepted regrade request)")
+    assert lines[1].startswith("override: total ") and lines[1].endswith("(-1 by Prof. Lee: copied a cell)")
+    assert f"{ex_id}: {graded + 2:g}/" in results["output"] and "someone else" not in results["output"]
+    added = results["tests"][-2:]
+    assert [t["score"] for t in added] == [2, -1] and all(t["max_score"] == 0 for t in added)
+    assert results["tests"][:-2] == results_with_overrides(report, overrides, {}, "messages")[0]["tests"]
+    assert set(results) <= TOP_KEYS and all(set(t) <= TEST_KEYS for t in results["tests"])
+    nobody, _ = results_with_overrides(report, overrides, {"users": [{"email": "carol@uni.edu", "id": 7}]}, "messages")
+    assert nobody["score"] == report["score"] and "override" not in nobody["output"]
+
+
+@pytest.mark.timeout(120)
+def test_run_autograder_applies_the_bundled_overrides(tmp_path: Path, capsys):
+    """As Gradescope runs it: the overrides bundled by the command, the submitter read from
+    submission_metadata.json; the grading itself is a stored report (a shim answers `grader score`), the rest
+    is the bundle's own scripts and commands. The file is kept from the student's uid (0600)."""
+    from grader.cli import main
+
+    ex_id = next(iter(load_rubric().exercises))
+    bad = overrides_file(tmp_path, "alice@uni.edu,99_none/x,+2,regrade,TA Kim")
+    assert main(["gradescope-bundle", str(tmp_path / "bad.zip"), "--overrides", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "is no exercise of tests/rubric.json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.zip").exists()
+    good = overrides_file(tmp_path, f"alice@uni.edu,{ex_id},+2,accepted regrade request,TA Kim")
+    assert main(["gradescope-bundle", str(tmp_path / "ag.zip"), "--overrides", str(good)]) == 0
+    report = fake_report(fraction=0.5)
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "python3").write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        if [ "$3" = score ]; then
+            case " $* " in *" --format json "*) cat {tmp_path / 'report.json'}; exit 0;; esac
+            echo "the overrides need the JSON report" >&2; exit 1
+        fi
+        exec {sys.executable} "$@"
+        """))
+    (shims / "python3").chmod(0o755)
+    root = tmp_path / "autograder"
+    root.mkdir()
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": "Alice@uni.edu", "id": 5}]}))
+    result = start_autograder(tmp_path / "ag.zip", root, None, path_first=shims)
+    assert result.returncode == 0, result.stderr[-2000:]
+    results = check_results(root)
+    assert results["score"] == pytest.approx(report["score"] + 2)
+    assert results["output"].startswith(f"override: {ex_id} ") and "(+2 by TA Kim: accepted regrade request)" in results["output"]
+    assert (root / "source" / "overrides.csv").stat().st_mode & 0o077 == 0

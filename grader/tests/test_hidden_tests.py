@@ -165,3 +165,13 @@ def test_a_patch_whose_anchor_is_missing_or_ambiguous_fails_naming_it():
             mutation.apply(source, {"name": "m", "exercise": "x/y", "replace": anchor, "with": "z"})
     with pytest.raises(mutation.PatchError, match="m: unknown exercise 'x/y'"):
         mutation.patched_source({"name": "m", "exercise": "x/y", "replace": "a", "with": "b"})
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mistake", hr.PREMISES_IN_THE_GRADE, ids=[m["name"] for m in hr.PREMISES_IN_THE_GRADE])
+def test_the_grade_names_a_mistake_that_once_got_a_false_cause_and_never_says_the_false_one(runs, mistake):
+    results = _completed(runs[mistake["name"]])
+    failed = {nodeid: o.message for nodeid, o in results.items() if not o.passed}
+    assert any(mistake["expect_message"] in m for m in failed.values()), _summary(results)
+    said = sorted({(nodeid, words) for nodeid, m in failed.items() for words in mistake["not_said"] if words in m})
+    assert not said, said

@@ -25,7 +25,7 @@ from grader.classroom.overrides import read_overrides
 from grader.classroom.regrade_log import log_path
 from grader.classroom.rescore import RescoreError, rescore_class
 from grader.classroom.score_all import BatchError, BatchOptions, score_all
-from grader.classroom.submission_time import submission_time
+from grader.classroom.submission_time import submission_time, submission_times
 from grader.cli import main
 from grader.reports.feedback import feedback_filename
 from grader.rubric import GROUPS, load_rubric
@@ -161,7 +161,7 @@ def test_timestamp_txt_comes_first(tmp_path: Path) -> None:
     assert submission_time(tmp_path / "sub").source == "file time"
 
 
-def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path) -> None:
+def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "attention.py").write_text("x = 1\n")
@@ -179,6 +179,9 @@ def test_a_repository_gives_its_commit_time_and_runs_nothing(tmp_path: Path) -> 
     found = submission_time(sub)
     assert found is not None and found.source == "git commit" and found.when == LATE
     assert not pwned.exists()
+    # a relative path, as `score-all class/` gives it: the repository is found all the same
+    monkeypatch.chdir(tmp_path)
+    assert submission_time(Path("sub")) == found
     # a .git that is a link (to a repository outside the submission) is not read: the files' time is
     other = tmp_path / "other"
     other.mkdir()
@@ -206,6 +209,20 @@ def test_the_newest_file_time_is_the_last_resort_and_follows_no_link(tmp_path: P
     assert submission_time(tmp_path / "empty") is None
 
 
+def test_a_shard_reads_and_names_the_times_of_its_own_students_only(tmp_path: Path) -> None:
+    root = fake_class(tmp_path / "class", {"alice": 1.0, "bob": 1.0})
+    warnings: list[str] = []
+    times = submission_times(root, policy(tmp_path, extensions={}), warnings, {"bob"})
+    assert list(times) == ["bob"] and len(warnings) == 1 and "bob" in warnings[0] and "alice" not in warnings[0]
+    # an extension for a name with no submission (POLICY's carol is not in this class) is said
+    submission_times(root, policy(tmp_path, extensions={"carol": 48, "bob": 48}), warnings, {"bob"})
+    assert warnings[1].startswith("late policy: no submission in ") and "for the extension of carol (" in warnings[1]
+    # a class whose files were all written after the due date (a download's times, not the students'): said
+    root = fake_class(tmp_path / "class", {name: 1.0 for name in ("alice", "bob", "carol")})
+    submission_times(root, policy(tmp_path), warnings)
+    assert warnings[-1].startswith("late policy: all 3 students timed by their files are past the due date")
+
+
 # --- the score-all path -----------------------------------------------------------------------------
 
 
@@ -229,7 +246,9 @@ def test_a_late_submission_is_penalized_in_score_all(tmp_path: Path) -> None:
     feedback = (tmp_path / "feedback" / feedback_filename("alice")).read_text()
     assert "late by 16.5 h: -5% (" in feedback and f"**Total: {float(rows['alice']['score']):g} / " in feedback
     assert "late by" not in (tmp_path / "feedback" / feedback_filename("bob")).read_text()
-    summary = to_markdown(summarize_class(read_class(csv_path)))
+    numbers = summarize_class(read_class(csv_path, json_dir=tmp_path / "reports"))
+    assert numbers.reports_read == 3 and not numbers.notes  # a penalized row's report is still its grading's
+    summary = to_markdown(numbers)
     assert "## Late submissions" in summary and "| alice | late by 16.5 h" in summary and "| bob |" not in summary
     first = without_times(csv_path)
     graded_log(tmp_path)
@@ -270,6 +289,40 @@ def test_late_penalty_then_override(tmp_path: Path) -> None:
     rescore_class(tmp_path / "reports", csv_path, overrides=read_overrides(overrides), late_policy=policy(tmp_path))
     again = read_grades(csv_path).rows["alice"]
     assert [again[c] for c in (SUBMITTED_AT_COLUMN, LATE_BY_COLUMN)] == [row[SUBMITTED_AT_COLUMN], "16.5"]
+
+
+def test_merge_applies_the_shards_late_policy_and_refuses_another(tmp_path: Path, capsys) -> None:
+    """Two shards graded under the policy merge into what one run writes (alice penalized as there); merge
+    under another policy, or none, is refused in one line before anything is written."""
+    root = fake_class(tmp_path / "class", {name: 0.5 for name in ("alice", "bob", "carol", "dan")})
+    for name in ("alice", "bob", "carol", "dan"):
+        stamp(root / name, LATE)
+    late_file = policy_file(tmp_path, POLICY)
+    options = replace(fake_options(tmp_path, late_policy=read_late_policy(late_file)), jobs=1)
+    score_all(root, tmp_path / "one.csv", options)
+    shards = [tmp_path / f"shard-{k}.csv" for k in (1, 2)]
+    for k, shard in enumerate(shards, start=1):
+        score_all(root, shard, replace(options, shard=(k, 2)))
+    assert all(read_grades(shard).rows for shard in shards)  # each shard graded someone
+    merged = tmp_path / "merged.csv"
+    assert main(["merge", str(merged), *map(str, shards), "--late-policy", str(late_file)]) == 0
+    assert without_times(merged) == without_times(tmp_path / "one.csv")
+    assert float(read_grades(merged).rows["alice"][LATE_PENALTY_COLUMN]) > 0
+    assert "late by 16.5 h" in read_grades(merged).rows["alice"]["flags"]
+    capsys.readouterr()
+    other = policy_file(tmp_path, {**POLICY, "penalty": "zero"}, "other.json")
+    for extra, says in ((["--late-policy", str(other)], "was graded under another late policy (late by 16.5 h, -"),
+                        ([], "late penalties applied (")):
+        target = tmp_path / f"refused-{len(extra)}.csv"
+        assert main(["merge", str(target), *map(str, shards), *extra]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, err
+        assert not target.exists()
+    plain = tmp_path / "plain.csv"  # graded without a policy: merge under one refuses it too
+    score_all(root, plain, replace(options, late_policy=None, shard=(1, 2)))
+    assert main(["merge", str(tmp_path / "mixed.csv"), str(plain), "--late-policy", str(late_file)]) == 2
+    err = capsys.readouterr().err
+    assert "plain.csv: graded without a late policy (no submission times)" in err and len(err.strip().splitlines()) == 1
 
 
 # --- the nbgrader path -------------------------------------------------------------------------------

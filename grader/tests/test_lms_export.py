@@ -17,12 +17,15 @@ import pytest
 from support import fake_class, fake_options, fake_report
 
 from grader.blind_ids import BlindIds
-from grader.classroom.grades_sheet import csv_row, read_grades, write_grades
+from grader.classroom.blind_grading import blind_sheet
+from grader.classroom.flags import with_flags
+from grader.classroom.grades_sheet import FLAGS_COLUMN, ClassSheet, csv_row, read_grades, write_grades
 from grader.classroom.merge import merge
 from grader.classroom.score_all import score_all
 from grader.classroom.lms_export import ExportOptions, export
 from grader.classroom.student_roster import RosterEntry, lms_ids, match_students, read_roster
 from grader.cli import main
+from grader.rubric import GROUPS
 
 # folder name -> (roster id, fraction of the points)
 CLASS = {
@@ -140,6 +143,9 @@ def test_roster_matches_each_pattern_and_says_what_matched_nothing(course: Path)
         "neither is used (name the right one in the roster's folder column)",
         "no roster row for submission stray",
         "no submission for roster row 5 (Nobody Here)"]
+    # grader nbgrader's rows: <assignment>__<nbgrader student id>; another prefix is no assignment
+    nbgrader = match_students([f"{GROUPS[-1]}__12345", "homework__777"], roster)
+    assert {folder: e.id for folder, e in nbgrader.matched.items()} == {f"{GROUPS[-1]}__12345": "12345"}
 
 
 def test_canvas_gradebook_export_serves_as_a_roster(tmp_path: Path) -> None:
@@ -178,6 +184,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
                          csv_row("b", {"report": fake_report(gpu=None)}, "b" * 64)])
     (tmp_path / "no-id.csv").write_text("name,email\nJane,j@x\n")
     (tmp_path / "twice.csv").write_text("id,login\n1,jdoe\n2,JDoe\n")
+    (tmp_path / "other.csv").write_text("id,name\n1,Someone Else\n")  # another class's roster: no one matches
     grades, roster = str(course / "grades.csv"), str(course / "roster.csv")
     cases = {
         "no such file": [str(tmp_path / "none.csv"), "--roster", roster, "--to", "canvas"],
@@ -188,6 +195,7 @@ def test_unusable_input_is_one_line_and_exit_2(course: Path, tmp_path: Path, cap
         "login jdoe is given twice": [grades, "--roster", str(tmp_path / "twice.csv"), "--to", "moodle"],
         "different totals": [str(mixed), "--roster", roster, "--to", "canvas"],
         "--strict": [grades, "--roster", roster, "--to", "canvas", "--strict"],
+        "nothing to export": [grades, "--roster", str(tmp_path / "twice.csv").replace("twice", "other"), "--to", "moodle"],
     }
     for said, argv in cases.items():
         assert main(["export", *argv, "--out", str(tmp_path / "out.csv")]) == 2, said
@@ -225,10 +233,13 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert main(["feedback", str(tmp_path / "json"), "--feedback-dir", str(tmp_path / "again"), "--blind", str(key)]) == 0
     again = sorted((tmp_path / "again").iterdir())
     assert [path.name for path in again] == [f"{blind('Jane Doe_12345_assignsubmission_file_')}.md"]
+    assert main(["rescore", str(tmp_path / "json"), "--csv", str(tmp_path / "grades.csv"),  # its summary replaces
+                 "--feedback-dir", str(tmp_path / "rescored"), "--blind", str(key)]) == 0  # score-all's
+    again += sorted((tmp_path / "rescored").iterdir())
     seen = {f"{path.parent.name}/{path.name}": path.read_text(encoding="utf-8")
             for path in summary.feedback + summary.outputs + merged.outputs + again}
     instructors = {name for name in seen if name.endswith(("-blind-ids.csv", "-similarity.md", "-similarity.csv"))}
-    assert len(seen) - len(instructors) == 7  # 2 feedback files, the summary (md, html) of score-all and merge, 1 again
+    assert len(seen) - len(instructors) == 8  # 2 feedback files, the summary (md, html) of score-all and merge, 2 again
     assert not [name for name, text in seen.items() if "Similar submissions" in text and name not in instructors]
     assert sorted(p.name for p in summary.feedback) == sorted(f"{blind(n)}.md" for n in names)
     for name, text in seen.items():
@@ -241,6 +252,19 @@ def test_blind_grading_names_no_one_in_feedback_or_summary(tmp_path: Path, capsy
     assert main(["score-all", str(tmp_path / "subs"), "--csv", str(tmp_path / "g.csv"), "--sandbox", "none",
                  "--blind", str(tmp_path / "nope" / "k")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_blind_summary_names_no_folder_in_the_flags(tmp_path: Path) -> None:
+    """An error row's flag quotes its message, which names the submission's path: blinded as the message is."""
+    name = "Jane Doe_12345_assignsubmission_file_"
+    error = csv_row(name, {"error": f"/home/prof/term/{'x' * 90}/{name}: nothing that looks like a submission"},
+                    "e" * 64)
+    rows = with_flags({name: error}, lambda student: None)
+    assert name[:10] in rows[name][FLAGS_COLUMN]
+    blind = BlindIds.from_key_file(tmp_path / "blind.key")
+    shown = blind_sheet(blind, ClassSheet(tmp_path / "grades.csv", rows))
+    assert not [cell for row in shown.rows.values() for cell in row.values() if "Jane" in cell or "12345" in cell]
+    assert shown.rows[blind(name)][FLAGS_COLUMN].startswith("not graded: ")
 
 
 def test_github_classroom_roster_and_a_failed_grading_are_said(tmp_path: Path) -> None:

@@ -399,8 +399,8 @@ def test_feedback_is_released_by_nbgrader_and_shows_no_hidden_test(course: dict)
 def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Path):
     """The first run counted every notebook; a second run over the same course, after one notebook was
     handed in again without one of its cells, grades nothing, refuses that one (and the unusable one
-    again) and counts the others as unchanged: what this run did, not what earlier runs did too. On a
-    copy of the course (the other tests read the original); nothing to grade, so no job starts."""
+    again) and counts the others as unchanged: what this run did, not what earlier runs did too; and shows
+    a score changed in formgrader meanwhile. On a copy of the course; nothing to grade, so no job starts."""
     assert "03_causal: graded 4, errors 1, unchanged since an earlier run: 0\n" in course["stderr"], course["stderr"][-2000:]
     assert "04_multihead: graded 3, errors 1, unchanged since an earlier run: 0\n" in course["stderr"]
     root = tmp_path / "course"
@@ -410,6 +410,11 @@ def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Pat
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.remove(nb_cell(notebook, "causal_mask"))
     nbformat.write(notebook, path)
+    from nbgrader.api import Gradebook  # meanwhile, in formgrader: full marks for a mistake (test_gradebook.py: more)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        grade = gb.find_grade("causal_mask_tests", "03_causal", "03_causal", "mistaken")
+        grade.manual_score = grade.max_score
+        gb.db.commit()
     again = subprocess.run([sys.executable, "-m", "grader", "nbgrader", ".", "--jobs", "1"], capture_output=True,
                            text=True, env=venv_env(), cwd=root, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -417,6 +422,8 @@ def test_the_closing_count_says_what_this_run_graded(course: dict, tmp_path: Pat
     assert "03_causal: graded 0, errors 2, unchanged since an earlier run: 3\n" in again.stderr, again.stderr[-2000:]
     assert "  tamperer: 03_causal.ipynb: no solution cell 'causal_mask'" in again.stderr
     assert "04_multihead: graded 0, errors 1, unchanged since an earlier run: 3\n" in again.stderr
+    page, exported = (root / "feedback" / "mistaken" / "03_causal" / "03_causal.html").read_text(), _exported(root, tmp_path / "e")
+    assert "by formgrader" in page and f"Total: {float(exported['03_causal', 'mistaken']['score']):g} / " in page, page
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)

@@ -119,7 +119,9 @@ def test_an_override_shows_in_the_csv_summary_feedback_and_survives_force(tmp_pa
     assert f"overridden: {ex_id} +2 by TA Kim: accepted regrade request" in feedback
     assert f"**Total: {float(rows['alice']['score']):g} / " in feedback and f"| {graded + 2:g} / " in feedback
     assert "overridden: -5 by Prof. Lee: late, a day" in (tmp_path / "feedback" / feedback_filename("bob")).read_text()
-    summary = to_markdown(summarize_class(read_class(csv_path)))
+    numbers = summarize_class(read_class(csv_path, json_dir=tmp_path / "reports"))
+    assert numbers.reports_read == 2 and not numbers.notes  # an overridden row's report is still its grading's
+    summary = to_markdown(numbers)
     assert "## Overrides" in summary and "| alice | " in summary and "| bob | " in summary
     assert not log_lines(csv_path)  # nothing held before: nothing changed
     graded_log(tmp_path)
@@ -193,7 +195,8 @@ def test_merge_applies_overrides_and_the_gradebook_shows_them(tmp_path: Path) ->
     db = tmp_path / "gradebook.db"
     merge(tmp_path / "grades.csv", shards, gradebook=db, assignment="hw3", overrides=overrides)
     alice = read_grades(tmp_path / "grades.csv").rows["alice"]
-    assert "regrade request" in alice[OVERRIDES_COLUMN]
+    assert "regrade request" in alice[OVERRIDES_COLUMN] and "override applied" in alice["flags"]
+    assert "override" not in read_grades(tmp_path / "grades.csv").rows["bob"]["flags"]
     with Gradebook(f"sqlite:///{db}") as gb:
         assert gb.find_grade(cell_name(ex_id), NOTEBOOK, "hw3", "alice").auto_score == pytest.approx(float(alice[ex_id]))
     merge(tmp_path / "grades.csv", shards, overrides=overrides)  # merged again: applied once

@@ -74,6 +74,7 @@ def test_a_rubric_change_is_refused_then_regraded_never_mixed(tmp_path: Path, mo
     code = main(["score-all", str(klass), "--csv", str(csv_path), "--gpu", "skip", "--sandbox", "none"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and says in err and "Traceback" not in err, err
+    assert f"python -m grader rescore JSON_DIR --csv {csv_path} scores them again" in err  # points alone: no code run
     assert csv_path.read_bytes() == before and graded_log(tmp_path) == []  # refused: nothing graded or written
 
     summary = score_all(klass, csv_path, fake_options(tmp_path, regrade_stale=True))

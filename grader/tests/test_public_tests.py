@@ -71,19 +71,8 @@ def test_public_tests_catch_the_mistake_and_name_it(runs, mistake):
     said = {(test, words) for words in mistake.get("not_said", []) for test, (status, message) in results.items()
             if status == "failed" and words in message}
     assert not said, f"{mistake['name']}: a failing test says what is false for it: {sorted(said)}"
-    assert not any(w in n for w in mistake.get("not_said", []) for n in _named(mistake)), "not_said contradicts its cause"
-
-
-def _named(patch: dict) -> list[str]:
-    """What a "likely cause:" line of this mistake's runs may contain: its cause, its expected message, and
-    the other words it is documented to be named in."""
-    cause = [known_results.cause_text(patch)] if patch.get("cause") else []
-    return [*cause, *([patch["expect_message"]] if "expect_message" in patch else []), *patch.get("also_named", [])]
-
-
-def _causes(results: dict[str, tuple[str, str]]) -> list[str]:
-    return [line.strip()[len("likely cause: "):] for status, message in results.values() if status == "failed"
-            for line in message.splitlines() if line.strip().startswith("likely cause: ")]
+    assert not any(w in n for w in mistake.get("not_said", []) for n in known_results.named_words(mistake)), \
+        "not_said contradicts its cause"
 
 
 @pytest.mark.timeout(180)
@@ -91,7 +80,7 @@ def _causes(results: dict[str, tuple[str, str]]) -> list[str]:
 def test_every_library_mistake_fails_a_public_test_that_names_it_and_no_other(runs, patch):
     results = runs[patch["name"]]
     assert "__error__" not in results, results.get("__error__")
-    causes, named = _causes(results), _named(patch)
+    causes, named = known_results.likely_causes(results.values()), known_results.named_words(patch)
     assert any(n in c for c in causes for n in named), (
         f"no 'likely cause:' line names {patch['name']} ({named}); the failing tests said: "
         f"{ {t: m[-600:] for t, (st, m) in results.items() if st == 'failed'} }")
@@ -176,14 +165,25 @@ def test_solution_docstring_examples_run_as_doctests(runs):
     assert len(results) >= 20, sorted(results)  # every exercise's functions and classes carry an example
 
 
+# Raw errors students meet, each a library mistake whose run must say it in the short format: the chapter's own
+# head_dim = d_out (a .view's RuntimeError), a weight's dimensions swapped (mat1 and mat2 shapes cannot be
+# multiplied), a .view of a transposed tensor without .contiguous().
+RAW_ERRORS = {"multihead_attention_head_dim_d_out": "RuntimeError: shape",
+              "self_attention_v2_linear_d_in_d_out_swapped": "RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+              "multihead_attention_view_without_contiguous": "RuntimeError: view size is not compatible"}
+FRAMES = ("site-packages", "dist-packages", "_pytest", "pluggy", "torch/nn/", "torch/_", "Traceback (most recent call last)")
+
+
 @pytest.mark.timeout(180)
 def test_no_failing_public_test_says_more_than_20_lines_or_shows_a_frame_of_torch_or_pytest(runs):
-    """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py)."""
+    """Over the stubs and every library mistake: each failure in the short format (exercises/kata_report.py),
+    the raw errors above among them, each with its type and its text."""
     failed = {(run, test): message for run, tests in runs.items() if run != pr.DOCTESTS and "__error__" not in tests
               for test, (status, message) in tests.items() if status == "failed"}
-    assert len(failed) >= len(LIBRARY)
+    assert len(failed) >= len(LIBRARY) and any(run == known_results.STUBS for run, _ in failed)
     long = {key: len(message.splitlines()) for key, message in failed.items() if len(message.splitlines()) > 20}
     assert not long, long
-    frames = {key: message for key, message in failed.items()
-              if any(f in message for f in ("site-packages", "_pytest", "pluggy", "Traceback (most recent call last)"))}
+    frames = {key: message for key, message in failed.items() if any(f in message for f in FRAMES)}
     assert not frames, frames
+    for mistake, error in RAW_ERRORS.items():  # with the student's own line: test_public_reports.py
+        assert any(run == mistake and f"raised {error}" in m for (run, _), m in failed.items()), mistake

@@ -12,8 +12,9 @@ module) and its score is checked against what the rubric promises:
 * one mistake each, which must cost points in its own module only: its own exercise and, for a module
   the GPU-run check runs, that module's own share of the check (in proportion to the exercise's core
   points lost), never another module's points or the exercises built on it: a mask not cut to T x T
-  (mutant 20), a missing ``multihead_attention.py``, a syntax error in ``causal_attention.py``, a
-  numeric mistake, a mask kept in a plain attribute (the same share whatever else is finished).
+  (mutant 20), a missing ``multihead_attention.py``, a syntax error in ``causal_attention.py`` (none of
+  whose tests passes, its device test included), a numeric mistake, a mask kept in a plain attribute (the
+  same share whatever else is finished).
 
 The lazy submissions live in ``grader/tests/submissions/lazy_*`` (``X.hostile`` replaces the reference
 module ``X``; ``gate.py.append`` is appended to every reference module).
@@ -33,6 +34,9 @@ from grader.grading.grade import grade
 from grader.grading.options import GradeOptions
 from grader.rubric import KINDS, SOLUTIONS_DIR, TESTS_DIR, load_rubric
 from grader.grading.scoring import core_fraction, summarize
+from grader.reports.feedback import feedback_text
+from grader.reports.gradescope import to_gradescope
+from grader.reports.json_report import to_json
 from support import build_submission
 
 pytestmark = pytest.mark.timeout(300)
@@ -201,7 +205,7 @@ def test_missing_multihead_attention_costs_its_exercise_only(graded, tmp_path):
     assert "MultiHeadAttention: not there (no multihead_attention.py)" in report.gpu_check.message
 
 
-def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_path):
+def test_a_syntax_error_in_causal_attention_costs_its_exercise_only_and_no_test_of_it_passes(graded, tmp_path):
     sub = build_submission("syntax_error_ca", tmp_path)
     path = sub / "03_causal" / "causal_attention.py"
     path.write_text(path.read_text().replace("def forward(self, x", "def forward(self x", 1))
@@ -215,6 +219,15 @@ def test_syntax_error_in_causal_attention_costs_its_exercise_only(graded, tmp_pa
     assert lines[0].startswith("CausalAttention: not there (causal_attention.py does not parse: SyntaxError")
     # The wrapper is judged over the stand-in in the GPU-run check too, as in its re-grade.
     assert lines[1].startswith("MultiHeadAttentionWrapper: runs on the device, judged over a stand-in CausalAttention")
+    # No test of a file that does not parse "passes" (its device test is no GPU-run check's to charge here: the
+    # check never ran it), and the students read the syntax error once, in words, with no path they lack.
+    own = report.exercises[ca]
+    assert own.outcomes and not [o.nodeid for o in own.outcomes if o.passed] and "tests passed" not in own.message
+    data = to_json(report)
+    text, gradescope = feedback_text("alice", data, "full"), json.dumps(to_gradescope(data, "full"))
+    assert text.count("(raised at 03_causal/causal_attention.py:") == 1, text  # in its tests, once
+    for words in ("tests/standins", "simulated_", "<unknown>"):
+        assert words not in text and words not in gradescope, words
 
 
 # ---- one mistake, one charge: a stub and a deleted file are the same ------------------------------

@@ -84,6 +84,8 @@ def test_cli_sandbox_bwrap_without_bubblewrap_exits_2(tmp_path: Path) -> None:
 class _SilentDomain:
     """A domain that never answers and reports its usage as ``usage(elapsed)`` says."""
 
+    oom_fd = None  # no cgroup
+
     def __init__(self, usage):
         self.sock, self._peer = socket.socketpair()
         self.start, self._usage = time.monotonic(), usage

@@ -66,7 +66,7 @@ def graded(tmp_path: Path) -> tuple[Path, dict, Path]:
             (f"{MASK}: test_values", 0.0, 1.5, "boom", "core"), (f"{MASK}: test_edge", 0.0, 1.0, "boom", "edge"),
             (f"{DROP}: test_p1", 0.0, 1.0, "NotImplementedError: p=1 is not supported", "core")], gpu=0.0,
             gpu_message="CausalAttention does not run on the device"),
-        # not started: a stub (its device test passed, counting nothing), a missing module, nothing for the GPU
+        # not started: a stub (an edge test passed, counting nothing), a missing module, nothing for the GPU
         "stubby": report_of({MASK: 0.0, DROP: 0.0}, [
             (f"{MASK}: test_values", 0.0, 1.5, STUB, "core"), (f"{MASK}: test_buffer", 0.0, 0.4, NOT_COUNTED, "edge"),
             (f"{DROP}: test_p1", 0.0, 1.0, "ModuleNotFoundError: No module named 'attention_dropout'", "core")],

@@ -11,6 +11,8 @@ where students write it, since a result is matched on its own test only. Where t
 test, each entry lists the other's words in ``also_named``.
 """
 
+from pathlib import Path
+
 # W_query, W_key, W_value as SelfAttention_v2, CausalAttention and MultiHeadAttention create them.
 THREE_LINEARS = ("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
                  "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
@@ -381,4 +383,49 @@ MISTAKES: list[dict] = [
      "replace": "keep = torch.empty_like(x).bernoulli_(1 - p)", "with": "keep = (torch.rand(x.shape) < 1 - p).float()",
      "expect_test": "test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed",
      "expect_message": "drew the keep-mask by comparing torch.rand(...)"},
+]
+
+# Group 04 and the raw errors (issue 38): causes the public tests read from the student's objects (their parameters'
+# requires_grad, their layers' sizes and names, a plain list of modules), never from an error's text alone: none has
+# a ``cause`` (an error matched alone would name them for a student whose objects show another).
+_MHA = (Path(__file__).resolve().parents[2] / "solutions" / "04_multihead" / "multihead_attention.py").read_text(encoding="utf-8")
+_VALUES = "values = self.W_value(x)"
+_MHA_LAYERS_TO_VALUES = _MHA[_MHA.index("self.W_query = nn.Linear"):_MHA.index(_VALUES) + len(_VALUES)]
+_MHA_FORWARD = "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n"
+_GRADIENTS = "test_multihead_attention_gradients_reach_every_parameter"
+MISTAKES += [
+    {"name": "multihead_attention_forward_under_no_grad", "exercise": "04_multihead/multihead_attention",
+     "replace": _MHA_FORWARD, "with": "    @torch.no_grad()\n" + _MHA_FORWARD, "expect_test": _GRADIENTS,
+     "expect_message": "keep the forward differentiable", "not_said": ["requires_grad is False"]},
+    {"name": "multihead_attention_returns_a_detached_output", "exercise": "04_multihead/multihead_attention",
+     "replace": "return self.out_proj(context)", "with": "return self.out_proj(context).detach()", "expect_test": _GRADIENTS,
+     "expect_message": "keep the forward differentiable", "not_said": ["requires_grad is False"]},
+    {"name": "multihead_attention_freezes_its_parameters", "exercise": "04_multihead/multihead_attention",
+     "replace": "self.dropout = nn.Dropout(dropout)\n", "with": "self.dropout = nn.Dropout(dropout)\n        self.requires_grad_(False)\n",
+     "expect_test": _GRADIENTS, "expect_message": "W_query.weight, W_key.weight, W_value.weight, out_proj.weight, out_proj.bias: "
+     "requires_grad is False", "not_said": ["keep the forward differentiable"]},
+    {"name": "multihead_attention_freezes_its_out_proj", "exercise": "04_multihead/multihead_attention",
+     "replace": "self.dropout = nn.Dropout(dropout)\n", "with": "self.dropout = nn.Dropout(dropout)\n        self.out_proj.requires_grad_(False)\n",
+     "expect_test": _GRADIENTS, "expect_message": "out_proj.bias, out_proj.weight: requires_grad is False",
+     "not_said": ["keep the forward differentiable", "forward does not use"]},
+    {"name": "multihead_attention_out_proj_from_head_dim", "exercise": "04_multihead/multihead_attention",
+     "replace": "self.out_proj = nn.Linear(d_out, d_out)", "with": "self.out_proj = nn.Linear(self.head_dim, d_out)",
+     "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
+     "expect_message": "out_proj maps the merged heads' d_out features to d_out"},
+    {"name": "multihead_attention_names_its_layers_otherwise", "exercise": "04_multihead/multihead_attention",
+     "replace": _MHA_LAYERS_TO_VALUES, "with": _MHA_LAYERS_TO_VALUES.replace("self.W_", "self.proj_"),
+     "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
+     "expect_message": "the layers are named otherwise", "not_said": ["object has no attribute"]},
+    {"name": "multihead_wrapper_heads_in_a_plain_list_moved_to_float64", "exercise": "04_multihead/multihead_wrapper",
+     "replace": "self.heads = nn.ModuleList(", "with": "self.heads = list(",
+     "expect_test": "test_multihead_wrapper_moved_to_float64_computes_in_float64", "expect_message": "hold them in an nn.ModuleList"},
+    {"name": "wrapper_concatenates_the_heads_last_first", "exercise": "04_multihead/multihead_wrapper",
+     "replace": "return torch.cat([head(x) for head in self.heads], dim=-1)",
+     "with": "outs = [head(x) for head in self.heads]\n        return torch.cat(outs[::-1], dim=-1)",
+     "expect_test": "test_multihead_wrapper_seed_123_matches_the_document", "expect_message": "concatenated the heads in reverse order"},
+    {"name": "multihead_attention_out_proj_per_head", "exercise": "04_multihead/multihead_attention",
+     "replace": "context = (attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)\n        return self.out_proj(context)",
+     "with": "return self.out_proj(attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)",
+     "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
+     "expect_message": "applied out_proj to the heads before merging them", "not_said": ["was given inputs of another size"]},
 ]

@@ -14,6 +14,7 @@ code runs, every module here is imported, so a student's ``channel.py`` cannot t
     tracing.py   what each request's student code ran (exercises/kata_trace.py), for which public name,
                  and what could hide it: plain values beside the answer
     imports.py   which of the student's modules imported which, as they ran (plain data for the grader)
+    public_tests.py  runs the students' public tests the grader sends, for a flag: {test: passed}
     codec.py     plain data <-> bytes, no pickle (the grader imports the same file)
     tools.py     loads the students' tools the worker uses too: exercises/kata_gpu.py, the simulated
                  GPU of the GPU-run check, and exercises/kata_trace.py, the trace of the operations that

@@ -9,7 +9,7 @@ This package knows no mode by name and keeps no copy of the layout or the groups
 With ``namespaces`` (the ``bwrap`` mode: the template runs as root inside bubblewrap, with
 CAP_SYS_ADMIN/SETUID/SETGID):
 
-    keeper   the fork: unshares mount, pid, network and IPC namespaces, forks the init, waits for it
+    keeper   the fork: joins the domain's cgroups (where the grader made them), unshares mount, pid, network and IPC namespaces, forks the init, waits for it
     init     pid 1 of the new pid namespace, root, dies with the keeper (PR_SET_PDEATHSIG): mounts a
              fresh /proc, a size-capped /tmp, /dev/shm and scratch, and a tmpfs for the private
              copy which it fills from the grader's bundle and remounts read-only; forks the worker
@@ -59,6 +59,20 @@ def _check(result: int, what: str) -> None:
 def _mount(source, target, fstype, flags, data=None) -> None:
     enc = (lambda s: None if s is None else s.encode())
     _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def join_cgroups(fds) -> None:
+    """Move this process into the domain's cgroups (``cgroup.procs`` files the grader opened and made;
+    "0" is the writer itself) before anything else: every process the domain starts is then in them,
+    its memory counted in all. The descriptors are closed at once (the student's uid could use them)."""
+    try:
+        for fd in fds:
+            os.write(fd, b"0")
+    except OSError as err:
+        raise DomainError(f"could not join the domain's cgroup: {os.strerror(err.errno)}") from None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def read_bundle(fd: int, groups, module_file) -> dict:
@@ -167,9 +181,10 @@ def _serve_confined(spec: dict, sock_fd: int, serve) -> None:
     serve(sock_fd, spec["copy"], spec["groups"], spec["uid"] is None)
 
 
-def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve) -> None:
-    """The fork's life: build the domain ``spec`` describes, then ``serve(sock_fd, copy_dir, groups,
-    watch_parent)`` (watch_parent: whether the worker's parent runs as the student's uid)."""
+def run(spec: dict, sock_fd: int, out_fd: int, bundle_fd: int, serve, cgroup_fds=()) -> None:
+    """The fork's life: join its cgroups, build the domain ``spec`` describes, then ``serve(sock_fd,
+    copy_dir, groups, watch_parent)`` (watch_parent: whether the worker's parent runs as the student's uid)."""
+    join_cgroups(cgroup_fds)
     os.setsid()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)

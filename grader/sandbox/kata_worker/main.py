@@ -38,6 +38,7 @@ def _prepare() -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writing past the size limit fails with EFBIG instead
     domain.set_limit(resource.RLIMIT_FSIZE, FSIZE_LIMIT)
     domain.set_limit(resource.RLIMIT_NOFILE, 256)
+    torch.set_num_interop_threads(1)  # threads count toward the domain's process limit (grader/sandbox/limits.py)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # noise in every failure message
     worker_module.init(torch)
     _warm_up(torch)

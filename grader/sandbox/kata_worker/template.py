@@ -3,7 +3,8 @@
 Control messages are JSON on a SOCK_SEQPACKET socket from the grader (never reachable from a
 domain: each fork closes it first). ``spawn`` carries the domain's spec and three descriptors (its
 protocol socket, the write end of its output pipe, the memfd holding the submission's files) and
-answers the fork's pid; ``kill`` and ``wait`` act on such a pid. The template is not dumpable and runs as root in the isolating modes, while student
+answers the fork's pid (after them come the ``cgroup.procs`` of the domain's cgroups, if any, which
+the fork joins first: grader/sandbox/cgroups.py); ``kill`` and ``wait`` act on such a pid. The template is not dumpable and runs as root in the isolating modes, while student
 code runs under another uid: it can neither read the template's memory nor signal it.
 
 The template is a child subreaper and reaps every child as soon as it ends (SIGCHLD): without a pid
@@ -24,6 +25,7 @@ import traceback
 from kata_worker import domain
 
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+MAX_FDS = 5  # a spawn's: socket, output pipe, bundle, and a cgroup.procs per hierarchy (v1: memory, pids)
 _exited: dict[int, int] = {}  # domain pid -> exit status, reaped but not yet asked for by ``wait``
 _domains: set[int] = set()  # the domains started and not yet waited for
 
@@ -36,14 +38,14 @@ def serve(ctl_fd: int, serve_worker) -> None:
     ctl.sendall(json.dumps({"ready": {"pid": os.getpid()}}).encode())
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, 3)
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 65536, MAX_FDS)
         except OSError:
             return
         if not data:
             return
         msg = json.loads(data)
         op = msg.get("op")
-        if op == "spawn" and len(fds) == 3:
+        if op == "spawn" and len(fds) >= 3:
             answer = {"pid": _spawn(msg["spec"], fds, serve_worker)}
         elif op == "kill":
             _kill(int(msg["pid"]))
@@ -58,7 +60,7 @@ def serve(ctl_fd: int, serve_worker) -> None:
 
 
 def _spawn(spec: dict, fds: list, serve_worker) -> int:
-    sock_fd, out_fd, bundle_fd = fds
+    sock_fd, out_fd, bundle_fd, *cgroup_fds = fds
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -66,7 +68,7 @@ def _spawn(spec: dict, fds: list, serve_worker) -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the domain waits for its own children
         code = 0
         try:
-            domain.run(spec, sock_fd, out_fd, bundle_fd, serve_worker)
+            domain.run(spec, sock_fd, out_fd, bundle_fd, serve_worker, cgroup_fds)
         except BaseException:
             traceback.print_exc()
             code = 71

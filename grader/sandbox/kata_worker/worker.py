@@ -25,6 +25,7 @@ import traceback
 import types
 
 import kata_gpu
+from kata_worker import public_tests
 from kata_worker.imports import ImportRecorder
 
 from kata_worker.tracing import Tracer
@@ -216,6 +217,8 @@ class Worker:
             return None
         if op == "imports":
             return self.modules.imports.recorded()
+        if op == "public_tests":  # for a flag, after everything that decides points (public_tests.py)
+            return public_tests.run(req, torch)
         if op == "seed":
             torch.manual_seed(req["seed"])
             return None
