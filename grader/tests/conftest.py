@@ -49,8 +49,9 @@ ONE_WORKER = {
     "test_isolation_domain.py::test_a_class_graded_one_after_another": MODE_SCOPES["uid"],  # its uid
     "test_sandbox.py::test_no_network_under_bwrap": MODE_SCOPES["none"],  # it grades in none mode too
     "test_gradebook.py": "gradebook",
+    "test_house.py": "house",  # its checks share one parse of the project's every module (2 CPU-s a worker)
 }
-HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("mode ")}
+HEAVY_SCOPES = {scope for scope in ONE_WORKER.values() if not scope.startswith("mode ")} - {"house"}
 # Tests whose attack kills their mode's template (in a mode without a uid of its own, none, the student's
 # code runs as this user and may kill its parent): run last, after every other test of that mode, so that
 # none of them has to start a new template (3 s of CPU).
