@@ -154,19 +154,23 @@ def test_cli_bad_feedback_options_exit_2_with_one_line(tmp_path: Path):
 
 
 @pytest.mark.timeout(240)
-def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Path):
-    import json
-
+def test_cli_score_writes_feedback_and_redacted_gradescope_results(tmp_path: Path, shared_domains, monkeypatch, capsys):
+    """The ``score`` command run in this process, its grading in this session's template (a ``python -m
+    grader`` process would import torch twice, itself and its template: 4 CPU-s; the command line in a
+    process of its own is test_cli_bad_feedback_options_exit_2_with_one_line's, and test_intake_and_reports.py's)."""
     from grader.authoring import mutation
+    from grader.grading.grade import grade
 
     mutant = tmp_path / "13_causal_mask_transposed"  # a submission of one module: the mutated causal_mask.py
     mutation.write_patched(mutation.mutant("13_causal_mask_transposed"), mutant)
     out = tmp_path / "feedback"
     out.mkdir()
-    proc = _cli("score", str(mutant), "--gpu", "skip", "--format", "gradescope", "--visibility", "messages",
-                "--feedback-dir", str(out), "--json", str(tmp_path / "r.json"))
-    assert proc.returncode == 0, proc.stderr
-    results, data = json.loads(proc.stdout), json.loads((tmp_path / "r.json").read_text())
+    monkeypatch.setattr("grader.reports.commands.grade", lambda path, options: grade(path, options, shared_domains))
+    rc = cli.main(["score", str(mutant), "--gpu", "skip", "--format", "gradescope", "--visibility", "messages",
+                   "--feedback-dir", str(out), "--json", str(tmp_path / "r.json")])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 0, stderr
+    results, data = json.loads(stdout), json.loads((tmp_path / "r.json").read_text())
     text = (out / "13_causal_mask_transposed.md").read_text()
     for written in (tmp_path / "r.json", out / "13_causal_mask_transposed.md"):  # another student's grades
         assert written.stat().st_mode & 0o077 == 0, oct(written.stat().st_mode)
