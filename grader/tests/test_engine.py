@@ -267,11 +267,11 @@ def test_timeout_kills_and_names_the_place(tmp_path, shared_domains):
     src = "def attention_scores():\n    while True:\n        pass\n"
     with toy_worker(tmp_path, src, shared_domains, call_timeout=1.0) as (_, impl):
         fn = impl.attention_scores
-        t0 = time.perf_counter()
+        # "after 1 s" is the CPU limit's message (the wall-clock ceiling's names its wall time): no bound on the
+        # wall time here, which a busy machine (load 14 on 2 cores: 1 s of CPU took 7) would break.
         with pytest.raises(WorkerFailure, match=r"timed out after 1 s in attention_scores \(at "
                                                 r"01_simple_attention/attention_scores.py:[23] in attention_scores\)"):
             fn()
-        assert time.perf_counter() - t0 < 5
 
 
 @pytest.mark.timeout(120)
