@@ -42,7 +42,7 @@ from kata_mistakes import (  # noqa: F401 -- every known mistake, re-exported: t
     MERGED_IN_WRONG_ORDER, RANDN_FOR_RAND, DROPOUT_BEFORE_SOFTMAX, ONE_HEAD_REPEATED, MASK_CHANGED_BY_FORWARD,
     P1_WHEN_NOT_TRAINING, GPT2_WITH_DROPOUT, AXES_0_1_SWAPPED, TOKENS_FROM_BATCH, differing, error_of, mask_errors, reshaped,
     too_many_tokens, transpose_errors, OUT_PROJ_WITHOUT_BIAS, not_divisible, GPT2_WITH_QKV_BIAS,
-    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT, gradient_causes)
+    MASK_COMPLEMENT, TENSOR_NOT_A_BUFFER, MODULES_IN_A_PLAIN_LIST, LAYERS_RENAMED, MASK_BUFFER_COMPLEMENT, gradient_causes, together)
 
 MAX_SHOWN = 36  # values shown per tensor in a message
 
@@ -205,7 +205,7 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
     if is_close(got, expected, atol, rtol):
         return  # known mistakes are looked for only now: most results are right
     tol = max(atol, 1e-4)
-    causes = [*kata_known.causes(call, got, atol, rtol), *([shown] if shown else [])]
+    causes = kata_known.causes(call, got, atol, rtol)  # said together: each reproduces got (kata_mistakes.together)
     for alternative, message in diagnoses:  # an alternative that equals the expected value shows nothing
         if (alternative is not None and message not in causes and is_close(got, alternative.to(expected.dtype), tol, rtol)
                 and not is_close(alternative.to(expected.dtype), expected, atol, rtol)):
@@ -218,9 +218,9 @@ def assert_close(got: Any, expected: torch.Tensor, *, call: str, atol: float, rt
         f"got      {fmt(got)}",
         f"largest absolute difference {max_abs_diff(got, expected):.3g} (tolerance: atol {atol:g}, rtol {rtol:g})",
         note,
-        *[f"likely cause: {c}" for c in causes],
+        *[f"likely cause: {c}" for c in [*together(causes), *([shown] if shown else [])]],
         *("differs: got is the expected value transposed (rows and columns swapped)" for _ in range(transposed)),
-        *([] if causes or transposed else [f"differs: {d}" for d in kata_known.differences(got.detach(), expected)]),
+        *([] if causes or shown or transposed else [f"differs: {d}" for d in kata_known.differences(got.detach(), expected)]),
     )
 
 

@@ -383,6 +383,14 @@ LINEAR_IN_FEATURES = "{names}: nn.Linear({i}, {o}) was given inputs of another s
 FROM_D_IN = "W_query, W_key and W_value map x's d_in = {d} features: nn.Linear(d_in, d_out)"
 OUT_PROJ_SQUARE = "out_proj maps the merged heads' d_out features to d_out: nn.Linear(d_out, d_out)"
 LAYERS_NAMED_OTHERWISE = "the layers are named otherwise: {names}: the documents' names, which the tests find them by"
+SAME_RESULT = "one of these, which give the same result here: "
+
+
+def together(causes: list[str]) -> list[str]:
+    """Causes whose alternatives all reproduce one result cannot be told apart there: said in one line, each once (a
+    group said together already is opened), so that none reads as the cause where another gives the same result."""
+    parts = dict.fromkeys(p for c in causes for p in (c[len(SAME_RESULT):].split("; or ") if c.startswith(SAME_RESULT) else [c]))
+    return [SAME_RESULT + "; or ".join(parts)] if len(parts) > 1 else list(parts)
 
 
 def gradient_causes(module: Any, out: Any, used: list[str] | None = None) -> list[str]:
@@ -416,3 +424,13 @@ def layer_errors(module: Any, x: Any = None, *_: Any) -> list[tuple[str, str]]:
         return []
     return [(pattern, LINEAR_IN_FEATURES.format(names=", ".join(n), i=i, o=o, fix=fix) if fix else OUT_PROJ_BEFORE_MERGE)
             for (pattern, i, o, fix), n in wrong.items()] + [("same dtype", MODULES_IN_A_PLAIN_LIST)] * listed
+
+
+# Issue 38, group 03: dropout's bounds, read from the student's own function.
+P_BOUND_REFUSED = "raised ValueError for p = {p}: [0, 1] includes its bounds (p = 0: x unchanged; p = 1: zeros); raise only for p < 0 or p > 1"
+
+
+def bound_refused(fn: Callable[..., Any], x: Any, p: float, *_: Any) -> list[tuple[str, str]]:
+    """``call_checked`` errors of ``dropout(x, p)`` at p = 0 or 1: its ValueError is the bounds excluded (0 < p < 1)
+    where the same function takes p = 0.5."""
+    return [] if p not in (0, 1) or error_of(lambda: fn(x, 0.5)) else [("ValueError:", P_BOUND_REFUSED.format(p=p))]

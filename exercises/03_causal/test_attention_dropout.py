@@ -11,8 +11,8 @@ import torch
 import torch.nn as nn
 
 from kata_checks import (assert_does_its_own_work, KEEP_PROB_SWAPPED, NAN_AT_P1, NOT_RESCALED, P1_WHEN_NOT_TRAINING, P_NOT_CHECKED,
-                         assert_close, assert_raises, call_in_float64, check_tensor, fail, load)
-from kata_mistakes import DIVIDED_BY_1_MINUS_P_LATE, P1_RETURNS_X
+                         assert_close, assert_raises, call_checked, call_in_float64, check_tensor, fail, load)
+from kata_mistakes import DIVIDED_BY_1_MINUS_P_LATE, P1_RETURNS_X, bound_refused
 
 
 def test_attention_dropout_drops_what_nn_dropout_drops_under_the_same_seed():
@@ -33,7 +33,7 @@ def test_attention_dropout_scales_survivors_and_is_identity_when_not_training():
     assert_close(got[kept], x[kept] / 0.75, atol=1e-6, call="dropout(x, 0.25) at the kept positions",
                  diagnoses=[(x[kept], NOT_RESCALED)])
     assert_close(m.dropout(x.clone(), 0.25, training=False), x, atol=0.0, call="dropout(x, 0.25, training=False)")
-    assert_close(m.dropout(x.clone(), 0.0), x, atol=0.0, call="dropout(x, 0.0)")
+    assert_close(call_checked(m.dropout, x.clone(), 0.0, call="dropout(x, 0.0)", errors=[bound_refused]), x, atol=0.0, call="dropout(x, 0.0)")
 
 
 def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p():
@@ -57,7 +57,7 @@ def test_attention_dropout_keeps_a_fraction_1_minus_p_scaled_by_1_over_1_minus_p
 def test_attention_dropout_drops_everything_at_p_one():
     m = load("attention_dropout")
     x = torch.rand(4, 5, generator=torch.Generator().manual_seed(1)) + 0.5
-    got = m.dropout(x, 1.0)
+    got = call_checked(m.dropout, x, 1.0, call="dropout(x, 1.0) with x of shape (4, 5)", errors=[bound_refused])
     if isinstance(got, torch.Tensor) and torch.isnan(got).any():
         fail("dropout(x, 1.0) with x of shape (4, 5)", f"returned NaN in {int(torch.isnan(got).sum())} of 20 places",
              "expected all zeros", f"likely cause: {NAN_AT_P1}")
@@ -69,7 +69,8 @@ def test_attention_dropout_returns_x_unchanged_when_not_training_whatever_p():
     m = load("attention_dropout")
     x = torch.rand(4, 5, generator=torch.Generator().manual_seed(2)) + 0.5
     for p in (0.5, 1.0):
-        assert_close(m.dropout(x.clone(), p, training=False), x, atol=0.0, call=f"dropout(x, {p}, training=False)",
+        got = call_checked(m.dropout, x.clone(), p, training=False, call=f"dropout(x, {p}, training=False)", errors=[bound_refused])
+        assert_close(got, x, atol=0.0, call=f"dropout(x, {p}, training=False)",
                      diagnoses=[(torch.zeros_like(x), P1_WHEN_NOT_TRAINING)] if p == 1.0 else [])
 
 

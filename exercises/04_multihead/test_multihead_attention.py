@@ -84,7 +84,7 @@ def _variant(mha, x, h, scale=None, split="slices", merge="cat", kq=False, fill=
 
 def _mistakes(mha, x, num_heads):
     """The grid of known mistakes on the module's own weights, each kept only where it differs from the right result
-    there; mistakes that agree with each other there cannot be told apart, and are said together."""
+    there; mistakes that agree with each other there cannot be told apart, and assert_close says them together."""
     d_in, d_out = x.shape[-1], mha.out_proj.weight.shape[0]
     hd = d_out // num_heads
     with torch.no_grad():
@@ -102,13 +102,7 @@ def _mistakes(mha, x, num_heads):
                (_variant(mha, x, num_heads, dim=-2), WRONG_DIM),
                (_variant(mha, x, num_heads, late="mask"), MASK_AFTER_SOFTMAX),
                (_variant(mha, x, num_heads, late="scale"), SCALED_AFTER_SOFTMAX)]
-        kept = differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
-    groups: list[tuple[torch.Tensor, list[str]]] = []
-    for alt, message in kept:
-        same = next((g for g in groups if not differing([(g[0], "")], alt, atol=1e-4)), None)
-        same[1].append(message) if same else groups.append((alt, [message]))
-    return [(alt, ms[0] if len(ms) == 1 else "one of these, which give the same result here: " + "; or ".join(ms))
-            for alt, ms in groups]
+        return differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
 
 
 def test_multihead_attention_seed_123_matches_the_reference_values():
@@ -168,27 +162,30 @@ def test_multihead_attention_runs_on_any_device():
     check_tensor(got, call=call, shape=(2, 5, 4))
 
 
-def _attention_with_dropout(mha, x, num_heads, p, seed, where="weights"):
+def _attention_with_dropout(mha, x, num_heads, p, seed, where="weights", scale=None):
     """As _attention, with nn.Dropout(p)'s draws under ``seed`` on the attention weights (after the softmax), or, a
-    known mistake, on the scores before the mask and softmax, the merged context, or the output."""
+    known mistake, on the scores before the mask and softmax, the merged context, or the output; or another ``scale``."""
     b, t, _ = x.shape
     q, k, v = (torch.stack(y.split(y.shape[-1] // num_heads, dim=-1), dim=1) for y in (mha.W_query(x), mha.W_key(x), mha.W_value(x)))
     torch.manual_seed(seed)
     drop = {where: lambda y: F.dropout(y, p, training=True)}
-    scores = drop.get("scores", lambda y: y)(q @ k.transpose(2, 3) / q.shape[-1] ** 0.5)
+    scores = drop.get("scores", lambda y: y)(q @ k.transpose(2, 3) * (q.shape[-1] ** -0.5 if scale is None else scale))
     weights = torch.softmax(scores.masked_fill(torch.ones(t, t).triu(1).bool(), -torch.inf), dim=-1)
     context = drop.get("context", lambda y: y)(torch.cat((drop.get("weights", lambda y: y)(weights) @ v).unbind(1), dim=-1))
     return drop.get("output", lambda y: y)(mha.out_proj(context))
 
 
 def _dropout_mistakes(mha, x, expected):
-    """Dropout's draws where students put them instead of on the weights, from the module's own layers; each kept
-    only where it differs from the right result there."""
+    """Dropout's draws where students put them instead of on the weights, or a wrong scale, from the module's own
+    layers; each kept only where it differs from the right result there."""
     try:
         with torch.no_grad():
+            d_out = mha.out_proj.weight.shape[0]
+            scale = [*scale_diagnoses(lambda f: _attention_with_dropout(mha, x, 2, 0.5, 5, scale=f), d_out // 2, "head_dim"),
+                     (_attention_with_dropout(mha, x, 2, 0.5, 5, scale=d_out**-0.5), scaled_by_d_out(d_out, d_out // 2))]
             return differing([(_attention_with_dropout(mha, x, 2, 0.5, 5, where), cause) for where, cause in
                               (("scores", DROPOUT_BEFORE_SOFTMAX), ("context", DROPOUT_ON_THE_OUTPUT),
-                               ("output", DROPOUT_ON_THE_OUTPUT))], expected)
+                               ("output", DROPOUT_ON_THE_OUTPUT))] + scale, expected)
     except Exception:  # noqa: BLE001 - broken layers: their own checks report them
         return []
 

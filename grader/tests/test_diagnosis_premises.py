@@ -155,3 +155,26 @@ def test_a_layer_is_blamed_for_mat1_and_mat2_only_where_its_own_size_is_wrong():
     merged = _Heads()
     merged.head_dim = 2  # a right out_proj given the heads unmerged: blamed on the merge, not on its size
     assert dict(MISTAKES.layer_errors(merged, x)) == {"x2 and 4x4)": MISTAKES.OUT_PROJ_BEFORE_MERGE}
+
+
+def test_causes_that_reproduce_one_result_are_said_together_never_one_alone():
+    """Two alternatives that give the student's result both hold there (scaled by 1/√d_out, divided by head_dim = 2
+    with d_out 4 and 2 heads): one line says them together, each once, so neither reads as the code's."""
+    joined = MISTAKES.together(["a", MISTAKES.SAME_RESULT + "b; or a", "c"])
+    assert joined == [MISTAKES.SAME_RESULT + "a; or b; or c"]
+    assert MISTAKES.together(["a", "a"]) == ["a"] and MISTAKES.together([]) == []
+
+
+def test_dropout_is_told_of_its_bounds_only_when_it_raises_there_and_takes_an_inner_p():
+    def strict(x, p):
+        if not 0 < p < 1:
+            raise ValueError(f"p = {p}")
+        return x
+
+    def refuses_all(x, p):
+        raise ValueError(f"p = {p}")
+
+    x = torch.ones(3)
+    assert [pattern for pattern, _ in MISTAKES.bound_refused(strict, x, 1.0)] == ["ValueError:"]
+    assert "p = 0.0" in MISTAKES.bound_refused(strict, x, 0.0)[0][1]
+    assert MISTAKES.bound_refused(strict, x, 1.5) == [] and MISTAKES.bound_refused(refuses_all, x, 0.0) == []
