@@ -427,10 +427,10 @@ def layer_errors(module: Any, x: Any = None, *_: Any) -> list[tuple[str, str]]:
 
 
 # Issue 38, group 03: dropout's bounds, read from the student's own function.
-P_BOUND_REFUSED = "raised ValueError for p = {p}: [0, 1] includes its bounds (p = 0: x unchanged; p = 1: zeros); raise only for p < 0 or p > 1"
+P_BOUND_REFUSED = "refused p = 0 or p = 1: [0, 1] includes its bounds (p = 0: x unchanged; p = 1: zeros); raise only for p < 0 or p > 1"
 
 
 def bound_refused(fn: Callable[..., Any], x: Any, p: float, *_: Any) -> list[tuple[str, str]]:
     """``call_checked`` errors of ``dropout(x, p)`` at p = 0 or 1: its ValueError is the bounds excluded (0 < p < 1)
     where the same function takes p = 0.5."""
-    return [] if p not in (0, 1) or error_of(lambda: fn(x, 0.5)) else [("ValueError:", P_BOUND_REFUSED.format(p=p))]
+    return [] if p not in (0, 1) or error_of(lambda: fn(x, 0.5)) else [("ValueError:", P_BOUND_REFUSED)]

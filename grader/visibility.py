@@ -62,31 +62,35 @@ def redact(text: str, visibility: str) -> str:
         return text
     if visibility == "scores":
         return ""
-    lines = []
-    for line in text.splitlines():
-        if line.strip().removeprefix("likely cause: ") in _project_causes():  # the kata's own words, whole
-            lines.append(line)
-            continue
-        line = _CALL_LINE.sub(lambda m: f"called {m.group(1)}(…):", line)
-        line = _redact_value_lists(line)
-        if _KEPT_LINE not in line:
-            line = _DECIMAL.sub("…", line)
-        lines.append(line)
-    return "\n".join(lines)
+    return "\n".join(_redact_line(line) for line in text.splitlines())
+
+
+def _redact_line(line: str) -> str:
+    """One line at ``messages``: the kata's own ``likely cause:`` words whole, also each of several said together
+    (``one of these, which give the same result here: A; or B``, kata_mistakes.together); the rest redacted."""
+    cause, together = line.strip().removeprefix("likely cause: "), _project_causes().get("SAME_RESULT", "")
+    if cause in _project_causes().values():  # the kata's own words, whole
+        return line
+    if line.strip().startswith("likely cause: ") and together and cause.startswith(together):
+        head = line[: len(line) - len(cause)] + together
+        return head + "; or ".join(_redact_line(part) for part in cause[len(together):].split("; or "))
+    line = _CALL_LINE.sub(lambda m: f"called {m.group(1)}(…):", line)
+    line = _redact_value_lists(line)
+    return line if _KEPT_LINE in line else _DECIMAL.sub("…", line)
 
 
 @functools.lru_cache(maxsize=1)
-def _project_causes() -> frozenset[str]:
+def _project_causes() -> dict[str, str]:
     """The kata's messages of known mistakes (tests/kata_mistakes.py: plain text, no torch): a ``likely
     cause:`` line that is one of them holds no input of a hidden test, and is shown whole. A line a
     student's error text makes to look like one is not among them, and is redacted as any other."""
     path = TESTS_DIR / "kata_mistakes.py"
     spec = importlib.util.spec_from_file_location("_kata_mistakes_words", path)
     if spec is None or spec.loader is None or not path.is_file():
-        return frozenset()
+        return {}
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return frozenset(v for k, v in vars(module).items() if isinstance(v, str) and k.isupper() and " " in v)
+    return {k: v for k, v in vars(module).items() if isinstance(v, str) and k.isupper() and " " in v}
 
 
 def _redact_value_lists(line: str) -> str:
