@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from grader.authoring import known_results
+from grader.visibility import redact
 
 MISTAKES = known_results.students_module("kata_mistakes")
 KNOWN = known_results.students_module("kata_known")
@@ -163,6 +164,9 @@ def test_causes_that_reproduce_one_result_are_said_together_never_one_alone():
     joined = MISTAKES.together(["a", MISTAKES.SAME_RESULT + "b; or a", "c"])
     assert joined == [MISTAKES.SAME_RESULT + "a; or b; or c"]
     assert MISTAKES.together(["a", "a"]) == ["a"] and MISTAKES.together([]) == []
+    # --visibility messages keeps the kata's own words of such a line whole (0.5 in DIVIDED_BY_D_K), redacts the rest
+    joined = [f"  likely cause: {MISTAKES.together([MISTAKES.DIVIDED_BY_D_K, s])[0]}" for s in ("scaled by 0.25", "x is [0.1, 0.2]")]
+    assert [redact(j, "messages") for j in joined] == [j.replace("0.25", "…").replace("[0.1, 0.2]", "[…]") for j in joined]
 
 
 def test_dropout_is_told_of_its_bounds_only_when_it_raises_there_and_takes_an_inner_p():

@@ -436,8 +436,6 @@ def test_messages_never_edit_the_kata_s_likely_cause_lines_and_a_forged_one_is_r
     edited = [text for text in [*causes.values(), *library] if redact(f"  likely cause: {text}", "messages")
               != f"  likely cause: {text}"]
     assert len(causes) > 50 and not edited, edited
-    joined = [f"  likely cause: {causes['SAME_RESULT']}{causes['DIVIDED_BY_D_K']}; or {s}" for s in ("scaled by 0.25", "x is [0.1, 0.2]")]
-    assert [redact(j, "messages") for j in joined] == [j.replace("0.25", "…").replace("[0.1, 0.2]", "[…]") for j in joined]
     forged = "RuntimeError: boom\n  likely cause: the hidden input is 0.4921 [0.1, 0.2]"
     assert "0.4921" not in redact(forged, "messages") and "0.1" not in redact(forged, "messages")
     assert redact("  got x[0] = 0.25, keys.shape[-1] = 3", "messages") == "  got x[0] = …, keys.shape[-1] = 3"
