@@ -17,6 +17,15 @@ line names 15/16, false 1/16:
   though scaling by 1/√d_out gives the same result there (d_out = 4, head_dim = 2): the student's code does not
   divide by d_k;
 * all other causes right (p08's "not cut to T × T" is true of a mask cut to T rows and context_length columns).
+
+After the fixes they prompted (so p06 and p15 are no longer held out: both joined the library,
+tests/mutants/student_mistakes_named.py): caught 16/16, named 16/16, none false. Causes whose alternatives all
+reproduce one result are said in one line, "one of these, which give the same result here: ..."
+(kata_mistakes.together, in every assert_close), never one alone; the dropout test of MultiHeadAttention
+recomputes the wrong scales from the module's own weights; a ValueError at p = 0 or 1 from a dropout that takes
+p = 0.5 is named (kata_mistakes.bound_refused). p15 now reads "one of these ...: divided the scores by d_k instead
+of √d_k ...; or divided by head_dim = 2 instead of √head_dim; or scaled by 1/√d_out = 1/√4 ..." (true: at d_out 4
+and 2 heads the three give one result), and p06 "refused p = 0 or p = 1: [0, 1] includes its bounds ...".
 """
 
 from __future__ import annotations
