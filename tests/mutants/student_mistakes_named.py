@@ -428,12 +428,8 @@ MISTAKES += [
      "with": "return self.out_proj(attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)",
      "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
      "expect_message": "applied out_proj to the heads before merging them", "not_said": ["was given inputs of another size"]},
-    # Held out in benchmarks/heldout_probes_34b.py (p06, p15), named after being seen there.
+    # Held out in benchmarks/heldout_probes_34b.py (p06), named after being seen there.
     {"name": "dropout_refuses_the_bounds_of_0_and_1", "exercise": "03_causal/attention_dropout",
      "replace": "if not 0.0 <= p <= 1.0:", "with": "if not 0.0 < p < 1.0:",
      "expect_test": "test_attention_dropout_drops_everything_at_p_one", "expect_message": "[0, 1] includes its bounds"},
-    {"name": "multihead_attention_scaled_by_d_out_in_training", "also_named": ["scaled by 1/√d_out"], "exercise": "04_multihead/multihead_attention",
-     "replace": "torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)", "with": "torch.softmax(attn_scores / self.d_out**0.5, dim=-1)",
-     "expect_test": "test_multihead_attention_applies_its_dropout_to_the_weights_in_training_mode_only",
-     "expect_message": "one of these, which give the same result here: divided the scores by d_k instead of √d_k"},
 ]
