@@ -18,8 +18,10 @@ line names 15/16, false 1/16:
   divide by d_k;
 * all other causes right (p08's "not cut to T × T" is true of a mask cut to T rows and context_length columns).
 
-After the fixes they prompted (so p06 and p15 are no longer held out: both joined the library,
-tests/mutants/student_mistakes_named.py): caught 16/16, named 16/16, none false. Causes whose alternatives all
+After the fixes they prompted (so p06 and p15 are no longer held out: p06 joined the library,
+tests/mutants/student_mistakes_named.py; p15 was in it already, ``multihead_attention_scaled_by_d_out``, which
+listed the lone d_k cause as ``also_named`` and now says it must not be said alone, ``not_said``): caught 16/16,
+named 16/16, none false. Causes whose alternatives all
 reproduce one result are said in one line, "one of these, which give the same result here: ..."
 (kata_mistakes.together, in every assert_close), never one alone; the dropout test of MultiHeadAttention
 recomputes the wrong scales from the module's own weights; a ValueError at p = 0 or 1 from a dropout that takes
