@@ -1,6 +1,6 @@
 """Held-out student mistakes for groups 03-04 (issue 38, item 3): a measurement set, never a test's input.
 
-    python benchmarks/heldout_probes_34b.py [--show-causes]
+    python benchmarks/heldout_probes_34b.py [first|second|all] [--show-causes]
 
 Written by a fresh pair of eyes before reading the library of known mistakes (tests/mutants/student_mistakes*.py),
 ``../shared/student_mistakes/mistakes.json`` or the lists of the other held-out files, from the chapter text and
@@ -108,11 +108,37 @@ PROBES = [
           ["contiguous", "view"]),
 ]
 
+# Written after the fixes above, from the same sources, and measured once (not used for a fix).
+SECOND = [
+    probe("q01", G3, "causal_attention", "CausalAttention's softmax over dim=1 of (b, T, T): each column, not each row",
+          [("attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+            "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=1)")],
+          ["dim", "column", "row"]),
+    probe("q02", G3, "causal_attention", "CausalAttention applies its dropout to the scores before masking them, and again to the weights",
+          [("        attn_scores = attn_scores.masked_fill(", "        attn_scores = self.dropout(attn_scores)\n        attn_scores = attn_scores.masked_fill(")],
+          ["dropout", "before"]),
+    probe("q03", G3, "causal_mask", "mask_and_renormalize divides by the row sums without keepdim (broadcasts along the rows)",
+          [("return masked / masked.sum(dim=-1, keepdim=True)", "return masked / masked.sum(dim=-1)")],
+          ["keepdim"]),
+    probe("q04", G4, "multihead_attention", "MultiHeadAttention never checks T > context_length (the mask cut is smaller)",
+          [("        if num_tokens > self.context_length:\n            raise ValueError(f\"the input has {num_tokens} tokens, more than context_length={self.context_length}\")\n", "")],
+          ["context_length", "ValueError"]),
+    probe("q05", G4, "head_split", "split_heads does not check divisibility: reshape raises a RuntimeError",
+          [("    if d_out % num_heads != 0:\n        raise ValueError(f\"d_out={d_out} is not divisible by num_heads={num_heads}\")\n", "")],
+          ["divisible", "ValueError"]),
+    probe("q06", G4, "multihead_attention", "MultiHeadAttention masks with the transposed mask (hides the past)",
+          [("attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)",
+            "attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens].T, -torch.inf)")],
+          ["past", "transpos", "below"]),
+]
+
 
 def main(argv: list[str]) -> int:
+    which = next((a for a in argv if not a.startswith("--")), "first")
+    probes = {"first": PROBES, "second": SECOND, "all": PROBES + SECOND}[which]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "probes.json"
-        path.write_text(json.dumps(PROBES), encoding="utf-8")
+        path.write_text(json.dumps(probes), encoding="utf-8")
         return student_mistakes.main([str(path), *[a for a in argv if a.startswith("--")]])
 
 

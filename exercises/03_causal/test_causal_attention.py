@@ -9,7 +9,7 @@ module's own weights with torch.nn.functional.scaled_dot_product_attention.
 import torch
 import torch.nn.functional as F
 
-from kata_checks import (assert_does_its_own_work, MASK_BUFFER_COMPLEMENT, creation_order, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, differing,
+from kata_checks import (assert_does_its_own_work, DROPOUT_BEFORE_SOFTMAX, MASK_BUFFER_COMPLEMENT, creation_order, DROPOUT_IN_EVAL, DROPOUT_NOT_APPLIED, differing,
                          MASK_CHANGED_BY_FORWARD, UNMASKED, assert_close, mask_errors, too_many_tokens,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, describe, fail, journey_batch, load, scale_diagnoses)
@@ -162,10 +162,13 @@ def test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only()
         expected = F.dropout(weights, 0.5, training=True) @ v  # the same draws as nn.Dropout(0.5) under seed 5
         torch.manual_seed(5)
         on_values = weights @ F.dropout(v, 0.5, training=True)
+        torch.manual_seed(5)  # the draws on the scores, before the mask and the softmax
+        scores = F.dropout(q @ k.transpose(1, 2) / 2.0, 0.5, training=True).masked_fill(torch.ones(5, 5).triu(1).bool(), -torch.inf)
     torch.manual_seed(5)
     got = ca(x)
     assert_close(got, expected, atol=1e-5, call=f"torch.manual_seed(5); {call}(x) in training mode",
-                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED), (on_values, DROPOUT_ON_VALUES)])
+                 diagnoses=[(no_dropout, DROPOUT_NOT_APPLIED), (on_values, DROPOUT_ON_VALUES),
+                            (torch.softmax(scores, -1) @ v, DROPOUT_BEFORE_SOFTMAX)])
     ca.eval()
     assert_close(ca(x), no_dropout, atol=1e-5, call=f"{call}.eval()(x)", diagnoses=[(expected, DROPOUT_IN_EVAL)])
 

@@ -15,7 +15,7 @@ from kata_checks import (DROPOUT_NOT_APPLIED, MASK_BUFFER_COMPLEMENT, GPT2_WITH_
                          SPLIT_BARE_VIEW, too_many_tokens, UNMASKED, assert_close,
                          assert_gradients_reach_every_parameter, assert_mask_buffer, assert_qkv_biases, assert_raises, call_checked,
                          call_in_float64, call_on_any_device, check_tensor, fail, journey_batch, load, scaled_by_d_out)
-from kata_mistakes import (DROPOUT_BEFORE_SOFTMAX, DROPOUT_ON_THE_OUTPUT, HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED,
+from kata_mistakes import (DROPOUT_BEFORE_SOFTMAX, DROPOUT_ON_THE_OUTPUT, HEAD_DIM_IS_D_OUT, HEADS_INTERLEAVED, MASK_HIDES_THE_PAST,
                            KEYS_TIMES_QUERIES, MASK_AFTER_SOFTMAX, MASKED_WITH_ZEROS, MERGED_IN_WRONG_ORDER,
                            SCALED_AFTER_SOFTMAX, SCALED_BY_D_IN_HEADS, WRONG_DIM, LAYERS_NAMED_OTHERWISE, layer_errors,
                            scale_diagnoses)
@@ -59,9 +59,10 @@ def _diagnoses(mha, x, num_heads):
         return []
 
 
-def _variant(mha, x, h, scale=None, split="slices", merge="cat", kq=False, fill=-torch.inf, dim=-1, late=""):
+def _variant(mha, x, h, scale=None, split="slices", merge="cat", kq=False, fill=-torch.inf, dim=-1, late="", past=False):
     """Multi-head attention from the module's own layers, written out with one mistake: ``split``/``merge`` the heads
-    another way, K Qᵀ (``kq``), the mask's ``fill``, the softmax's ``dim``, a ``late`` mask or scale (after the softmax)."""
+    another way, K Qᵀ (``kq``), the mask's ``fill``, the softmax's ``dim``, a ``late`` mask or scale (after the softmax),
+    the mask on the ``past`` (transposed)."""
     b, t, _ = x.shape
     q, k, v = mha.W_query(x), mha.W_key(x), mha.W_value(x)
     hd = q.shape[-1] // h
@@ -70,7 +71,7 @@ def _variant(mha, x, h, scale=None, split="slices", merge="cat", kq=False, fill=
     q, k, v = map(layouts.get(split, lambda y: y.reshape(b, t, h, hd).transpose(1, 2)), (q, k, v))
     scores = k @ q.transpose(2, 3) if kq else q @ k.transpose(2, 3)
     f = hd**-0.5 if scale is None else scale
-    hidden = torch.ones(t, t, dtype=torch.bool).triu(1)
+    hidden = torch.ones(t, t, dtype=torch.bool).triu(1).mT if past else torch.ones(t, t, dtype=torch.bool).triu(1)
     if late == "mask":  # the softmax of every score, the future zeroed after it (not renormalized)
         w = torch.softmax(scores * f, dim=dim).masked_fill(hidden, 0.0)
     elif late == "scale":  # the softmax of the unscaled scores, the weights scaled after it
@@ -101,7 +102,8 @@ def _mistakes(mha, x, num_heads):
                (_variant(mha, x, num_heads, fill=0.0), MASKED_WITH_ZEROS),
                (_variant(mha, x, num_heads, dim=-2), WRONG_DIM),
                (_variant(mha, x, num_heads, late="mask"), MASK_AFTER_SOFTMAX),
-               (_variant(mha, x, num_heads, late="scale"), SCALED_AFTER_SOFTMAX)]
+               (_variant(mha, x, num_heads, late="scale"), SCALED_AFTER_SOFTMAX),
+               (_variant(mha, x, num_heads, past=True), MASK_HIDES_THE_PAST)]
         return differing(out, _attention(mha, x, num_heads))  # with head_dim 1, no scale is the right one
 
 

@@ -428,7 +428,14 @@ MISTAKES += [
      "with": "return self.out_proj(attn_weights @ values).transpose(1, 2).reshape(b, num_tokens, self.d_out)",
      "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights",
      "expect_message": "applied out_proj to the heads before merging them", "not_said": ["was given inputs of another size"]},
-    # Held out in benchmarks/heldout_probes_34b.py (p06), named after being seen there.
+    # Held out in benchmarks/heldout_probes_34b.py (p06, q06; q02's dropout moved to the scores), named after being seen there.
+    {"name": "causal_attention_dropout_on_the_scores_before_the_mask", "exercise": "03_causal/causal_attention",
+     "replace": "attn_scores = attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n        attn_weights = self.dropout(attn_weights)",
+     "with": "attn_scores = self.dropout(attn_scores).masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+     "expect_test": "test_causal_attention_applies_dropout_to_the_weights_in_training_mode_only", "expect_message": "dropout was applied to the scores before the softmax"},
+    {"name": "multihead_attention_mask_hides_the_past", "exercise": "04_multihead/multihead_attention",
+     "replace": "self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)", "with": "self.mask.bool()[:num_tokens, :num_tokens].T, -torch.inf)",
+     "expect_test": "test_multihead_attention_with_head_dim_2_matches_attention_from_its_own_weights", "expect_message": "the mask hides the past"},
     {"name": "dropout_refuses_the_bounds_of_0_and_1", "exercise": "03_causal/attention_dropout",
      "replace": "if not 0.0 <= p <= 1.0:", "with": "if not 0.0 < p < 1.0:",
      "expect_test": "test_attention_dropout_drops_everything_at_p_one", "expect_message": "[0, 1] includes its bounds"},
