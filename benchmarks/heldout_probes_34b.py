@@ -40,9 +40,7 @@ q02 as written, dropout twice, stays unnamed: all 22 caught, 21 named, none fals
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -142,12 +140,7 @@ SECOND = [
 
 
 def main(argv: list[str]) -> int:
-    which = next((a for a in argv if not a.startswith("--")), "first")
-    probes = {"first": PROBES, "second": SECOND, "all": PROBES + SECOND}[which]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probes.json"
-        path.write_text(json.dumps(probes), encoding="utf-8")
-        return student_mistakes.main([str(path), *[a for a in argv if a.startswith("--")]])
+    return student_mistakes.run_sets({"first": PROBES, "second": SECOND}, argv)
 
 
 if __name__ == "__main__":
