@@ -1,0 +1,97 @@
+"""Held-out student mistakes for groups 01-02 (issue 38, item 3): a second fresh set, a measurement, never a test's input.
+
+    python benchmarks/heldout_probes_12b.py [--show-causes]
+
+Written from the chapter text (exercises/documents/) and the stubs of 01_simple_attention and
+02_trainable_weights only, before reading the library of known mistakes (tests/mutants/), the shared
+mistakes (../shared/student_mistakes/) or the lists of benchmarks/heldout_probes_13.py: slips a student
+copying the documents' listings would make. No test reads this file. Each entry has the format of
+``../shared/student_mistakes/mistakes.json`` (its README); the run is benchmarks/student_mistakes.py's.
+
+Step 1, at main 537f081, before any change (judged by reading each cause against the patched code):
+caught 14/14; a right cause named for 9/14 (p03 p04 p07 p08 p10 p11 p12 p13 p14); one false cause:
+p05 (amax without keepdim) was told "summed without keepdim=True" in the float64 test (the sum has
+keepdim; the known error text of a library mistake matched), and its 2-D failures named nothing; no cause
+for p01 (IndexError), p02 (torch.dot on a batch), p06 (size mismatch), p09 (torch.sqrt of an int).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import student_mistakes  # noqa: E402  (the benchmark beside this file: one way to measure)
+
+G1, G2 = "01_simple_attention", "02_trainable_weights"
+STABLE_SHIFT = "shifted = scores - scores.amax(dim=dim, keepdim=True)"
+
+
+def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
+    return {"id": pid, "group": group, "module": module, "description": description,
+            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+
+
+PROBES = [
+    probe("p01", G1, "attention_scores", "attention_scores: the document's loop, torch.empty sized by d (shape[-1]) not T",
+          [("return torch.stack([torch.dot(x_i, query) for x_i in inputs])",
+            "attn_scores = torch.empty(inputs.shape[-1])\n    for i, x_i in enumerate(inputs):\n"
+            "        attn_scores[i] = torch.dot(x_i, query)\n    return attn_scores")],
+          ["shape[-1]", "shape[0]", "number of tokens", "sized", "T entries"]),
+    probe("p02", G1, "attention_scores", "attention_score_matrix: the document's double loop, len_words = inputs.shape[0]",
+          [("return inputs @ inputs.transpose(-2, -1)",
+            "len_words = inputs.shape[0]\n    scores = torch.empty(len_words, len_words)\n"
+            "    for i, row in enumerate(inputs):\n        for j, col in enumerate(inputs):\n"
+            "            scores[i, j] = torch.dot(row, col)\n    return scores")],
+          ["batch", "loop", "matrix product", "shape[0]"]),
+    probe("p03", G1, "normalization", "normalize_by_sum: dim hard-coded to -1, the dim argument ignored",
+          [("return scores / scores.sum(dim=dim, keepdim=True)", "return scores / scores.sum(dim=-1, keepdim=True)")],
+          ["dim", "ignored", "last"]),
+    probe("p04", G1, "normalization", "softmax_stable: scores.max(dim, keepdim=True) returns (values, indices)",
+          [(STABLE_SHIFT, "shifted = scores - scores.max(dim=dim, keepdim=True)")],
+          ["values", ".max", "amax", "namedtuple", "indices"]),
+    probe("p05", G1, "normalization", "softmax_stable: amax without keepdim (right for a vector, wrong for a matrix)",
+          [(STABLE_SHIFT, "shifted = scores - scores.amax(dim=dim)")], ["keepdim"]),
+    probe("p06", G1, "context_vectors", "context_vector: the document's loop with torch.zeros(attn_weights.shape), (T,) not (d,)",
+          [("### BEGIN SOLUTION\n    return attn_weights @ inputs",
+            "context = torch.zeros(attn_weights.shape)\n    for i, x_i in enumerate(inputs):\n"
+            "        context += attn_weights[i] * x_i\n    return context")],
+          ["zeros", "shape", "(d,)", "query.shape", "inputs.shape[1]", "inputs.shape[-1]"]),
+    probe("p07", G1, "context_vectors", "context_vectors: softmax over dim=1 (right for 2-D, columns on a batch)",
+          [("torch.softmax(attn_scores, dim=-1)", "torch.softmax(attn_scores, dim=1)")], ["dim"]),
+    probe("p08", G2, "scaled_attention", "scaled_dot_product: d_k = keys.shape[0] (T, not the feature size)",
+          [("d_k = keys.shape[-1]", "d_k = keys.shape[0]")], ["shape[0]", "T_k", "tokens", "√6", "shape[-1]"]),
+    probe("p09", G2, "scaled_attention", "scaled_dot_product: torch.sqrt(d_k) on a Python int",
+          [("attn_scores / d_k**0.5", "attn_scores / torch.sqrt(d_k)")], ["sqrt", "int", "tensor"]),
+    probe("p10", G2, "scaled_attention", "scaled_dot_product: softmax first, then divided by sqrt(d_k)",
+          [("torch.softmax(attn_scores / d_k**0.5, dim=-1)", "torch.softmax(attn_scores, dim=-1) / d_k**0.5")],
+          ["after", "before the softmax", "sum to 1", "order"]),
+    probe("p11", G2, "self_attention", "SelfAttention_v1: the 3.4.1 listing's requires_grad=False copied into the class",
+          [(f"self.{w} = nn.Parameter(torch.rand(d_in, d_out))",
+            f"self.{w} = nn.Parameter(torch.rand(d_in, d_out), requires_grad=False)") for w in ("W_query", "W_key", "W_value")],
+          ["requires_grad", "gradient"]),
+    probe("p12", G2, "self_attention", "SelfAttention_v2.forward: x @ self.W_key.weight.T, the biases left out",
+          [("keys = self.W_key(x)\n        queries = self.W_query(x)\n        values = self.W_value(x)",
+            "keys = x @ self.W_key.weight.T\n        queries = x @ self.W_query.weight.T\n"
+            "        values = x @ self.W_value.weight.T")],
+          ["bias"]),
+    probe("p13", G2, "weight_transfer", "copy_weights_v2_to_v1: copy_ into the parameters without torch.no_grad()",
+          [("    with torch.no_grad():\n        for name in _PROJECTIONS:\n            getattr(sa_v1, name).copy_",
+            "    if True:\n        for name in _PROJECTIONS:\n            getattr(sa_v1, name).copy_")],
+          ["no_grad", "in-place", "leaf"]),
+    probe("p14", G2, "weight_transfer", "copy_weights_v1_to_v2: v2's biases left as they were",
+          [("            if linear.bias is not None:\n                linear.bias.zero_()\n", "")], ["bias"]),
+]
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "probes.json"
+        path.write_text(json.dumps(PROBES), encoding="utf-8")
+        return student_mistakes.main([str(path), *[a for a in argv if a.startswith("--")]])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
