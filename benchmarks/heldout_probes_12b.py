@@ -25,9 +25,7 @@ as a variant of the patch here).
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -95,11 +93,7 @@ PROBES = [
 
 
 def main(argv: list[str]) -> int:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probes.json"
-        path.write_text(json.dumps(PROBES), encoding="utf-8")
-        return student_mistakes.main([str(path), *[a for a in argv if a.startswith("--")]])
-
+    return student_mistakes.report(PROBES, argv)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -332,9 +332,9 @@ FULL_CONTEXT_REFUSED = "refused exactly context_length tokens: only more is an e
 TOKENS_FROM_FEATURES = "the number of tokens was read from the features: x.shape[-1] is d_in; the tokens are T = x.shape[-2]"
 DOT_ON_A_BATCH = ("torch.dot takes two 1-D vectors: a loop over a batch's first axis hands it whole matrices; one product "
                   "does every pair and keeps leading dims, inputs @ inputs.transpose(-2, -1)")
-SQRT_OF_AN_INT = "torch.sqrt takes a tensor, not the int d_k = keys.shape[-1]: divide by d_k ** 0.5 (or math.sqrt(d_k))"
+SQRT_OF_AN_INT = "torch.sqrt takes a tensor, not a Python int (d_k = keys.shape[-1] is one): divide by d_k ** 0.5 (or math.sqrt(d_k))"
 SIZED_BY_FEATURES = "a tensor of d entries (the features) was indexed by token: one score per token needs T = inputs.shape[0] entries"
-SIZED_BY_TOKENS = ("a (T,) tensor, one entry per token (torch.zeros(attn_weights.shape)), met a row of inputs: the context "
+SIZED_BY_TOKENS = ("a (T,) tensor, one entry per token (e.g. torch.zeros(attn_weights.shape)), met a row of inputs: the context "
                    "vector has one entry per feature, torch.zeros(inputs.shape[-1]) (the document's query.shape)")
 P1_RETURNS_X = "returned x unchanged at p = 1 in training mode: p = 1 drops every element, so return zeros"
 DROPOUT_ON_VALUES = "applied dropout to the values: apply it to the attention weights after the softmax, then @ values"
