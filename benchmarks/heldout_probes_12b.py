@@ -1,6 +1,6 @@
 """Held-out student mistakes for groups 01-02 (issue 38, item 3): a second fresh set, a measurement, never a test's input.
 
-    python benchmarks/heldout_probes_12b.py [--show-causes]
+    python benchmarks/heldout_probes_12b.py [probes|after|idioms] [--show-causes]
 
 Written from the chapter text (exercises/documents/) and the stubs of 01_simple_attention and
 02_trainable_weights only, before reading the library of known mistakes (tests/mutants/), the shared
@@ -21,6 +21,11 @@ of torch.dot looped over a batch and of torch.sqrt of the int d_k are reproduced
 p09); attention_scores and context_vector run under call_checked with the error a d-sized / T-sized
 tensor raises on the test's own inputs (p01, p06). Each is in the library (student_mistakes_families.py,
 as a variant of the patch here).
+
+``AFTER`` (5 slips near the fixed ones, written after step 2 and run once, unchanged since): caught 5/5, a right
+cause for 5/5 (q04's WEIGHT_SHAPE_SWAPPED is the library's family cause for every swapped weight: right, not
+specific to nn.Linear). ``IDIOMS`` (4 right answers in other words: einsum, the document's loop, the
+notebook's torch.sqrt(torch.tensor(d_k)), max(...).values): none fails a public test.
 """
 
 from __future__ import annotations
@@ -92,8 +97,47 @@ PROBES = [
 ]
 
 
+# Written after step 2, before being run: new slips near the fixed ones (do the new causes generalize, and stay true?).
+AFTER = [
+    probe("q01", G1, "attention_scores", "attention_scores: the loop fills torch.zeros(len(query))",
+          [("return torch.stack([torch.dot(x_i, query) for x_i in inputs])",
+            "s = torch.zeros(len(query))\n    for i in range(len(inputs)):\n        s[i] = torch.dot(inputs[i], query)\n    return s")],
+          ["indexed by token", "T = inputs.shape[0]"]),
+    probe("q02", G1, "normalization", "softmax_naive: exp / exp.sum(dim) without keepdim",
+          [("exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim, keepdim=True)",
+            "exp = torch.exp(scores)\n    return exp / exp.sum(dim=dim)")], ["keepdim"]),
+    probe("q03", G2, "self_attention", "SelfAttention_v1.forward: scaled by torch.sqrt(keys.shape[-1])",
+          [("attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)\n        return attn_weights @ values\n        ### END SOLUTION\n\n\nclass",
+            "attn_weights = torch.softmax(attn_scores / torch.sqrt(keys.shape[-1]), dim=-1)\n        return attn_weights @ values\n        ### END SOLUTION\n\n\nclass")],
+          ["torch.sqrt takes a tensor"]),
+    probe("q04", G2, "self_attention", "SelfAttention_v2: nn.Linear(d_out, d_in, ...), in and out swapped",
+          [("self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+            "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)",
+            "self.W_query = nn.Linear(d_out, d_in, bias=qkv_bias)\n        self.W_key = nn.Linear(d_out, d_in, bias=qkv_bias)\n"
+            "        self.W_value = nn.Linear(d_out, d_in, bias=qkv_bias)")], ["d_in", "swapped", "nn.Linear"]),
+    probe("q05", G2, "weight_transfer", "copy_weights_v2_to_v1: sa_v1.W_query = nn.Parameter(sa_v2.W_query.weight.T)",
+          [("getattr(sa_v1, name).copy_(getattr(sa_v2, name).weight.T)",
+            "setattr(sa_v1, name, nn.Parameter(getattr(sa_v2, name).weight.T))")], ["replaced", "alias", "share"]),
+]
+
+# Right code in other words than the solutions: none may fail (a test that fails one charges an honest idiom).
+IDIOMS = [
+    probe("r01", G1, "attention_scores", "attention_score_matrix with einsum",
+          [("return inputs @ inputs.transpose(-2, -1)", "return torch.einsum('...id,...jd->...ij', inputs, inputs)")], []),
+    probe("r02", G1, "context_vectors", "context_vector: the document's loop with torch.zeros(inputs.shape[1])",
+          [("### BEGIN SOLUTION\n    return attn_weights @ inputs",
+            "### BEGIN SOLUTION\n    z = torch.zeros(inputs.shape[1], dtype=inputs.dtype)\n    for i, x_i in enumerate(inputs):\n"
+            "        z = z + attn_weights[i] * x_i\n    return z")], []),
+    probe("r03", G2, "scaled_attention", "scaled_dot_product: the notebook's torch.sqrt(torch.tensor(d_k))",
+          [("attn_scores / d_k**0.5", "attn_scores / torch.sqrt(torch.tensor(d_k))")], []),
+    probe("r04", G1, "normalization", "softmax_stable: scores.max(dim=dim, keepdim=True).values",
+          [(STABLE_SHIFT, "shifted = scores - scores.max(dim=dim, keepdim=True).values")], []),
+]
+
+
 def main(argv: list[str]) -> int:
-    return student_mistakes.report(PROBES, argv)
+    which = next((a for a in argv if not a.startswith("--")), "probes")
+    return student_mistakes.report({"probes": PROBES, "after": AFTER, "idioms": IDIOMS}[which], argv)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
