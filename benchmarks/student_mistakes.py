@@ -85,7 +85,11 @@ def main(argv: list[str]) -> int:
     if not path.is_file():
         print(f"error: no {path} (pass the mistakes file: ../shared/student_mistakes/mistakes.json)", file=sys.stderr)
         return 2
-    mistakes = json.loads(path.read_text(encoding="utf-8"))
+    return report(json.loads(path.read_text(encoding="utf-8")), argv)
+
+
+def report(mistakes: list[dict], argv: list[str]) -> int:
+    """Measure ``mistakes`` (the format above) and print what main prints (``--show-causes`` in ``argv``: every cause)."""
     judged, stale = measure(mistakes)
     by_id = {m["id"]: m for m in mistakes}
     counts = [sum(bool(j[k]) for j in judged.values()) for k in ("caught", "named", "false", "judge")]

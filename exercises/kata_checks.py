@@ -312,13 +312,13 @@ def assert_rows_sum_to_one(got: torch.Tensor, *, call: str, dim: int = -1, atol:
 def assert_softmax_has_no_nan(got: Any, scores: torch.Tensor, *, dim: int, call: str) -> None:
     """A softmax of ``scores`` (no row all -inf) along ``dim`` has no NaN; else name the cause where the NaN
     are exactly where a known mistake puts them: the maximum of the whole tensor subtracted (GLOBAL_MAX), or
-    no maximum subtracted (NO_MAX_SHIFT)."""
+    no maximum subtracted (NO_MAX_SHIFT), or the max along dim without keepdim (NO_KEEPDIM)."""
     __tracebackhide__ = True
     if not isinstance(got, torch.Tensor) or not torch.isnan(got).any():
         return
     causes = []
     if tuple(got.shape) == tuple(scores.shape):
-        for shift, cause in ((scores.max(), GLOBAL_MAX), (0.0, NO_MAX_SHIFT)):
+        for shift, cause in ((scores.max(), GLOBAL_MAX), (0.0, NO_MAX_SHIFT), (scores.amax(dim), NO_KEEPDIM)):
             exp = torch.exp(scores - shift)
             if torch.equal(torch.isnan(got), torch.isnan(exp / exp.sum(dim=dim, keepdim=True))):
                 causes.append(cause)

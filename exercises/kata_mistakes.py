@@ -19,11 +19,13 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+import torch
+
 WRONG_DIM = "softmax over the wrong dim (columns instead of rows): normalize along the last dim"
 DIM_IGNORED = "the dim argument is ignored: normalize along dim, not always along the last dim"
 WHOLE_TENSOR = "normalized over the whole tensor: sum along dim only (keepdim=True), not over every element"
-NO_KEEPDIM = ("summed without keepdim=True: the sum has one dimension fewer and broadcasts against the wrong axis "
-              "(sum(dim=dim, keepdim=True) keeps it aligned)")
+NO_KEEPDIM = ("a sum (or max) along dim without keepdim=True: it has one dimension fewer and broadcasts against the "
+              "wrong axis (sum(dim=dim, keepdim=True), amax(dim=dim, keepdim=True) keep it aligned)")
 NO_SOFTMAX = "no softmax: the raw scores were used as weights"
 GLOBAL_MAX = ("subtracted the maximum of the whole tensor, not each row's own (the global max, not the max along dim): "
               "a row whose scores are far below it underflows to exp(...) = 0 everywhere, and 0 / 0 is NaN; subtract "
@@ -176,11 +178,14 @@ def _told_apart(found: list[tuple[str | None, str]]) -> list[tuple[str, str]]:
 
 def transpose_errors(queries: Any, keys: Any) -> list[tuple[str, str]]:
     """``call_checked`` errors for ``queries @ keys`` transposed the wrong way on a batch: ``.T`` (all axes
-    reversed: BATCH_DOT_T) or ``.transpose(0, 1)`` (AXES_0_1_SWAPPED), each named only for its own error."""
+    reversed: BATCH_DOT_T) or ``.transpose(0, 1)`` (AXES_0_1_SWAPPED), each named only for its own error; so are
+    torch.dot looped over a batch (DOT_ON_A_BATCH) and torch.sqrt of the int d_k (SQRT_OF_AN_INT)."""
     return _told_apart([(error_of(lambda: queries @ keys.T), BATCH_DOT_T),
                         (error_of(lambda: queries @ keys.transpose(0, 1)), AXES_0_1_SWAPPED),
                         (error_of(lambda: queries @ keys.permute(0, 2, 1)), PERMUTED_THREE_AXES),
-                        (error_of(lambda: (queries.mT @ keys).softmax(-1) @ keys), FEATURE_SCORES)])
+                        (error_of(lambda: (queries.mT @ keys).softmax(-1) @ keys), FEATURE_SCORES),
+                        (error_of(lambda: torch.dot(keys[0], keys[0])) if keys.dim() > 2 else None, DOT_ON_A_BATCH),
+                        (error_of(lambda: torch.sqrt(keys.shape[-1])), SQRT_OF_AN_INT)])
 
 
 def mask_errors(module: Any, x: Any) -> list[tuple[str, str]]:
@@ -325,6 +330,12 @@ MASK_HIDES_THE_PAST = "the mask hides the past (below the diagonal), not the fut
 MASK_SHOWS_THE_NEXT = "the mask lets each token see the next one too (one off the diagonal): hide every j > i, torch.triu(..., diagonal=1)"
 FULL_CONTEXT_REFUSED = "refused exactly context_length tokens: only more is an error (num_tokens > context_length, not >=)"
 TOKENS_FROM_FEATURES = "the number of tokens was read from the features: x.shape[-1] is d_in; the tokens are T = x.shape[-2]"
+DOT_ON_A_BATCH = ("torch.dot takes two 1-D vectors: a loop over a batch's first axis hands it whole matrices; one product "
+                  "does every pair and keeps leading dims, inputs @ inputs.transpose(-2, -1)")
+SQRT_OF_AN_INT = "torch.sqrt takes a tensor, not a Python int (d_k = keys.shape[-1] is one): divide by d_k ** 0.5 (or math.sqrt(d_k))"
+SIZED_BY_FEATURES = "a tensor of d entries (the features) was indexed by token: one score per token needs T = inputs.shape[0] entries"
+SIZED_BY_TOKENS = ("a (T,) tensor, one entry per token (e.g. torch.zeros(attn_weights.shape)), met a row of inputs: the context "
+                   "vector has one entry per feature, torch.zeros(inputs.shape[-1]) (the document's query.shape)")
 P1_RETURNS_X = "returned x unchanged at p = 1 in training mode: p = 1 drops every element, so return zeros"
 DROPOUT_ON_VALUES = "applied dropout to the values: apply it to the attention weights after the softmax, then @ values"
 COPIED_ANOTHER_LAYER = "copied one layer's weight into another (W_query's into W_key, say): copy each weight into its namesake"

@@ -7,8 +7,8 @@ paths in the kata are relative to the repository root), or computed here with pl
 
 import torch
 
-from kata_checks import assert_close, call_checked, call_in_float64, journey_inputs, load, transpose_errors
-from kata_mistakes import ELEMENTWISE_NO_SUM, SCORES_AS_A_COLUMN, SCORES_OF_FEATURES, SUMMED_OVER_TOKENS
+from kata_checks import assert_close, call_checked, call_in_float64, error_of, journey_inputs, load, transpose_errors
+from kata_mistakes import ELEMENTWISE_NO_SUM, SCORES_AS_A_COLUMN, SCORES_OF_FEATURES, SIZED_BY_FEATURES, SUMMED_OVER_TOKENS
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: the scores of query x(2) = "journey"
 SCORES_2 = torch.tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
@@ -29,8 +29,10 @@ def test_attention_scores_of_journey_match_the_document():
     m = load("attention_scores")
     inputs = journey_inputs()
     query = inputs[1]
-    assert_close(m.attention_scores(inputs, query), SCORES_2, atol=1e-4,
-                 call="attention_scores(inputs, inputs[1])  [chapter_notes_3.1-3.6.txt, 3.3.1]",
+    call, (t, d) = "attention_scores(inputs, inputs[1])  [chapter_notes_3.1-3.6.txt, 3.3.1]", inputs.shape
+    sized_by_d = error_of(lambda: torch.empty(d)[d]) if d < t else None  # the loop's first token past d
+    assert_close(call_checked(m.attention_scores, inputs, query, call=call, errors=[(sized_by_d, SIZED_BY_FEATURES)]),
+                 SCORES_2, atol=1e-4, call=call,
                  diagnoses=[((inputs * query).sum(0), SUMMED_OVER_TOKENS), (inputs * query, ELEMENTWISE_NO_SUM),
                             ((inputs @ query)[:, None], SCORES_AS_A_COLUMN)])
 

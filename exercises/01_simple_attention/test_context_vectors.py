@@ -8,8 +8,8 @@ paths in the kata are relative to the repository root), or computed here with pl
 import torch
 
 from kata_checks import (NO_SOFTMAX, SIMPLE_NOT_SCALED, WRONG_DIM, transpose_errors, assert_close, call_checked,
-                         call_in_float64, journey_inputs, load)
-from kata_mistakes import RETURNED_THE_WEIGHTS, SUM_NOT_SOFTMAX
+                         call_in_float64, error_of, journey_inputs, load)
+from kata_mistakes import RETURNED_THE_WEIGHTS, SIZED_BY_TOKENS, SUM_NOT_SOFTMAX
 
 # chapter_notes_3.1-3.6.txt, section 3.3.1: z(2) = "tensor([0.4419, 0.6515, 0.5683])"
 Z_2 = torch.tensor([0.4419, 0.6515, 0.5683])
@@ -19,8 +19,10 @@ def test_context_vectors_one_query_matches_the_document():
     m = load("context_vectors")
     inputs = journey_inputs()
     weights = torch.softmax(inputs @ inputs[1], dim=0)
-    assert_close(m.context_vector(inputs, weights), Z_2, atol=1e-4,
-                 call="context_vector(inputs, softmax(inputs @ inputs[1]))  [chapter_notes_3.1-3.6.txt, 3.3.1]",
+    call = "context_vector(inputs, softmax(inputs @ inputs[1]))  [chapter_notes_3.1-3.6.txt, 3.3.1]"
+    sized_by_t = error_of(lambda: torch.zeros(weights.shape).add_(inputs[0]))  # (T,) += a (d,) row
+    assert_close(call_checked(m.context_vector, inputs, weights, call=call, errors=[(sized_by_t, SIZED_BY_TOKENS)]), Z_2, atol=1e-4,
+                 call=call,
                  diagnoses=[(inputs.sum(0), "summed the inputs without weighting them")])
 
 

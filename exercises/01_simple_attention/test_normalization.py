@@ -75,7 +75,9 @@ def test_normalization_softmax_stable_subtracts_each_row_s_own_maximum():
         call = f"softmax_stable(tensor({s.tolist()}), dim={dim})"
         got = m.softmax_stable(s, dim)
         assert_softmax_has_no_nan(got, s, dim=dim, call=call)
-        assert_close(got, torch.softmax(s, dim), atol=1e-6, call=call, diagnoses=[(torch.softmax(s, 1 + dim), DIM_IGNORED)])
+        unaligned = torch.exp(s - s.amax(dim))  # the max without keepdim=True, broadcast along the other axis
+        assert_close(got, torch.softmax(s, dim), atol=1e-6, call=call,
+                     diagnoses=[(torch.softmax(s, 1 + dim), DIM_IGNORED), (unaligned / unaligned.sum(dim, keepdim=True), NO_KEEPDIM)])
 
 
 def test_normalization_softmax_stable_works_row_by_row():
@@ -89,7 +91,7 @@ def test_normalization_softmax_stable_works_row_by_row():
     got = m.softmax_stable(scores, dim=-1)
     assert_close(got[:2] if isinstance(got, torch.Tensor) and got.dim() == 2 else got, expected, atol=1e-4,
                  call="softmax_stable(inputs @ inputs.T, dim=-1)[:2]  [chapter_notes_3.1-3.6.txt, 3.3.2]",
-                 diagnoses=[(torch.softmax(scores, 0)[:2], DIM_IGNORED)])
+                 diagnoses=[(torch.softmax(scores, 0)[:2], DIM_IGNORED), (torch.softmax(scores - scores.amax(-1), -1)[:2], NO_KEEPDIM)])
 
 
 def test_normalization_keeps_float64_and_leaves_the_scores_unchanged():

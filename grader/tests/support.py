@@ -302,7 +302,7 @@ for line in sys.stdin:
     score = sum(e["score"] for e in exercises.values())
     gpu_test = {"name": "gpu_check", "score": 0.0, "max_score": 0.0, "status": "passed", "output": "[skipped, none] ", "kind": "gpu_check"}
     print(json.dumps({"report": {"submission": task["path"], "score": score, "max_score": rubric.max_score - rubric.gpu_points,
-        "execution_time": 0.0, "isolation": "none", "warnings": [], "review": [], "tests": [gpu_test], "exercises": exercises,
+        "execution_time": 0.0, "isolation": "none", "warnings": [], "review": [], "public_tests": {}, "tests": [gpu_test], "exercises": exercises,
         "gpu_check": {"score": 0.0, "max_score": 0.0, "status": "skipped", "device": "none", "message": ""}}}), flush=True)
 """
 
@@ -377,8 +377,7 @@ def fake_report(scores: Mapping[str, float] | None = None, tests: Iterable[tuple
     return {"submission": "sub", "score": round(sum(e["score"] for e in exercises.values()) + check["score"], 2),
             "max_score": round(sum(e["max_score"] for e in exercises.values()) + check["max_score"], 2),
             "execution_time": 1.0, "isolation": "bwrap", "warnings": list(warnings), "review": list(review),
-            "tests": entries,
-            "exercises": exercises, "gpu_check": check}
+            "public_tests": {}, "tests": entries, "exercises": exercises, "gpu_check": check}
 
 
 def cpu_points() -> float:

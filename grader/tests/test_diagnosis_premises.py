@@ -36,7 +36,17 @@ def test_dot_T_is_named_only_for_the_error_dot_T_raises_and_a_swap_of_axes_0_and
     assert pairs[_error(lambda: x @ x.T)] == MISTAKES.BATCH_DOT_T
     assert pairs[_error(lambda: x @ x.transpose(0, 1))] == MISTAKES.AXES_0_1_SWAPPED
     square = torch.rand(3, 3, 3)  # .T and a swap of axes 0 and 1 raise nothing here: nothing to name
-    assert MISTAKES.transpose_errors(square, square) == []
+    assert not {MISTAKES.BATCH_DOT_T, MISTAKES.AXES_0_1_SWAPPED} & set(dict(MISTAKES.transpose_errors(square, square)).values())
+
+
+def test_torch_dot_is_blamed_only_for_the_error_it_raises_on_a_batch_and_torch_sqrt_for_its_int():
+    """heldout_probes_12b's p02 and p09: the cause is named for the very error text, never for another one."""
+    x, matrix = torch.rand(2, 5, 3), torch.rand(5, 3)
+    pairs = dict(MISTAKES.transpose_errors(x, x))
+    assert pairs[_error(lambda: torch.dot(x[0], x[1]))] == MISTAKES.DOT_ON_A_BATCH
+    assert pairs[_error(lambda: torch.sqrt(x.shape[-1]))] == MISTAKES.SQRT_OF_AN_INT
+    assert MISTAKES.DOT_ON_A_BATCH not in dict(MISTAKES.transpose_errors(matrix, matrix)).values()  # a matrix's rows are 1-D
+    assert not any(p in _error(lambda: torch.dot(x[0, 0], x[0, 0, :2])) for p in pairs)  # two vectors of unequal size
 
 
 class _Attention(torch.nn.Module):

@@ -53,7 +53,7 @@ MISTAKES: list[dict] = [
         "replace": "return scores / scores.sum(dim=dim, keepdim=True)",
         "with": "return scores / scores.sum(dim=dim)",
         "expect_test": "test_normalization_normalize_by_sum_of_a_matrix_along_each_dim",
-        "expect_message": "summed without keepdim=True",
+        "expect_message": "without keepdim=True: it has one dimension fewer",
     },
     {
         "name": "softmax_stable_subtracts_the_global_max",

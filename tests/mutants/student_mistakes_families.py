@@ -71,4 +71,25 @@ MISTAKES: list[dict] = [
      "replace": "num_tokens = x.shape[-2]", "with": "num_tokens = x.shape[-1]",
      "expect_test": "test_causal_attention_rejects_more_tokens_than_context_length",
      "expect_message": "the number of tokens was read from the features"},
+    # Found on the held-out set benchmarks/heldout_probes_12b.py (its p01 p02 p05 p06 p09), named since by the error each
+    # raises on the test's own objects (kata_mistakes.transpose_errors, the tests' error_of) or its NaN (assert_softmax_has_no_nan).
+    {"name": "attention_scores_loop_sized_by_the_features", "cause": "SIZED_BY_FEATURES", "exercise": "01_simple_attention/attention_scores",
+     "replace": "return torch.stack([torch.dot(x_i, query) for x_i in inputs])",
+     "with": "attn_scores = torch.empty(query.shape)\n    for i, x_i in enumerate(inputs):\n        attn_scores[i] = x_i @ query\n    return attn_scores",
+     "expect_test": "test_attention_scores_of_journey_match_the_document", "expect_message": "was indexed by token"},
+    {"name": "attention_score_matrix_double_dot_loop", "cause": "DOT_ON_A_BATCH", "exercise": "01_simple_attention/attention_scores",
+     "replace": "return inputs @ inputs.transpose(-2, -1)",
+     "with": "return torch.stack([torch.stack([torch.dot(a, b) for b in inputs]) for a in inputs])",
+     "expect_test": "test_attention_scores_matrix_keeps_a_batch_dimension", "expect_message": "torch.dot takes two 1-D vectors"},
+    {"name": "softmax_stable_amax_without_keepdim", "cause": "NO_KEEPDIM", "exercise": "01_simple_attention/normalization",
+     "replace": "shifted = scores - scores.amax(dim=dim, keepdim=True)", "with": "shifted = scores - scores.amax(dim=dim)",
+     "expect_test": "test_normalization_softmax_stable_subtracts_each_row_s_own_maximum", "expect_message": "a sum (or max) along dim"},
+    {"name": "context_vector_loop_sized_by_the_tokens", "cause": "SIZED_BY_TOKENS", "exercise": "01_simple_attention/context_vectors",
+     "replace": "### BEGIN SOLUTION\n    return attn_weights @ inputs",
+     "with": "### BEGIN SOLUTION\n    context = torch.zeros(len(attn_weights))\n    for w, x_i in zip(attn_weights, inputs):\n"
+             "        context = context + w * x_i\n    return context",
+     "expect_test": "test_context_vectors_one_query_matches_the_document", "expect_message": "a (T,) tensor, one entry per token"},
+    {"name": "scaled_dot_product_torch_sqrt_of_an_int", "cause": "SQRT_OF_AN_INT", "exercise": "02_trainable_weights/scaled_attention",
+     "replace": "attn_scores / d_k**0.5", "with": "attn_scores / torch.sqrt(d_k)",
+     "expect_test": "test_scaled_attention_with_a_batch_and_d_v_different_from_d_k", "expect_message": "torch.sqrt takes a tensor"},
 ]
