@@ -140,7 +140,8 @@ SECOND = [
 
 
 def main(argv: list[str]) -> int:
-    return student_mistakes.run_sets({"first": PROBES, "second": SECOND}, argv)
+    which = next((a for a in argv if not a.startswith("--")), "first")
+    return student_mistakes.report({"first": PROBES, "second": SECOND, "all": PROBES + SECOND}[which], argv)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 from grader.authoring import known_results, mutation
@@ -111,17 +110,6 @@ def report(mistakes: list[dict], argv: list[str]) -> int:
         if "--show-causes" in argv:
             print(f"  {mid}: {j['causes']}")
     return 0
-
-
-def run_sets(sets: dict[str, list[dict]], argv: list[str]) -> int:
-    """A held-out file's command line, ``[NAME|all] [--show-causes]``: its set NAME (the first by default), or all,
-    measured as :func:`main` measures a file."""
-    which = next((a for a in argv if not a.startswith("--")), next(iter(sets)))
-    mistakes = [m for ms in sets.values() for m in ms] if which == "all" else sets[which]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "mistakes.json"
-        path.write_text(json.dumps(mistakes), encoding="utf-8")
-        return main([str(path), *[a for a in argv if a.startswith("--")]])
 
 
 if __name__ == "__main__":
