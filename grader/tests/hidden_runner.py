@@ -182,7 +182,8 @@ PRINTED_CONTROL = {"name": "control_printed_without_exp", "exercise": "01_simple
 # Student mistakes whose false cause once reached the grade's feedback too (issue 38: a mask cut to the batch
 # size told six times, and again in the grade, that it was not cut): the hidden tests must not say it either.
 PREMISES_IN_THE_GRADE = [m for m in mutation.load_patches(TESTS_DIR / "mutants" / "student_mistakes_premises.py", "MISTAKES")
-                         if m["name"] == "causal_attention_counts_tokens_on_the_batch_axis"]
+                         if m["name"] in ("causal_attention_counts_tokens_on_the_batch_axis",
+                                          "self_attention_v2_ignores_qkv_bias_seen_from_weight_transfer")]
 
 
 @functools.cache

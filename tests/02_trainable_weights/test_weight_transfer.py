@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from kata_checks import (BIAS_NOT_REFUSED, BIAS_NOT_ZEROED, COPY_ALIASES, COPY_NOT_TRANSPOSED, PARTIAL_COPY, SHAPES_NOT_REFUSED, assert_close,
-                      assert_raises, fail)
+                      assert_qkv_biases, assert_raises, fail)
 from reference import ref
 
 REF = ref("self_attention")
@@ -48,6 +48,12 @@ def test_v2_to_v1_copies_transposed_values(impl):
     _outputs_equal(v1, v2, 4, 3, False, call)
 
 
+def _with_biases(v2, call):
+    """The SelfAttention_v2(4, 3, qkv_bias=True) a test copies from or to has its biases: else that module's
+    mistake is named, and weight_transfer, which may be right, is not blamed for it (issue 38)."""
+    assert_qkv_biases(v2, True, call=f"SelfAttention_v2(4, 3, qkv_bias=True).named_parameters(), which {call.split('(')[0]} is given")
+
+
 @pytest.mark.core
 @pytest.mark.parametrize("bias", [False, True], ids=["nobias", "v2-with-bias"])
 def test_v1_to_v2_copies_transposed_values(impl, bias):
@@ -55,6 +61,8 @@ def test_v1_to_v2_copies_transposed_values(impl, bias):
     impl.manual_seed(63)
     v1, v2 = impl.SelfAttention_v1(4, 3), impl.SelfAttention_v2(4, 3, qkv_bias=bias)
     call = f"copy_weights_v1_to_v2(SelfAttention_v1(4, 3), SelfAttention_v2(4, 3, qkv_bias={bias}))"
+    if bias:
+        _with_biases(v2, call)
     impl.copy_weights_v1_to_v2(v1, v2)
     p1, p2 = _params(v1), _params(v2)
     for n in NAMES:
@@ -112,6 +120,7 @@ def test_biased_v2_to_v1_raises_and_copies_nothing(impl):
     v2, v1 = impl.SelfAttention_v2(4, 3, qkv_bias=True), impl.SelfAttention_v1(4, 3)
     before = {k: v.clone() for k, v in v1.state_dict().items()}
     call = "copy_weights_v2_to_v1(SelfAttention_v2(4, 3, qkv_bias=True), SelfAttention_v1(4, 3))"
+    _with_biases(v2, call)
     _expect_value_error(impl.copy_weights_v2_to_v1, v2, v1, call=call, why=BIAS_NOT_REFUSED)
     _unchanged(v1, before, call)
 
