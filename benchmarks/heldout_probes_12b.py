@@ -40,9 +40,7 @@ G1, G2 = "01_simple_attention", "02_trainable_weights"
 STABLE_SHIFT = "shifted = scores - scores.amax(dim=dim, keepdim=True)"
 
 
-def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
-    return {"id": pid, "group": group, "module": module, "description": description,
-            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+probe = student_mistakes.probe
 
 
 PROBES = [
@@ -136,8 +134,7 @@ IDIOMS = [
 
 
 def main(argv: list[str]) -> int:
-    which = next((a for a in argv if not a.startswith("--")), "probes")
-    return student_mistakes.report({"probes": PROBES, "after": AFTER, "idioms": IDIOMS}[which], argv)
+    return student_mistakes.run_sets({"probes": PROBES, "after": AFTER, "idioms": IDIOMS}, argv)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -12,9 +12,7 @@ it that a test names must be named by a reproduction, not because it is listed. 
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -23,9 +21,7 @@ import student_mistakes  # noqa: E402  (the benchmark beside this file: one way 
 G1, G2, G3 = "01_simple_attention", "02_trainable_weights", "03_causal"
 
 
-def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
-    return {"id": pid, "group": group, "module": module, "description": description,
-            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+probe = student_mistakes.probe
 
 
 FIRST = [
@@ -191,12 +187,7 @@ SECOND = [
 
 
 def main(argv: list[str]) -> int:
-    which = next((a for a in argv if not a.startswith("--")), "first")
-    probes = {"first": FIRST, "second": SECOND, "all": FIRST + SECOND}[which]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probes.json"
-        path.write_text(json.dumps(probes), encoding="utf-8")
-        return student_mistakes.main([str(path), *[a for a in argv if a.startswith("--")]])
+    return student_mistakes.run_sets({"first": FIRST, "second": SECOND, "all": FIRST + SECOND}, argv)
 
 
 if __name__ == "__main__":

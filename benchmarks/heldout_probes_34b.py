@@ -49,9 +49,7 @@ import student_mistakes  # noqa: E402  (the benchmark beside this file: one way 
 G3, G4 = "03_causal", "04_multihead"
 
 
-def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
-    return {"id": pid, "group": group, "module": module, "description": description,
-            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+probe = student_mistakes.probe
 
 
 PROBES = [
@@ -140,8 +138,7 @@ SECOND = [
 
 
 def main(argv: list[str]) -> int:
-    which = next((a for a in argv if not a.startswith("--")), "first")
-    return student_mistakes.report({"first": PROBES, "second": SECOND, "all": PROBES + SECOND}[which], argv)
+    return student_mistakes.run_sets({"first": PROBES, "second": SECOND, "all": PROBES + SECOND}, argv)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,7 @@ test checks is no longer held out. Measured with benchmarks/student_mistakes.py'
 
 from __future__ import annotations
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -23,8 +21,7 @@ WRAP, MHA, SPLIT = "multihead_wrapper", "multihead_attention", "head_split"
 
 
 def _m(mid: str, module: str, description: str, patches: list, cause_words: list) -> dict:
-    return {"id": mid, "group": "04_multihead", "module": module, "description": description,
-            "patches": [list(p) for p in patches], "cause_words": cause_words, "false_causes_seen": []}
+    return student_mistakes.probe(mid, "04_multihead", module, description, patches, cause_words)
 
 
 FIRST = [
@@ -126,11 +123,7 @@ SECOND = [
 
 
 def main(argv: list[str]) -> int:
-    which = SECOND if "second" in argv else FIRST
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probes.json"
-        path.write_text(json.dumps(which), encoding="utf-8")
-        return student_mistakes.main([str(path)] + [a for a in argv if a.startswith("--")])
+    return student_mistakes.run_sets({"first": FIRST, "second": SECOND}, argv)
 
 
 if __name__ == "__main__":

@@ -45,9 +45,7 @@ import student_mistakes  # noqa: E402  (the benchmark beside this file: one way 
 G1, G2, G3 = "01_simple_attention", "02_trainable_weights", "03_causal"
 
 
-def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
-    return {"id": pid, "group": group, "module": module, "description": description,
-            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+probe = student_mistakes.probe
 
 
 PROBES = [

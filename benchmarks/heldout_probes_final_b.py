@@ -50,10 +50,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import student_mistakes  # noqa: E402  (the benchmark beside this file: one way to measure)
-from heldout_probes_12b import probe  # noqa: E402  (the same entry format, not repeated here)
 
 G3, G4 = "03_causal", "04_multihead"
 
+
+probe = student_mistakes.probe
 
 PROBES = [
     probe("c01", G3, "causal_mask", "mask_future_scores: torch.triu without diagonal=1 (the diagonal masked too)",

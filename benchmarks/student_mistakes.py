@@ -87,6 +87,22 @@ def main(argv: list[str]) -> int:
     return report(json.loads(path.read_text(encoding="utf-8")), argv)
 
 
+def probe(pid: str, group: str, module: str, description: str, patches: list, words: list) -> dict:
+    """One mistake in the format above, written in Python (the held-out files, benchmarks/heldout_probes_*.py)."""
+    return {"id": pid, "group": group, "module": module, "description": description,
+            "patches": [list(p) for p in patches], "cause_words": words, "false_causes_seen": []}
+
+
+def run_sets(sets: dict[str, list[dict]], argv: list[str]) -> int:
+    """A held-out file's command line: the set its first plain argument names (the first set if none),
+    measured by :func:`report`."""
+    which = next((a for a in argv if not a.startswith("--")), next(iter(sets)))
+    if which not in sets:
+        print(f"error: no set {which!r} (the sets: {', '.join(sets)})", file=sys.stderr)
+        return 2
+    return report(sets[which], argv)
+
+
 def report(mistakes: list[dict], argv: list[str]) -> int:
     """Measure ``mistakes`` (the format above) and print what main prints (``--show-causes`` in ``argv``: every cause)."""
     judged, stale = measure(mistakes)
